@@ -1,0 +1,48 @@
+package schema
+
+import (
+	"entgo.io/ent"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+
+	"github.com/procsvc/procsvc/internal/ids"
+)
+
+// Member is a user of one workspace.
+type Member struct{ ent.Schema }
+
+// Mixin of the Member.
+func (Member) Mixin() []ent.Mixin { return []ent.Mixin{TenantMixin{}} }
+
+// Fields of the Member.
+func (Member) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("id", ids.New(ids.KindMember)).Default(ids.Generator(ids.KindMember)).Immutable(),
+		field.UUID("workspace_id", ids.New(ids.KindWorkspace)).Immutable(),
+		field.String("name").NotEmpty().MaxLen(200),
+		field.String("email").NotEmpty().MaxLen(320).Comment("stored lower-cased; unique per workspace"),
+		field.Enum("role").Values("ADMIN", "MEMBER", "VIEWER").Default("MEMBER"),
+		field.Time("created_at").Default(nowUTC).Immutable(),
+		field.Time("removed_at").Optional().Nillable().Comment("set when the member is removed; their tokens stop working"),
+	}
+}
+
+// Edges of the Member.
+func (Member) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.From("workspace", Workspace.Type).Ref("members").Field("workspace_id").Unique().Required().Immutable(),
+		edge.To("tokens", Token.Type),
+		edge.To("assigned", Procedure.Type),
+		edge.To("created", Procedure.Type),
+		edge.To("comments", Comment.Type),
+	}
+}
+
+// Indexes of the Member.
+func (Member) Indexes() []ent.Index {
+	return []ent.Index{
+		index.Fields("workspace_id", "email").Unique(),
+		index.Fields("workspace_id", "name"),
+	}
+}

@@ -1,0 +1,67 @@
+package schema
+
+import (
+	"entgo.io/ent"
+	"entgo.io/ent/dialect/entsql"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+
+	"github.com/procsvc/procsvc/internal/ids"
+)
+
+// Procedure is the tracked work item.
+type Procedure struct{ ent.Schema }
+
+// Mixin of the Procedure.
+func (Procedure) Mixin() []ent.Mixin { return []ent.Mixin{TenantMixin{}, TimeMixin{}} }
+
+// Fields of the Procedure.
+func (Procedure) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("id", ids.New(ids.KindProcedure)).Default(ids.Generator(ids.KindProcedure)).Immutable(),
+		field.UUID("workspace_id", ids.New(ids.KindWorkspace)).Immutable(),
+		field.Int64("number").Immutable().Comment("per-workspace sequence number"),
+		field.String("short_id").Immutable().Comment("workspace key and number, e.g. PRC-12"),
+		field.String("name").NotEmpty().MaxLen(500),
+		field.Enum("priority").Values("LOW", "MEDIUM", "HIGH"),
+		field.Enum("state").Values("TODO", "IN_PROGRESS", "COMPLETED", "WAITING"),
+		field.Text("content").Optional().Nillable(),
+		field.UUID("category_id", ids.New(ids.KindCategory)).Optional().Nillable(),
+		field.UUID("doer_id", ids.New(ids.KindMember)).Optional().Nillable(),
+		field.UUID("creator_id", ids.New(ids.KindMember)).Immutable(),
+		field.UUID("project_id", ids.New(ids.KindProject)),
+		field.Float("position").Comment("order inside the (project, state) column"),
+		field.Time("due_at"),
+		field.String("capture_id").Optional().Nillable().MaxLen(200),
+		field.Bool("display_video").Default(false),
+		field.Bool("is_fine_tuned_data").Default(false),
+	}
+}
+
+// Edges of the Procedure.
+func (Procedure) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.From("workspace", Workspace.Type).Ref("procedures").Field("workspace_id").Unique().Required().Immutable(),
+		edge.From("category", Category.Type).Ref("procedures").Field("category_id").Unique(),
+		edge.From("doer", Member.Type).Ref("assigned").Field("doer_id").Unique(),
+		edge.From("creator", Member.Type).Ref("created").Field("creator_id").Unique().Required().Immutable(),
+		edge.From("project", Project.Type).Ref("procedures").Field("project_id").Unique().Required(),
+		edge.To("comments", Comment.Type).Annotations(entsql.OnDelete(entsql.Cascade)),
+	}
+}
+
+// Indexes of the Procedure: one for each list filter and sort, all led by the
+// workspace so that one tenant's size never slows another's pages.
+func (Procedure) Indexes() []ent.Index {
+	return []ent.Index{
+		index.Fields("workspace_id", "short_id").Unique(),
+		index.Fields("workspace_id", "created_at", "id"),
+		index.Fields("workspace_id", "due_at", "id"),
+		index.Fields("workspace_id", "name", "id"),
+		index.Fields("category_id"),
+		index.Fields("doer_id"),
+		index.Fields("creator_id"),
+		index.Fields("project_id", "state", "position"),
+	}
+}

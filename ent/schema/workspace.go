@@ -1,0 +1,67 @@
+package schema
+
+import (
+	"context"
+	"errors"
+
+	"entgo.io/ent"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+
+	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/viewer"
+)
+
+// Workspace is a tenant: every other record belongs to exactly one.
+type Workspace struct{ ent.Schema }
+
+// Fields of the Workspace.
+func (Workspace) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("id", ids.New(ids.KindWorkspace)).Default(ids.Generator(ids.KindWorkspace)).Immutable(),
+		field.String("name").NotEmpty().MaxLen(200),
+		field.String("key").Default("PRC").Match(workspaceKey).Comment("prefix of procedure shortIds"),
+		field.Int64("procedure_seq").Default(0).Comment("last procedure number handed out; shortIds are never reused"),
+		field.Int64("version").Default(0).Comment("bumped by every write inside the workspace"),
+		field.Time("created_at").Default(nowUTC).Immutable(),
+	}
+}
+
+// Edges of the Workspace.
+func (Workspace) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.To("members", Member.Type),
+		edge.To("tokens", Token.Type),
+		edge.To("projects", Project.Type),
+		edge.To("categories", Category.Type),
+		edge.To("procedures", Procedure.Type),
+		edge.To("comments", Comment.Type),
+	}
+}
+
+// Interceptors of the Workspace: a viewer sees only its own workspace.
+func (Workspace) Interceptors() []ent.Interceptor {
+	return []ent.Interceptor{tenantInterceptor("id")}
+}
+
+// errWorkspaceCreate refuses workspace creation outside the system context.
+var errWorkspaceCreate = errors.New("tenancy: workspaces are created by the system only")
+
+// Hooks of the Workspace: only the system creates or deletes workspaces, and a
+// viewer updates only its own.
+func (Workspace) Hooks() []ent.Hook {
+	return []ent.Hook{func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if viewer.IsSystem(ctx) {
+				return next.Mutate(ctx, m)
+			}
+			if m.Op().Is(ent.OpCreate) || m.Op().Is(ent.OpDelete) || m.Op().Is(ent.OpDeleteOne) {
+				return nil, errWorkspaceCreate
+			}
+			if err := scopeToViewer(ctx, "id", m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}}
+}

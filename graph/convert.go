@@ -1,0 +1,196 @@
+package graph
+
+import (
+	"context"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/google/uuid"
+
+	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/graph/model"
+	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/loader"
+)
+
+// window converts Relay arguments.
+func window(first *int, after *string, last *int, before *string) core.Window {
+	w := core.Window{First: first, Last: last}
+	if after != nil {
+		c := core.Cursor(*after)
+		w.After = &c
+	}
+	if before != nil {
+		c := core.Cursor(*before)
+		w.Before = &c
+	}
+	return w
+}
+
+// optional converts a gqlgen omittable field.
+func optional[T any](o graphql.Omittable[*T]) core.Optional[T] {
+	v, ok := o.ValueOK()
+	if !ok {
+		return core.Optional[T]{}
+	}
+	return core.Optional[T]{Set: true, Value: v}
+}
+
+// optionalString converts an omittable field of a string-kinded enum.
+func optionalString[T ~string](o graphql.Omittable[*T]) core.Optional[string] {
+	v, ok := o.ValueOK()
+	if !ok {
+		return core.Optional[string]{}
+	}
+	if v == nil {
+		return core.Null[string]()
+	}
+	return core.Some(string(*v))
+}
+
+func str[T ~string](p *T) string {
+	if p == nil {
+		return ""
+	}
+	return string(*p)
+}
+
+func strPtr[T ~string](p *T) *string {
+	if p == nil {
+		return nil
+	}
+	s := string(*p)
+	return &s
+}
+
+func some[T any](p *T) core.Optional[T] {
+	if p == nil {
+		return core.Optional[T]{}
+	}
+	return core.Optional[T]{Set: true, Value: p}
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func procedureFilter(f *model.ProcedureFilter) core.ProcedureFilter {
+	if f == nil {
+		return core.ProcedureFilter{}
+	}
+	return core.ProcedureFilter{
+		Search:     str(f.Search),
+		CategoryID: str(f.CategoryID),
+		DoerID:     str(f.DoerID),
+		ProjectID:  str(f.ProjectID),
+		State:      str(f.State),
+		Priority:   str(f.Priority),
+		DueFrom:    f.DueFrom,
+		DueTo:      f.DueTo,
+	}
+}
+
+var orderFields = map[model.ProcedureOrderField]core.ProcedureSort{
+	model.ProcedureOrderFieldCreatedAt:   core.SortCreatedAt,
+	model.ProcedureOrderFieldDueAt:       core.SortDueAt,
+	model.ProcedureOrderFieldName:        core.SortName,
+	model.ProcedureOrderFieldProjectName: core.SortProjectName,
+}
+
+func procedureOrder(o *model.ProcedureOrder) core.ProcedureOrder {
+	if o == nil {
+		return core.DefaultProcedureOrder
+	}
+	return core.ProcedureOrder{Field: orderFields[o.Field], Desc: o.Direction != model.OrderDirectionAsc}
+}
+
+// connection builds a Relay connection's parts from a core page.
+func connection[N any, E any](items []N, info core.PageInfo, edge func(N, string) E) ([]E, *model.PageInfo) {
+	edges := make([]E, len(items))
+	pi := &model.PageInfo{HasNextPage: info.HasNextPage, HasPreviousPage: info.HasPreviousPage}
+	for i, n := range items {
+		edges[i] = edge(n, string(core.CursorAt(info.Offset+i)))
+	}
+	if len(items) > 0 {
+		start, end := string(core.CursorAt(info.Offset)), string(core.CursorAt(info.Offset+len(items)-1))
+		pi.StartCursor, pi.EndCursor = &start, &end
+	}
+	return edges, pi
+}
+
+func deleted(id string) *model.DeletePayload {
+	return &model.DeletePayload{Success: true, DeletedID: id}
+}
+
+// requestedEdges reports which procedure edges the current field selects
+// below itself. Outside a GraphQL operation (the REST layer calls these
+// resolvers directly) every edge is wanted.
+func requestedEdges(ctx context.Context, isConnection bool) loader.Edges {
+	if !graphql.HasOperationContext(ctx) || graphql.GetFieldContext(ctx) == nil {
+		return loader.AllEdges
+	}
+	oc := graphql.GetOperationContext(ctx)
+	var e loader.Edges
+	mark := func(fields []graphql.CollectedField) {
+		for _, f := range fields {
+			switch f.Name {
+			case "category":
+				e.Category = true
+			case "doer":
+				e.Doer = true
+			case "project":
+				e.Project = true
+			case "comments":
+				e.Comments = true
+				for _, c := range graphql.CollectFields(oc, f.Selections, nil) {
+					if c.Name == "author" {
+						e.CommentAuthors = true
+					}
+				}
+			}
+		}
+	}
+	top := graphql.CollectFieldsCtx(ctx, nil)
+	if !isConnection {
+		mark(top)
+		return e
+	}
+	for _, f := range top {
+		switch f.Name {
+		case "nodes":
+			mark(graphql.CollectFields(oc, f.Selections, nil))
+		case "edges":
+			for _, g := range graphql.CollectFields(oc, f.Selections, nil) {
+				if g.Name == "node" {
+					mark(graphql.CollectFields(oc, g.Selections, nil))
+				}
+			}
+		}
+	}
+	return e
+}
+
+// primed returns a function that primes the edges a single returned
+// procedure's selection needs; it wraps a core call's results.
+func primed(ctx context.Context) func(*ent.Procedure, error) (*ent.Procedure, error) {
+	return func(p *ent.Procedure, err error) (*ent.Procedure, error) {
+		if err != nil {
+			return nil, err
+		}
+		if err := loader.PrimeProcedures(ctx, []*ent.Procedure{p}, requestedEdges(ctx, false)); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+}
+
+func memberIDs[T any](items []T, id func(T) uuid.UUID) []uuid.UUID {
+	out := make([]uuid.UUID, len(items))
+	for i, it := range items {
+		out[i] = id(it)
+	}
+	return out
+}

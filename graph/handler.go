@@ -1,0 +1,189 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/procsvc/procsvc/graph/generated"
+	"github.com/procsvc/procsvc/graph/model"
+	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/middleware"
+)
+
+// Limits of one GraphQL operation (DESIGN §7). Both are checked before any
+// resolver runs, so an over-limit query costs no SQL.
+const (
+	MaxDepth      = 12
+	MaxComplexity = 2000
+)
+
+// NewServer returns the GraphQL executor over r: POST and GET transports,
+// automatic persisted queries, depth and complexity limits, and one error
+// shape (extensions.code and extensions.requestId) for every failure.
+func NewServer(r *Resolver, log *slog.Logger) *handler.Server {
+	cfg := generated.Config{Resolvers: r}
+	setComplexity(&cfg.Complexity)
+	srv := handler.New(generated.NewExecutableSchema(cfg))
+	srv.AddTransport(transport.GET{})
+	srv.AddTransport(transport.POST{})
+	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	srv.Use(extension.Introspection{})
+	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
+	srv.Use(depthLimit{max: MaxDepth})
+	srv.Use(extension.FixedComplexityLimit(MaxComplexity))
+	srv.SetErrorPresenter(func(ctx context.Context, err error) *gqlerror.Error {
+		return presentError(ctx, log, err)
+	})
+	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
+		log.ErrorContext(ctx, "panic in resolver", "request_id", middleware.RequestID(ctx), "panic", fmt.Sprint(p))
+		return apperr.New(apperr.Internal, "internal error")
+	})
+	return srv
+}
+
+// gqlgenCodes maps gqlgen's own error codes to ours.
+var gqlgenCodes = map[string]apperr.Code{
+	errcode.ParseFailed:         apperr.BadRequest,
+	errcode.ValidationFailed:    apperr.ValidationFailed,
+	"COMPLEXITY_LIMIT_EXCEEDED": apperr.ValidationFailed,
+}
+
+// presentError gives every GraphQL error DESIGN §6's code and request id.
+// Resolver errors carry an *apperr.Error; gqlgen's parse and validation
+// errors are mapped by their code; persisted-query misses keep the code APQ
+// clients look for; anything else is internal and logged.
+func presentError(ctx context.Context, log *slog.Logger, err error) *gqlerror.Error {
+	gerr := graphql.DefaultErrorPresenter(ctx, err)
+	code := apperr.Internal
+	var ae *apperr.Error
+	var ge *gqlerror.Error
+	switch {
+	case errors.As(err, &ae):
+		code = ae.Code
+	case errors.As(err, &ge) && ge.Err == nil:
+		raw, _ := ge.Extensions["code"].(string)
+		switch mapped, known := gqlgenCodes[raw]; {
+		case known:
+			code = mapped
+		case raw == "PERSISTED_QUERY_NOT_FOUND" || raw == "PERSISTED_QUERY_NOT_SUPPORTED":
+			gerr.Extensions = map[string]any{"code": raw, "requestId": middleware.RequestID(ctx)}
+			return gerr
+		case apperr.HTTPStatus(apperr.Code(raw)) != 500:
+			code = apperr.Code(raw)
+		default:
+			// Errors gqlgen raises while coercing arguments and variables.
+			code = apperr.ValidationFailed
+		}
+		ae = &apperr.Error{Code: code, Message: ge.Message}
+	default:
+		ae = apperr.From(err)
+		code = ae.Code
+	}
+	body := middleware.Body(ctx, log, ae)
+	if code == apperr.Internal && ae.Err == nil && ae.Message != "internal error" {
+		log.ErrorContext(ctx, "graphql error", "request_id", body.RequestID, "error", err.Error())
+	}
+	gerr.Message = body.Message
+	gerr.Extensions = map[string]any{"code": string(body.Code), "requestId": body.RequestID}
+	if len(body.Fields) > 0 {
+		gerr.Extensions["fields"] = body.Fields
+	}
+	return gerr
+}
+
+// pageCost is what a list field adds to a query's complexity: its page size,
+// the default when none is given.
+func pageCost(first, last *int, def int) int {
+	switch {
+	case first != nil && *first > 0:
+		return *first
+	case last != nil && *last > 0:
+		return *last
+	}
+	return def
+}
+
+// setComplexity makes lists cost their page size. procsvc has no nested
+// connections, so the cost is additive: it bounds aliasing many lists into
+// one query, while one full page of procedures stays well under the limit.
+func setComplexity(c *generated.ComplexityRoot) {
+	c.Query.Procedures = func(child int, first *int, _ *string, last *int, _ *string, _ *model.ProcedureFilter, _ *model.ProcedureOrder) int {
+		return child + pageCost(first, last, core.DefaultProcedurePageSize)
+	}
+	list := func(child int, first *int, _ *string, last *int, _ *string, _ *string) int {
+		return child + pageCost(first, last, core.DefaultListPageSize)
+	}
+	c.Query.Projects, c.Query.Categories, c.Query.Members = list, list, list
+	c.Query.Nodes = func(child int, ids []string) int { return child + len(ids) }
+	c.Procedure.Comments = func(child int) int { return child + 10 }
+}
+
+// depthLimit refuses operations nested deeper than max fields.
+type depthLimit struct{ max int }
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.OperationContextMutator
+} = depthLimit{}
+
+func (depthLimit) ExtensionName() string                   { return "DepthLimit" }
+func (depthLimit) Validate(graphql.ExecutableSchema) error { return nil }
+func (d depthLimit) MutateOperationContext(_ context.Context, oc *graphql.OperationContext) *gqlerror.Error {
+	op := oc.Doc.Operations.ForName(oc.OperationName)
+	if op == nil {
+		return nil
+	}
+	if depth := selectionDepth(op.SelectionSet, 0, d.max); depth > d.max {
+		err := gqlerror.Errorf("operation is nested %d levels deep, deeper than the limit of %d", depth, d.max)
+		err.Extensions = map[string]any{"code": string(apperr.ValidationFailed)}
+		return err
+	}
+	return nil
+}
+
+// selectionDepth returns the depth of set, stopping once it passes max (so
+// fragment cycles, which validation already rejects, cannot loop).
+func selectionDepth(set ast.SelectionSet, depth, max int) int {
+	if depth > max {
+		return depth
+	}
+	deepest := depth
+	for _, sel := range set {
+		var d int
+		switch s := sel.(type) {
+		case *ast.Field:
+			if len(s.SelectionSet) == 0 {
+				d = depth + 1
+			} else {
+				d = selectionDepth(s.SelectionSet, depth+1, max)
+			}
+		case *ast.InlineFragment:
+			d = selectionDepth(s.SelectionSet, depth, max)
+		case *ast.FragmentSpread:
+			if s.Definition != nil {
+				d = selectionDepth(s.Definition.SelectionSet, depth, max)
+			}
+		}
+		deepest = max2(deepest, d)
+	}
+	return deepest
+}
+
+func max2(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}

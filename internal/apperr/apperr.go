@@ -1,0 +1,172 @@
+// Package apperr is the one error type of procsvc. Every failure a client can
+// see carries one of the codes below; HTTP statuses and GraphQL extensions are
+// derived from the code in exactly one place (HTTPStatus).
+package apperr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/procsvc/procsvc/ent"
+)
+
+// Code is a machine-readable error class, stable across releases.
+type Code string
+
+// The codes, as documented in docs/errors and the README.
+const (
+	ValidationFailed     Code = "validation_failed"
+	BadRequest           Code = "bad_request"
+	Disconnected         Code = "disconnected"
+	Unauthenticated      Code = "unauthenticated"
+	Forbidden            Code = "forbidden"
+	NotFound             Code = "not_found"
+	MethodNotAllowed     Code = "method_not_allowed"
+	Conflict             Code = "conflict"
+	PreconditionFailed   Code = "precondition_failed"
+	PayloadTooLarge      Code = "payload_too_large"
+	UnsupportedMediaType Code = "unsupported_media_type"
+	RateLimited          Code = "rate_limited"
+	Internal             Code = "internal"
+	GenerationFailed     Code = "generation_failed"
+	Unavailable          Code = "unavailable"
+)
+
+// statuses maps every code to its HTTP status.
+var statuses = map[Code]int{
+	ValidationFailed:     http.StatusBadRequest,
+	BadRequest:           http.StatusBadRequest,
+	Disconnected:         http.StatusBadRequest,
+	Unauthenticated:      http.StatusUnauthorized,
+	Forbidden:            http.StatusForbidden,
+	NotFound:             http.StatusNotFound,
+	MethodNotAllowed:     http.StatusMethodNotAllowed,
+	Conflict:             http.StatusConflict,
+	PreconditionFailed:   http.StatusPreconditionFailed,
+	PayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	UnsupportedMediaType: http.StatusUnsupportedMediaType,
+	RateLimited:          http.StatusTooManyRequests,
+	Internal:             http.StatusInternalServerError,
+	GenerationFailed:     http.StatusBadGateway,
+	Unavailable:          http.StatusServiceUnavailable,
+}
+
+// HTTPStatus returns the status that answers code.
+func HTTPStatus(c Code) int {
+	if s, ok := statuses[c]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// DisconnectedMessage is SPEC §7's text for an expired or revoked credential.
+const DisconnectedMessage = "The login details for this item have changed (credentials, MFA or a required user action). A user login is required."
+
+// FieldError names one invalid input field or parameter.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Error is a failure with a client-facing code and message. Err, if set, is
+// the internal cause: logged, never shown.
+type Error struct {
+	Code    Code
+	Message string
+	Fields  []FieldError
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// New returns an error with code and message.
+func New(c Code, format string, args ...any) *Error {
+	return &Error{Code: c, Message: fmt.Sprintf(format, args...)}
+}
+
+// Invalid returns a validation_failed error naming one field.
+func Invalid(field, format string, args ...any) *Error {
+	msg := fmt.Sprintf(format, args...)
+	return &Error{
+		Code:    ValidationFailed,
+		Message: field + ": " + msg,
+		Fields:  []FieldError{{Field: field, Message: msg}},
+	}
+}
+
+// Validation collects field errors so a client learns of all of them at once.
+type Validation struct{ fields []FieldError }
+
+// Add records that field is invalid.
+func (v *Validation) Add(field, format string, args ...any) {
+	v.fields = append(v.fields, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// Err returns nil when nothing was added, else one validation_failed error.
+func (v *Validation) Err() error {
+	if len(v.fields) == 0 {
+		return nil
+	}
+	msg := v.fields[0].Field + ": " + v.fields[0].Message
+	if n := len(v.fields) - 1; n > 0 {
+		msg += fmt.Sprintf(" (and %d more)", n)
+	}
+	return &Error{Code: ValidationFailed, Message: msg, Fields: v.fields}
+}
+
+// NotFoundf returns a not_found error for a kind of record.
+func NotFoundf(kind string) *Error {
+	return &Error{Code: NotFound, Message: kind + " not found"}
+}
+
+// From turns any error into an *Error. Storage errors are mapped once here:
+// not-found, constraint and validation errors of ent get their codes; context
+// cancellation becomes unavailable; anything else is internal, with the cause
+// kept for the log.
+func From(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var ae *Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var nf *ent.NotFoundError
+	if errors.As(err, &nf) {
+		return &Error{Code: NotFound, Message: "not found", Err: err}
+	}
+	var ce *ent.ConstraintError
+	if errors.As(err, &ce) {
+		return &Error{Code: Conflict, Message: "the change conflicts with existing data", Err: err}
+	}
+	var ve *ent.ValidationError
+	if errors.As(err, &ve) {
+		return &Error{Code: ValidationFailed, Message: ve.Name + ": invalid value",
+			Fields: []FieldError{{Field: ve.Name, Message: "invalid value"}}, Err: err}
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return &Error{Code: Unavailable, Message: "the request could not be completed in time", Err: err}
+	}
+	return &Error{Code: Internal, Message: "internal error", Err: err}
+}
+
+// CodeOf returns the code err would be answered with.
+func CodeOf(err error) Code { return From(err).Code }
+
+// Map is From for return positions: nil stays a nil error (never a typed nil
+// *Error inside a non-nil interface).
+func Map(err error) error {
+	if err == nil {
+		return nil
+	}
+	return From(err)
+}

@@ -1,0 +1,144 @@
+// Package config reads procsvc's settings from flags and PROCSVC_*
+// environment variables (flags win), with defaults that run out of the box.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting of `procsvc serve`.
+type Config struct {
+	Addr              string
+	DatabaseURL       string
+	DBMaxConns        int
+	LogFormat         string
+	LogLevel          string
+	BootstrapToken    string
+	ShutdownTimeout   time.Duration
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+}
+
+// setting is one flag with its environment variable.
+type setting struct {
+	flag, env, usage string
+	bind             func(fs *flag.FlagSet, name, usage string)
+	fromEnv          func(string) error
+}
+
+// Getenv looks up an environment variable; tests pass their own.
+type Getenv func(string) string
+
+// FlagSet returns the flag set of `serve` bound to c, and a function that
+// applies environment variables to every setting not given as a flag.
+func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv) error) {
+	*c = Config{
+		Addr:              ":8080",
+		DBMaxConns:        0,
+		LogFormat:         "json",
+		LogLevel:          "info",
+		ShutdownTimeout:   20 * time.Second,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	settings := []setting{
+		str(&c.Addr, "addr", "PROCSVC_ADDR", "listen address"),
+		str(&c.DatabaseURL, "database-url", "DATABASE_URL", "postgres://… for PostgreSQL; sqlite://PATH for SQLite (default sqlite://data/procsvc.db)"),
+		num(&c.DBMaxConns, "db-max-conns", "PROCSVC_DB_MAX_CONNS", "database connection pool size (0: 20 on PostgreSQL, 8 on SQLite)"),
+		str(&c.LogFormat, "log-format", "PROCSVC_LOG_FORMAT", "log format: json or text"),
+		str(&c.LogLevel, "log-level", "PROCSVC_LOG_LEVEL", "log level: debug, info, warn or error"),
+		str(&c.BootstrapToken, "bootstrap-token", "PROCSVC_BOOTSTRAP_TOKEN", "admin token secret to create on an empty database (default: a random one, printed once)"),
+		dur(&c.ShutdownTimeout, "shutdown-timeout", "PROCSVC_SHUTDOWN_TIMEOUT", "how long SIGTERM waits for in-flight requests"),
+		dur(&c.ReadHeaderTimeout, "read-header-timeout", "PROCSVC_READ_HEADER_TIMEOUT", "HTTP read-header timeout"),
+		dur(&c.ReadTimeout, "read-timeout", "PROCSVC_READ_TIMEOUT", "HTTP read timeout"),
+		dur(&c.WriteTimeout, "write-timeout", "PROCSVC_WRITE_TIMEOUT", "HTTP write timeout"),
+		dur(&c.IdleTimeout, "idle-timeout", "PROCSVC_IDLE_TIMEOUT", "HTTP keep-alive idle timeout"),
+	}
+	for _, s := range settings {
+		s.bind(fs, s.flag, fmt.Sprintf("%s (env %s)", s.usage, s.env))
+	}
+	applyEnv := func(getenv Getenv) error {
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		for _, s := range settings {
+			if given[s.flag] {
+				continue
+			}
+			if v := getenv(s.env); v != "" {
+				if err := s.fromEnv(v); err != nil {
+					return fmt.Errorf("invalid %s=%q: %w", s.env, v, err)
+				}
+			}
+		}
+		return c.validate()
+	}
+	return fs, applyEnv
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		errs = append(errs, fmt.Errorf("invalid log format %q: use json or text (--log-format, PROCSVC_LOG_FORMAT)", c.LogFormat))
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("invalid log level %q: use debug, info, warn or error (--log-level, PROCSVC_LOG_LEVEL)", c.LogLevel))
+	}
+	if c.DBMaxConns < 0 || c.DBMaxConns > 1000 {
+		errs = append(errs, fmt.Errorf("invalid pool size %d: use 0 to 1000 (--db-max-conns, PROCSVC_DB_MAX_CONNS)", c.DBMaxConns))
+	}
+	for name, d := range map[string]time.Duration{
+		"--shutdown-timeout": c.ShutdownTimeout, "--read-header-timeout": c.ReadHeaderTimeout,
+		"--read-timeout": c.ReadTimeout, "--write-timeout": c.WriteTimeout, "--idle-timeout": c.IdleTimeout,
+	} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %s", name, d))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func str(p *string, name, env, usage string) setting {
+	return setting{flag: name, env: env, usage: usage,
+		bind:    func(fs *flag.FlagSet, n, u string) { fs.StringVar(p, n, *p, u) },
+		fromEnv: func(v string) error { *p = v; return nil }}
+}
+
+func num(p *int, name, env, usage string) setting {
+	return setting{flag: name, env: env, usage: usage,
+		bind: func(fs *flag.FlagSet, n, u string) { fs.IntVar(p, n, *p, u) },
+		fromEnv: func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return errors.New("not a whole number")
+			}
+			*p = n
+			return nil
+		}}
+}
+
+func dur(p *time.Duration, name, env, usage string) setting {
+	return setting{flag: name, env: env, usage: usage,
+		bind: func(fs *flag.FlagSet, n, u string) { fs.DurationVar(p, n, *p, u) },
+		fromEnv: func(v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return errors.New("not a duration such as 30s or 2m")
+			}
+			*p = d
+			return nil
+		}}
+}

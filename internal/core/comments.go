@@ -1,0 +1,109 @@
+package core
+
+import (
+	"context"
+
+	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/ent/comment"
+	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/viewer"
+)
+
+// Comment returns one comment. Errors: unauthenticated, not_found.
+func (s *Service) Comment(ctx context.Context, id string) (*ent.Comment, error) {
+	if _, err := require(ctx, viewer.RoleViewer); err != nil {
+		return nil, err
+	}
+	cid, err := lookupID(ids.KindComment, "comment", id)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.client.Comment.Get(ctx, cid)
+	if ent.IsNotFound(err) {
+		return nil, apperr.NotFoundf("comment")
+	}
+	return c, apperr.Map(err)
+}
+
+// AddComment adds the viewer's comment to a procedure.
+// Errors: unauthenticated, forbidden, not_found (procedure), validation_failed.
+func (s *Service) AddComment(ctx context.Context, procedureID, body string) (*ent.Comment, error) {
+	v, err := require(ctx, viewer.RoleMember)
+	if err != nil {
+		return nil, err
+	}
+	val := &apperr.Validation{}
+	body = text(val, "text", body, MaxCommentLen)
+	if err := val.Err(); err != nil {
+		return nil, err
+	}
+	p, err := s.Procedure(ctx, procedureID)
+	if err != nil {
+		return nil, err
+	}
+	var created *ent.Comment
+	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		created, err = tx.Comment.Create().SetProcedureID(p.ID).SetAuthorID(v.MemberID).SetText(body).Save(ctx)
+		return err
+	})
+	return created, err
+}
+
+// mayEditComment lets authors edit their own comments and admins any.
+func mayEditComment(v *viewer.Viewer, c *ent.Comment) error {
+	if c.AuthorID != v.MemberID && v.Role != viewer.RoleAdmin {
+		return apperr.New(apperr.Forbidden, "only the author or an admin may change this comment")
+	}
+	return nil
+}
+
+// UpdateComment replaces a comment's text.
+// Errors: unauthenticated, forbidden, not_found, validation_failed.
+func (s *Service) UpdateComment(ctx context.Context, id, body string) (*ent.Comment, error) {
+	v, err := require(ctx, viewer.RoleMember)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.Comment(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := mayEditComment(v, c); err != nil {
+		return nil, err
+	}
+	val := &apperr.Validation{}
+	body = text(val, "text", body, MaxCommentLen)
+	if err := val.Err(); err != nil {
+		return nil, err
+	}
+	var updated *ent.Comment
+	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		updated, err = tx.Comment.UpdateOneID(c.ID).SetText(body).Save(ctx)
+		return err
+	})
+	return updated, err
+}
+
+// DeleteComment removes a comment.
+// Errors: unauthenticated, forbidden, not_found.
+func (s *Service) DeleteComment(ctx context.Context, id string) error {
+	v, err := require(ctx, viewer.RoleMember)
+	if err != nil {
+		return err
+	}
+	c, err := s.Comment(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := mayEditComment(v, c); err != nil {
+		return err
+	}
+	return s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		n, err := tx.Comment.Delete().Where(comment.ID(c.ID)).Exec(ctx)
+		if err == nil && n == 0 {
+			return apperr.NotFoundf("comment")
+		}
+		return err
+	})
+}

@@ -1,0 +1,348 @@
+package core
+
+import (
+	"context"
+	"net/mail"
+	"strings"
+	"time"
+
+	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/ent/member"
+	"github.com/procsvc/procsvc/ent/token"
+	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/auth"
+	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/viewer"
+)
+
+// MemberList is a page of members and the count of all that match.
+type MemberList struct {
+	Items    []*ent.Member
+	Total    int
+	PageInfo PageInfo
+}
+
+// MemberInput adds a member (Name, Email required; Role defaults to MEMBER)
+// or, with fields set, updates one (Email cannot change).
+type MemberInput struct {
+	Name  Optional[string]
+	Email Optional[string]
+	Role  Optional[string]
+}
+
+// Viewer returns the member the request acts as.
+// Errors: unauthenticated.
+func (s *Service) Viewer(ctx context.Context) (*ent.Member, error) {
+	v, err := require(ctx, viewer.RoleViewer)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.client.Member.Get(ctx, v.MemberID)
+	return m, apperr.Map(err)
+}
+
+// Workspace returns the viewer's workspace. Errors: unauthenticated.
+func (s *Service) Workspace(ctx context.Context) (*ent.Workspace, error) {
+	v, err := require(ctx, viewer.RoleViewer)
+	if err != nil {
+		return nil, err
+	}
+	w, err := s.client.Workspace.Get(ctx, v.WorkspaceID)
+	return w, apperr.Map(err)
+}
+
+// FindMembers lists the workspace's current members by name.
+// Errors: unauthenticated, validation_failed.
+func (s *Service) FindMembers(ctx context.Context, f ListFilter, w Window) (*MemberList, error) {
+	if _, err := require(ctx, viewer.RoleViewer); err != nil {
+		return nil, err
+	}
+	val := &apperr.Validation{}
+	q := s.client.Member.Query().Where(member.RemovedAtIsNil())
+	if term := searchTerm(val, f.Search); term != "" {
+		q.Where(member.Or(member.NameContainsFold(term), member.EmailContainsFold(term)))
+	}
+	if err := val.Err(); err != nil {
+		return nil, err
+	}
+	count := func() (int, error) { n, err := q.Clone().Count(ctx); return n, apperr.Map(err) }
+	page, err := w.resolve(DefaultListPageSize, MaxListPageSize, count)
+	if err != nil {
+		return nil, err
+	}
+	list := &MemberList{}
+	if list.Total, err = count(); err != nil {
+		return nil, err
+	}
+	if page.Limit > 0 && page.Offset < list.Total {
+		list.Items, err = q.Order(member.ByName(), member.ByID()).Offset(page.Offset).Limit(page.Limit).All(ctx)
+		if err != nil {
+			return nil, apperr.Map(err)
+		}
+	}
+	list.PageInfo = pageInfo(page, len(list.Items), list.Total)
+	return list, nil
+}
+
+// Member returns one member, current or removed.
+// Errors: unauthenticated, not_found.
+func (s *Service) Member(ctx context.Context, id string) (*ent.Member, error) {
+	if _, err := require(ctx, viewer.RoleViewer); err != nil {
+		return nil, err
+	}
+	mid, err := lookupID(ids.KindMember, "member", id)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.client.Member.Get(ctx, mid)
+	if ent.IsNotFound(err) {
+		return nil, apperr.NotFoundf("member")
+	}
+	return m, apperr.Map(err)
+}
+
+func validEmail(val *apperr.Validation, s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if s == "" {
+		val.Add("email", "is required")
+		return s
+	}
+	a, err := mail.ParseAddress(s)
+	if err != nil || a.Address != s || len(s) > 320 {
+		val.Add("email", "must be an email address")
+	}
+	return s
+}
+
+func validRole(val *apperr.Validation, s string) viewer.Role {
+	r := viewer.Role(s)
+	if !r.Valid() {
+		val.Add("role", "must be one of ADMIN, MEMBER, VIEWER")
+	}
+	return r
+}
+
+// AddMember adds a member to the viewer's workspace.
+// Errors: unauthenticated, forbidden, validation_failed, conflict (email taken).
+func (s *Service) AddMember(ctx context.Context, in MemberInput) (*ent.Member, error) {
+	v, err := require(ctx, viewer.RoleAdmin)
+	if err != nil {
+		return nil, err
+	}
+	val := &apperr.Validation{}
+	var name, email string
+	if in.Name.Value != nil {
+		name = *in.Name.Value
+	}
+	if in.Email.Value != nil {
+		email = *in.Email.Value
+	}
+	name = text(val, "name", name, MaxTitleLen)
+	email = validEmail(val, email)
+	role := viewer.RoleMember
+	if in.Role.Value != nil {
+		role = validRole(val, *in.Role.Value)
+	}
+	if err := val.Err(); err != nil {
+		return nil, err
+	}
+	var created *ent.Member
+	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		taken, err := tx.Member.Query().Where(member.Email(email)).Exist(ctx)
+		if err != nil {
+			return err
+		}
+		if taken {
+			return apperr.New(apperr.Conflict, "a member with this email already exists in the workspace")
+		}
+		created, err = tx.Member.Create().SetName(name).SetEmail(email).SetRole(member.Role(role)).Save(ctx)
+		return err
+	})
+	return created, err
+}
+
+// guardLastAdmin refuses a change that would leave the workspace without an
+// active admin.
+func guardLastAdmin(ctx context.Context, tx *ent.Tx, m *ent.Member) error {
+	if m.Role != member.RoleADMIN {
+		return nil
+	}
+	admins, err := tx.Member.Query().Where(member.RoleEQ(member.RoleADMIN), member.RemovedAtIsNil()).Count(ctx)
+	if err != nil {
+		return err
+	}
+	if admins <= 1 {
+		return apperr.New(apperr.Conflict, "the workspace must keep at least one admin")
+	}
+	return nil
+}
+
+// UpdateMember renames a member or changes its role.
+// Errors: unauthenticated, forbidden, not_found, validation_failed, conflict.
+func (s *Service) UpdateMember(ctx context.Context, id string, in MemberInput) (*ent.Member, error) {
+	v, err := require(ctx, viewer.RoleAdmin)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.Member(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if m.RemovedAt != nil {
+		return nil, apperr.NotFoundf("member")
+	}
+	val := &apperr.Validation{}
+	name, hasName := required(val, "name", in.Name)
+	if hasName {
+		name = text(val, "name", name, MaxTitleLen)
+	}
+	if in.Email.Set {
+		val.Add("email", "cannot be changed; add a new member instead")
+	}
+	var role viewer.Role
+	r, hasRole := required(val, "role", in.Role)
+	if hasRole {
+		role = validRole(val, r)
+	}
+	if err := val.Err(); err != nil {
+		return nil, err
+	}
+	var updated *ent.Member
+	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		u := tx.Member.UpdateOneID(m.ID)
+		if hasName {
+			u.SetName(name)
+		}
+		if hasRole && string(role) != string(m.Role) {
+			if err := guardLastAdmin(ctx, tx, m); err != nil {
+				return err
+			}
+			u.SetRole(member.Role(role))
+		}
+		updated, err = u.Save(ctx)
+		return err
+	})
+	return updated, err
+}
+
+// RemoveMember removes a member: their tokens stop working at once (answering
+// disconnected), while procedures and comments keep naming them.
+// Errors: unauthenticated, forbidden, not_found, conflict (last admin).
+func (s *Service) RemoveMember(ctx context.Context, id string) (*ent.Member, error) {
+	v, err := require(ctx, viewer.RoleAdmin)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.Member(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if m.RemovedAt != nil {
+		return nil, apperr.NotFoundf("member")
+	}
+	var removed *ent.Member
+	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		if err := guardLastAdmin(ctx, tx, m); err != nil {
+			return err
+		}
+		now := s.now()
+		if err := tx.Token.Update().Where(token.MemberID(m.ID), token.RevokedAtIsNil()).SetRevokedAt(now).Exec(ctx); err != nil {
+			return err
+		}
+		removed, err = tx.Member.UpdateOneID(m.ID).SetRemovedAt(now).Save(ctx)
+		return err
+	})
+	return removed, err
+}
+
+// TokenInput creates a token for a member (the viewer when MemberID is empty).
+type TokenInput struct {
+	MemberID  string
+	Name      string
+	ExpiresAt *time.Time
+}
+
+// CreateToken issues a token and returns it with its secret, which is shown
+// only this once.
+// Errors: unauthenticated, forbidden, validation_failed.
+func (s *Service) CreateToken(ctx context.Context, in TokenInput) (*ent.Token, string, error) {
+	v, err := require(ctx, viewer.RoleAdmin)
+	if err != nil {
+		return nil, "", err
+	}
+	val := &apperr.Validation{}
+	memberID := v.MemberID
+	if in.MemberID != "" {
+		if id := optionalID(val, "memberId", in.MemberID); id != nil {
+			memberID = *id
+		}
+	}
+	name := strings.TrimSpace(in.Name)
+	if len([]rune(name)) > MaxTitleLen {
+		val.Add("name", "must be at most %d characters", MaxTitleLen)
+	}
+	if in.ExpiresAt != nil && !in.ExpiresAt.After(s.now()) {
+		val.Add("expiresAt", "must be in the future")
+	}
+	if err := val.Err(); err != nil {
+		return nil, "", err
+	}
+	ok, err := s.client.Member.Query().Where(member.ID(memberID), member.RemovedAtIsNil()).Exist(ctx)
+	if err != nil {
+		return nil, "", apperr.Map(err)
+	}
+	if !ok {
+		return nil, "", apperr.Invalid("memberId", "no such member in this workspace")
+	}
+	secret, hash := auth.NewSecret()
+	var created *ent.Token
+	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		created, err = tx.Token.Create().SetMemberID(memberID).SetName(name).SetSecretHash(hash).
+			SetNillableExpiresAt(utc(in.ExpiresAt)).Save(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return created, secret, nil
+}
+
+// Tokens lists the workspace's tokens, newest first (secrets are never
+// shown). Errors: unauthenticated, forbidden.
+func (s *Service) Tokens(ctx context.Context) ([]*ent.Token, error) {
+	if _, err := require(ctx, viewer.RoleAdmin); err != nil {
+		return nil, err
+	}
+	ts, err := s.client.Token.Query().Order(token.ByCreatedAt(), token.ByID()).All(ctx)
+	return ts, apperr.Map(err)
+}
+
+// RevokeToken revokes a token; requests with it then answer disconnected.
+// Revoking a revoked token is a no-op.
+// Errors: unauthenticated, forbidden, not_found.
+func (s *Service) RevokeToken(ctx context.Context, id string) (*ent.Token, error) {
+	v, err := require(ctx, viewer.RoleAdmin)
+	if err != nil {
+		return nil, err
+	}
+	tid, err := lookupID(ids.KindToken, "token", id)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.client.Token.Get(ctx, tid)
+	if ent.IsNotFound(err) {
+		return nil, apperr.NotFoundf("token")
+	}
+	if err != nil {
+		return nil, apperr.Map(err)
+	}
+	if t.RevokedAt != nil {
+		return t, nil
+	}
+	var revoked *ent.Token
+	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		revoked, err = tx.Token.UpdateOneID(t.ID).SetRevokedAt(s.now()).Save(ctx)
+		return err
+	})
+	return revoked, err
+}

@@ -1,0 +1,130 @@
+package core
+
+import (
+	"encoding/base64"
+	"strconv"
+	"strings"
+
+	"github.com/procsvc/procsvc/internal/apperr"
+)
+
+// Page sizes.
+const (
+	DefaultProcedurePageSize = 20
+	MaxProcedurePageSize     = 100
+	DefaultListPageSize      = 100
+	MaxListPageSize          = 500
+)
+
+// Page selects a window of a sorted list: Limit records after skipping Offset.
+type Page struct {
+	Offset int
+	Limit  int
+}
+
+// Cursor is an opaque position in a list. procsvc's cursors are offsets into
+// the sorted, filtered list: they let REST's page numbers and GraphQL's
+// first/after/last/before share one implementation and support jumping to a
+// page. A cursor stays valid across writes but may then shift by the number of
+// records inserted or removed before it (docs/api.md).
+type Cursor string
+
+const cursorPrefix = "o:"
+
+// CursorAt returns the cursor of the record at offset.
+func CursorAt(offset int) Cursor {
+	return Cursor(base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.Itoa(offset))))
+}
+
+// Offset decodes c. Errors: validation_failed naming field.
+func (c Cursor) Offset(field string) (int, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(string(c))
+	if err != nil || !strings.HasPrefix(string(raw), cursorPrefix) {
+		return 0, apperr.Invalid(field, "is not a cursor returned by this API")
+	}
+	n, err := strconv.Atoi(string(raw[len(cursorPrefix):]))
+	if err != nil || n < 0 || n > 1<<40 {
+		return 0, apperr.Invalid(field, "is not a cursor returned by this API")
+	}
+	return n, nil
+}
+
+// Window is a Relay-style request: first/after or last/before.
+type Window struct {
+	First  *int
+	After  *Cursor
+	Last   *int
+	Before *Cursor
+}
+
+// resolve turns w into a Page. last without before needs the total, which
+// the caller passes through totalFn only in that case.
+func (w Window) resolve(defaultSize, maxSize int, totalFn func() (int, error)) (Page, error) {
+	val := &apperr.Validation{}
+	check := func(field string, n *int) {
+		if n != nil && (*n < 0 || *n > maxSize) {
+			val.Add(field, "must be between 0 and %d", maxSize)
+		}
+	}
+	check("first", w.First)
+	check("last", w.Last)
+	if w.First != nil && w.Last != nil {
+		val.Add("last", "cannot be combined with first")
+	}
+	if err := val.Err(); err != nil {
+		return Page{}, err
+	}
+	start, end := 0, -1 // end < 0: unbounded
+	if w.After != nil {
+		o, err := w.After.Offset("after")
+		if err != nil {
+			return Page{}, err
+		}
+		start = o + 1
+	}
+	if w.Before != nil {
+		o, err := w.Before.Offset("before")
+		if err != nil {
+			return Page{}, err
+		}
+		end = o
+		if end < start {
+			end = start
+		}
+	}
+	switch {
+	case w.First != nil:
+		limit := *w.First
+		if end >= 0 && start+limit > end {
+			limit = end - start
+		}
+		return Page{Offset: start, Limit: limit}, nil
+	case w.Last != nil:
+		if end < 0 {
+			total, err := totalFn()
+			if err != nil {
+				return Page{}, err
+			}
+			end = max(total, start)
+		}
+		off := max(end-*w.Last, start)
+		return Page{Offset: off, Limit: end - off}, nil
+	default:
+		limit := defaultSize
+		if end >= 0 && start+limit > end {
+			limit = end - start
+		}
+		return Page{Offset: start, Limit: limit}, nil
+	}
+}
+
+// PageInfo describes where a returned page sits in the whole list.
+type PageInfo struct {
+	Offset          int
+	HasNextPage     bool
+	HasPreviousPage bool
+}
+
+func pageInfo(p Page, n, total int) PageInfo {
+	return PageInfo{Offset: p.Offset, HasNextPage: p.Offset+n < total, HasPreviousPage: p.Offset > 0}
+}

@@ -1,0 +1,812 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"entgo.io/ent/dialect/sql"
+	"github.com/google/uuid"
+
+	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/ent/category"
+	"github.com/procsvc/procsvc/ent/comment"
+	"github.com/procsvc/procsvc/ent/member"
+	"github.com/procsvc/procsvc/ent/predicate"
+	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/ent/project"
+	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/viewer"
+)
+
+// Enumerations accepted at creation for content generation.
+var (
+	ContentTypes = []string{"code", "standard", "api", "process"}
+	DocStyles    = []string{"technical", "simplified", "detailed"}
+	Languages    = []string{"typescript", "javascript", "python", "java", "csharp", "other"}
+)
+
+// positionStep is the gap left between procedures appended to a column, so
+// that many moves fit between two neighbours before a renumbering.
+const positionStep = 1024
+
+// CreateProcedureInput is SPEC §4.1's body. Pointers and empty strings mean
+// "not given"; validation reports every missing required field.
+type CreateProcedureInput struct {
+	Name       string
+	Priority   string
+	State      string
+	DueAt      *time.Time
+	CategoryID string
+	DoerID     string
+	ProjectID  string
+	// Content is a string, any JSON value (json.RawMessage or decoded), or nil.
+	Content           any
+	GenerateProcedure bool
+	ContentType       *string
+	DocStyle          *string
+	Language          *string
+	CaptureID         *string
+	DisplayVideo      *bool
+	IsFineTunedData   *bool
+}
+
+// UpdateProcedureInput changes only the fields that are set.
+type UpdateProcedureInput struct {
+	Name            Optional[string]
+	Priority        Optional[string]
+	State           Optional[string]
+	Content         Optional[string]
+	CategoryID      Optional[string]
+	DoerID          Optional[string]
+	ProjectID       Optional[string]
+	DueAt           Optional[time.Time]
+	Position        Optional[float64]
+	CaptureID       Optional[string]
+	DisplayVideo    Optional[bool]
+	IsFineTunedData Optional[bool]
+}
+
+// ProcedureSort is a field a procedure list can be sorted by.
+type ProcedureSort string
+
+// The sort fields of DESIGN §5.
+const (
+	SortCreatedAt   ProcedureSort = "createdAt"
+	SortDueAt       ProcedureSort = "dueAt"
+	SortName        ProcedureSort = "name"
+	SortProjectName ProcedureSort = "project.name"
+)
+
+// Valid reports whether s is a known sort field.
+func (s ProcedureSort) Valid() bool {
+	switch s {
+	case SortCreatedAt, SortDueAt, SortName, SortProjectName:
+		return true
+	}
+	return false
+}
+
+// ProcedureOrder sorts a procedure list; ties always break on id in the same
+// direction, so pages never overlap.
+type ProcedureOrder struct {
+	Field ProcedureSort
+	Desc  bool
+}
+
+// DefaultProcedureOrder is newest first.
+var DefaultProcedureOrder = ProcedureOrder{Field: SortCreatedAt, Desc: true}
+
+// ProcedureFilter narrows a procedure list. Empty fields do not filter.
+type ProcedureFilter struct {
+	// Search is a case-insensitive substring of name, content or shortId.
+	Search     string
+	CategoryID string
+	DoerID     string
+	ProjectID  string
+	State      string
+	Priority   string
+	// DueFrom and DueTo bound dueAt, both inclusive (REST startedAt and dueAt).
+	DueFrom *time.Time
+	DueTo   *time.Time
+}
+
+// ProcedureList is one page of procedures and the count of all that match.
+type ProcedureList struct {
+	Items    []*ent.Procedure
+	Total    int
+	PageInfo PageInfo
+}
+
+func oneOf(val *apperr.Validation, field, s string, allowed ...string) {
+	for _, a := range allowed {
+		if s == a {
+			return
+		}
+	}
+	val.Add(field, "must be one of %s", strings.Join(allowed, ", "))
+}
+
+func validPriority(val *apperr.Validation, field, s string) {
+	if s == "" {
+		val.Add(field, "is required")
+		return
+	}
+	oneOf(val, field, s, "LOW", "MEDIUM", "HIGH")
+}
+
+func validState(val *apperr.Validation, field, s string) {
+	if s == "" {
+		val.Add(field, "is required")
+		return
+	}
+	oneOf(val, field, s, "TODO", "IN_PROGRESS", "COMPLETED", "WAITING")
+}
+
+// optionalID parses an id field that may be empty.
+func optionalID(val *apperr.Validation, field, s string) *uuid.UUID {
+	if s == "" {
+		return nil
+	}
+	id, err := uuid.Parse(s)
+	if err != nil || len(s) != 36 {
+		val.Add(field, "must be an id")
+		return nil
+	}
+	return &id
+}
+
+func requiredID(val *apperr.Validation, field, s string) uuid.UUID {
+	if s == "" {
+		val.Add(field, "is required")
+		return uuid.Nil
+	}
+	if id := optionalID(val, field, s); id != nil {
+		return *id
+	}
+	return uuid.Nil
+}
+
+// contentText normalises create's content: a string is kept, null is no
+// content, and any other JSON value is stored as its compact JSON text.
+func contentText(val *apperr.Validation, v any) *string {
+	var s string
+	switch c := v.(type) {
+	case nil:
+		return nil
+	case string:
+		s = c
+	case *string:
+		if c == nil {
+			return nil
+		}
+		s = *c
+	case json.RawMessage:
+		trimmed := bytes.TrimSpace(c)
+		switch {
+		case len(trimmed) == 0 || string(trimmed) == "null":
+			return nil
+		case trimmed[0] == '"':
+			if err := json.Unmarshal(trimmed, &s); err != nil {
+				val.Add("content", "must be a string or a JSON value")
+				return nil
+			}
+		default:
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, trimmed); err != nil {
+				val.Add("content", "must be a string or a JSON value")
+				return nil
+			}
+			s = buf.String()
+		}
+	default:
+		b, err := json.Marshal(c)
+		if err != nil {
+			val.Add("content", "must be a string or a JSON value")
+			return nil
+		}
+		s = string(b)
+	}
+	validContent(val, s)
+	return &s
+}
+
+func validContent(val *apperr.Validation, s string) {
+	switch {
+	case !utf8.ValidString(s):
+		val.Add("content", "must be valid UTF-8")
+	case utf8.RuneCountInString(s) > MaxContentLen:
+		val.Add("content", "must be at most %d characters", MaxContentLen)
+	}
+}
+
+func validCaptureID(val *apperr.Validation, s string) {
+	if utf8.RuneCountInString(s) > MaxTitleLen || !utf8.ValidString(s) {
+		val.Add("captureId", "must be at most %d characters of text", MaxTitleLen)
+	}
+}
+
+// checkRefs confirms that the referenced category, doer and project exist in
+// the viewer's workspace (the tenancy interceptor hides all others), naming
+// the offending field otherwise.
+func (s *Service) checkRefs(ctx context.Context, categoryID, doerID, projectID *uuid.UUID) error {
+	val := &apperr.Validation{}
+	if categoryID != nil {
+		ok, err := s.client.Category.Query().Where(category.ID(*categoryID)).Exist(ctx)
+		if err != nil {
+			return apperr.Map(err)
+		}
+		if !ok {
+			val.Add("categoryId", "no such category in this workspace")
+		}
+	}
+	if doerID != nil {
+		ok, err := s.client.Member.Query().Where(member.ID(*doerID), member.RemovedAtIsNil()).Exist(ctx)
+		if err != nil {
+			return apperr.Map(err)
+		}
+		if !ok {
+			val.Add("doerId", "no such member in this workspace")
+		}
+	}
+	if projectID != nil {
+		ok, err := s.client.Project.Query().Where(project.ID(*projectID)).Exist(ctx)
+		if err != nil {
+			return apperr.Map(err)
+		}
+		if !ok {
+			val.Add("projectId", "no such project in this workspace")
+		}
+	}
+	return val.Err()
+}
+
+// CreateProcedure validates in, optionally generates its content, and stores
+// it with the next shortId at the end of its (project, state) column.
+// Errors: unauthenticated, forbidden, validation_failed, generation_failed.
+func (s *Service) CreateProcedure(ctx context.Context, in CreateProcedureInput) (*ent.Procedure, error) {
+	v, err := require(ctx, viewer.RoleMember)
+	if err != nil {
+		return nil, err
+	}
+	val := &apperr.Validation{}
+	name := text(val, "name", in.Name, MaxNameLen)
+	validPriority(val, "priority", in.Priority)
+	validState(val, "state", in.State)
+	if in.DueAt == nil {
+		val.Add("dueAt", "is required")
+	}
+	categoryID := requiredID(val, "categoryId", in.CategoryID)
+	doerID := requiredID(val, "doerId", in.DoerID)
+	projectID := requiredID(val, "projectId", in.ProjectID)
+	content := contentText(val, in.Content)
+	if in.ContentType != nil {
+		oneOf(val, "contentType", *in.ContentType, ContentTypes...)
+	}
+	if in.DocStyle != nil {
+		oneOf(val, "docStyle", *in.DocStyle, DocStyles...)
+	}
+	if in.Language != nil {
+		oneOf(val, "language", *in.Language, Languages...)
+	}
+	if in.CaptureID != nil {
+		validCaptureID(val, *in.CaptureID)
+	}
+	if err := val.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.checkRefs(ctx, &categoryID, &doerID, &projectID); err != nil {
+		return nil, err
+	}
+	if in.GenerateProcedure {
+		// Generation is a network call: it runs before, never inside, the
+		// write transaction.
+		generated, err := s.generate(ctx, name, content, in)
+		if err != nil {
+			return nil, err
+		}
+		content = &generated
+	}
+	var created *ent.Procedure
+	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		ws, err := tx.Workspace.UpdateOneID(v.WorkspaceID).AddProcedureSeq(1).Save(ctx)
+		if err != nil {
+			return err
+		}
+		state := procedure.State(in.State)
+		pos, err := endOfColumn(ctx, tx.Client(), projectID, state, uuid.Nil)
+		if err != nil {
+			return err
+		}
+		created, err = tx.Procedure.Create().
+			SetNumber(ws.ProcedureSeq).
+			SetShortID(ws.Key + "-" + strconv.FormatInt(ws.ProcedureSeq, 10)).
+			SetName(name).
+			SetPriority(procedure.Priority(in.Priority)).
+			SetState(state).
+			SetNillableContent(content).
+			SetCategoryID(categoryID).
+			SetDoerID(doerID).
+			SetCreatorID(v.MemberID).
+			SetProjectID(projectID).
+			SetPosition(pos).
+			SetDueAt(in.DueAt.UTC()).
+			SetNillableCaptureID(in.CaptureID).
+			SetNillableDisplayVideo(in.DisplayVideo).
+			SetNillableIsFineTunedData(in.IsFineTunedData).
+			Save(ctx)
+		return err
+	})
+	return created, err
+}
+
+func (s *Service) generate(ctx context.Context, name string, content *string, in CreateProcedureInput) (string, error) {
+	if s.generator == nil {
+		return "", apperr.New(apperr.GenerationFailed, "content generation is not configured on this server")
+	}
+	req := GenerateRequest{Name: name, ContentType: "standard", DocStyle: "technical", Language: "other"}
+	if content != nil {
+		req.Content = *content
+	}
+	if in.ContentType != nil {
+		req.ContentType = *in.ContentType
+	}
+	if in.DocStyle != nil {
+		req.DocStyle = *in.DocStyle
+	}
+	if in.Language != nil {
+		req.Language = *in.Language
+	}
+	out, err := s.generator.Generate(ctx, req)
+	if err != nil {
+		if ae, ok := err.(*apperr.Error); ok && ae.Code == apperr.GenerationFailed {
+			return "", ae
+		}
+		return "", &apperr.Error{Code: apperr.GenerationFailed, Message: "content generation failed", Err: err}
+	}
+	return out, nil
+}
+
+// endOfColumn returns the position after the last procedure of the
+// (project, state) column, ignoring except.
+func endOfColumn(ctx context.Context, c *ent.Client, projectID uuid.UUID, state procedure.State, except uuid.UUID) (float64, error) {
+	ps, err := c.Procedure.Query().
+		Where(procedure.ProjectID(projectID), procedure.StateEQ(state), procedure.IDNEQ(except)).
+		Order(procedure.ByPosition(sql.OrderDesc())).
+		Limit(1).
+		Select(procedure.FieldPosition).
+		Float64s(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if len(ps) == 0 {
+		return positionStep, nil
+	}
+	return math.Floor(ps[0]) + positionStep, nil
+}
+
+var shortIDPattern = regexp.MustCompile(`^[A-Za-z]{2,10}-[0-9]{1,18}$`)
+
+// Procedure returns the procedure with id, which may also be its shortId.
+// Errors: unauthenticated, not_found.
+func (s *Service) Procedure(ctx context.Context, idOrShortID string) (*ent.Procedure, error) {
+	if _, err := require(ctx, viewer.RoleViewer); err != nil {
+		return nil, err
+	}
+	q := s.client.Procedure.Query()
+	if shortIDPattern.MatchString(idOrShortID) {
+		q.Where(procedure.ShortID(strings.ToUpper(idOrShortID)))
+	} else {
+		id, err := lookupID(ids.KindProcedure, "procedure", idOrShortID)
+		if err != nil {
+			return nil, err
+		}
+		q.Where(procedure.ID(id))
+	}
+	p, err := q.Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, apperr.NotFoundf("procedure")
+	}
+	return p, apperr.Map(err)
+}
+
+// ValidateProcedureFilter checks f and returns its predicates.
+// Errors: validation_failed naming the parameter.
+func procedurePredicates(f ProcedureFilter) ([]predicate.Procedure, error) {
+	val := &apperr.Validation{}
+	var ps []predicate.Procedure
+	if q := strings.TrimSpace(f.Search); q != "" {
+		if utf8.RuneCountInString(q) > MaxTitleLen {
+			val.Add("search", "must be at most %d characters", MaxTitleLen)
+		}
+		ps = append(ps, procedure.Or(
+			procedure.NameContainsFold(q),
+			procedure.ContentContainsFold(q),
+			procedure.ShortIDContainsFold(q),
+		))
+	}
+	if id := optionalID(val, "categoryId", f.CategoryID); id != nil {
+		ps = append(ps, procedure.CategoryID(*id))
+	}
+	if id := optionalID(val, "doerId", f.DoerID); id != nil {
+		ps = append(ps, procedure.DoerID(*id))
+	}
+	if id := optionalID(val, "projectId", f.ProjectID); id != nil {
+		ps = append(ps, procedure.ProjectID(*id))
+	}
+	if f.State != "" {
+		oneOf(val, "state", f.State, "TODO", "IN_PROGRESS", "COMPLETED", "WAITING")
+		ps = append(ps, procedure.StateEQ(procedure.State(f.State)))
+	}
+	if f.Priority != "" {
+		oneOf(val, "priority", f.Priority, "LOW", "MEDIUM", "HIGH")
+		ps = append(ps, procedure.PriorityEQ(procedure.Priority(f.Priority)))
+	}
+	if f.DueFrom != nil {
+		ps = append(ps, procedure.DueAtGTE(f.DueFrom.UTC()))
+	}
+	if f.DueTo != nil {
+		ps = append(ps, procedure.DueAtLTE(f.DueTo.UTC()))
+	}
+	if f.DueFrom != nil && f.DueTo != nil && f.DueTo.Before(*f.DueFrom) {
+		val.Add("dueAt", "must not precede startedAt")
+	}
+	return ps, val.Err()
+}
+
+func procedureOrder(o ProcedureOrder) ([]procedure.OrderOption, error) {
+	if o.Field == "" {
+		o = DefaultProcedureOrder
+	}
+	if !o.Field.Valid() {
+		return nil, apperr.Invalid("sortBy", "must be one of createdAt, dueAt, project.name, name")
+	}
+	dir := sql.OrderAsc()
+	if o.Desc {
+		dir = sql.OrderDesc()
+	}
+	var first procedure.OrderOption
+	switch o.Field {
+	case SortCreatedAt:
+		first = procedure.ByCreatedAt(dir)
+	case SortDueAt:
+		first = procedure.ByDueAt(dir)
+	case SortName:
+		first = procedure.ByName(dir)
+	case SortProjectName:
+		first = procedure.ByProjectField(project.FieldName, dir)
+	}
+	return []procedure.OrderOption{first, procedure.ByID(dir)}, nil
+}
+
+// totalColumn carries the filtered count alongside each row of a page, so a
+// page and its total cost one statement.
+const totalColumn = "procsvc_total"
+
+func withTotal(s *sql.Selector) {
+	s.AppendSelectExprAs(sql.Raw("COUNT(*) OVER ()"), totalColumn)
+}
+
+// totalOf reads the window count attached by withTotal.
+func totalOf(v ent.Value) (int, error) {
+	switch n := v.(type) {
+	case int64:
+		return int(n), nil
+	case float64:
+		return int(n), nil
+	case []byte:
+		return strconv.Atoi(string(n))
+	case string:
+		return strconv.Atoi(n)
+	}
+	return 0, fmt.Errorf("core: unexpected total %T", v)
+}
+
+// FindProcedures returns one page of the procedures matching f, sorted by o,
+// with the exact total.
+// Errors: unauthenticated, validation_failed naming the parameter.
+func (s *Service) FindProcedures(ctx context.Context, f ProcedureFilter, o ProcedureOrder, w Window) (*ProcedureList, error) {
+	if _, err := require(ctx, viewer.RoleViewer); err != nil {
+		return nil, err
+	}
+	preds, err := procedurePredicates(f)
+	if err != nil {
+		return nil, err
+	}
+	order, err := procedureOrder(o)
+	if err != nil {
+		return nil, err
+	}
+	count := func() (int, error) {
+		n, err := s.client.Procedure.Query().Where(preds...).Count(ctx)
+		return n, apperr.Map(err)
+	}
+	page, err := w.resolve(DefaultProcedurePageSize, MaxProcedurePageSize, count)
+	if err != nil {
+		return nil, err
+	}
+	list := &ProcedureList{}
+	if page.Limit > 0 {
+		q := s.client.Procedure.Query().Where(preds...).Order(order...).Offset(page.Offset).Limit(page.Limit)
+		q.Modify(withTotal)
+		if list.Items, err = q.All(ctx); err != nil {
+			return nil, apperr.Map(err)
+		}
+	}
+	if len(list.Items) > 0 {
+		raw, err := list.Items[0].Value(totalColumn)
+		if err != nil {
+			return nil, apperr.Map(err)
+		}
+		if list.Total, err = totalOf(raw); err != nil {
+			return nil, apperr.Map(err)
+		}
+	} else if list.Total, err = count(); err != nil {
+		return nil, err
+	}
+	list.PageInfo = pageInfo(page, len(list.Items), list.Total)
+	return list, nil
+}
+
+// UpdateProcedure changes the fields set in in. A change of state or project
+// without a position moves the procedure to the end of its new column.
+// Errors: unauthenticated, forbidden, not_found, validation_failed.
+func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProcedureInput) (*ent.Procedure, error) {
+	v, err := require(ctx, viewer.RoleMember)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.Procedure(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	val := &apperr.Validation{}
+	upd := func(u *ent.ProcedureUpdateOne) {}
+	chain := func(f func(u *ent.ProcedureUpdateOne)) {
+		prev := upd
+		upd = func(u *ent.ProcedureUpdateOne) { prev(u); f(u) }
+	}
+	if name, ok := required(val, "name", in.Name); ok {
+		name = text(val, "name", name, MaxNameLen)
+		chain(func(u *ent.ProcedureUpdateOne) { u.SetName(name) })
+	}
+	if pr, ok := required(val, "priority", in.Priority); ok {
+		validPriority(val, "priority", pr)
+		chain(func(u *ent.ProcedureUpdateOne) { u.SetPriority(procedure.Priority(pr)) })
+	}
+	state := p.State
+	if st, ok := required(val, "state", in.State); ok {
+		validState(val, "state", st)
+		state = procedure.State(st)
+		chain(func(u *ent.ProcedureUpdateOne) { u.SetState(procedure.State(st)) })
+	}
+	if in.Content.Set {
+		if in.Content.Value == nil {
+			chain(func(u *ent.ProcedureUpdateOne) { u.ClearContent() })
+		} else {
+			c := *in.Content.Value
+			validContent(val, c)
+			chain(func(u *ent.ProcedureUpdateOne) { u.SetContent(c) })
+		}
+	}
+	var categoryID, doerID, projectID *uuid.UUID
+	if in.CategoryID.Set {
+		if in.CategoryID.Value == nil || *in.CategoryID.Value == "" {
+			chain(func(u *ent.ProcedureUpdateOne) { u.ClearCategoryID() })
+		} else if categoryID = optionalID(val, "categoryId", *in.CategoryID.Value); categoryID != nil {
+			id := *categoryID
+			chain(func(u *ent.ProcedureUpdateOne) { u.SetCategoryID(id) })
+		}
+	}
+	if in.DoerID.Set {
+		if in.DoerID.Value == nil || *in.DoerID.Value == "" {
+			chain(func(u *ent.ProcedureUpdateOne) { u.ClearDoerID() })
+		} else if doerID = optionalID(val, "doerId", *in.DoerID.Value); doerID != nil {
+			id := *doerID
+			chain(func(u *ent.ProcedureUpdateOne) { u.SetDoerID(id) })
+		}
+	}
+	project := p.ProjectID
+	if raw, ok := required(val, "projectId", in.ProjectID); ok {
+		if projectID = optionalID(val, "projectId", raw); projectID != nil {
+			project = *projectID
+			chain(func(u *ent.ProcedureUpdateOne) { u.SetProjectID(project) })
+		} else if raw == "" {
+			val.Add("projectId", "is required")
+		}
+	}
+	if due, ok := required(val, "dueAt", in.DueAt); ok {
+		chain(func(u *ent.ProcedureUpdateOne) { u.SetDueAt(due.UTC()) })
+	}
+	position, hasPosition := required(val, "position", in.Position)
+	if hasPosition && (math.IsNaN(position) || math.IsInf(position, 0) || math.Abs(position) > 1e15) {
+		val.Add("position", "must be a finite number")
+	}
+	if in.CaptureID.Set {
+		if in.CaptureID.Value == nil {
+			chain(func(u *ent.ProcedureUpdateOne) { u.ClearCaptureID() })
+		} else {
+			c := *in.CaptureID.Value
+			validCaptureID(val, c)
+			chain(func(u *ent.ProcedureUpdateOne) { u.SetCaptureID(c) })
+		}
+	}
+	if b, ok := required(val, "displayVideo", in.DisplayVideo); ok {
+		chain(func(u *ent.ProcedureUpdateOne) { u.SetDisplayVideo(b) })
+	}
+	if b, ok := required(val, "isFineTunedData", in.IsFineTunedData); ok {
+		chain(func(u *ent.ProcedureUpdateOne) { u.SetIsFineTunedData(b) })
+	}
+	if err := val.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.checkRefs(ctx, categoryID, doerID, projectID); err != nil {
+		return nil, err
+	}
+	var updated *ent.Procedure
+	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		u := tx.Procedure.UpdateOneID(p.ID)
+		upd(u)
+		switch {
+		case hasPosition:
+			u.SetPosition(position)
+		case state != p.State || project != p.ProjectID:
+			pos, err := endOfColumn(ctx, tx.Client(), project, state, p.ID)
+			if err != nil {
+				return err
+			}
+			u.SetPosition(pos)
+		}
+		updated, err = u.Save(ctx)
+		return err
+	})
+	return updated, err
+}
+
+// MoveProcedure places a procedure in a column (its current state unless
+// state is given) between the procedures afterID (above) and beforeID
+// (below); with neither it goes to the end. When two neighbours leave no room
+// between them, the column is renumbered.
+// Errors: unauthenticated, forbidden, not_found, validation_failed.
+func (s *Service) MoveProcedure(ctx context.Context, id string, state *string, afterID, beforeID *string) (*ent.Procedure, error) {
+	v, err := require(ctx, viewer.RoleMember)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.Procedure(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	val := &apperr.Validation{}
+	target := p.State
+	if state != nil {
+		validState(val, "state", *state)
+		target = procedure.State(*state)
+	}
+	var after, before *uuid.UUID
+	if afterID != nil {
+		after = optionalID(val, "afterId", *afterID)
+	}
+	if beforeID != nil {
+		before = optionalID(val, "beforeId", *beforeID)
+	}
+	if (after != nil && *after == p.ID) || (before != nil && *before == p.ID) {
+		val.Add("afterId", "a procedure cannot be placed next to itself")
+	}
+	if err := val.Err(); err != nil {
+		return nil, err
+	}
+	var moved *ent.Procedure
+	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		pos, err := placeBetween(ctx, tx.Client(), p, target, after, before)
+		if err != nil {
+			return err
+		}
+		moved, err = tx.Procedure.UpdateOneID(p.ID).SetState(target).SetPosition(pos).Save(ctx)
+		return err
+	})
+	return moved, err
+}
+
+// minGap is the smallest gap placeBetween will split; below it the column is
+// renumbered so that float precision never runs out.
+const minGap = 1e-6
+
+func placeBetween(ctx context.Context, c *ent.Client, p *ent.Procedure, state procedure.State, after, before *uuid.UUID) (float64, error) {
+	if after == nil && before == nil {
+		return endOfColumn(ctx, c, p.ProjectID, state, p.ID)
+	}
+	column := func() ([]*ent.Procedure, error) {
+		return c.Procedure.Query().
+			Where(procedure.ProjectID(p.ProjectID), procedure.StateEQ(state), procedure.IDNEQ(p.ID)).
+			Order(procedure.ByPosition(), procedure.ByID()).
+			Select(procedure.FieldID, procedure.FieldPosition).
+			All(ctx)
+	}
+	col, err := column()
+	if err != nil {
+		return 0, err
+	}
+	find := func(field string, id uuid.UUID) (int, error) {
+		for i, q := range col {
+			if q.ID == id {
+				return i, nil
+			}
+		}
+		return 0, apperr.Invalid(field, "must name a procedure in the target column (same project and state)")
+	}
+	// lo is the index of the procedure above the slot, hi the one below.
+	lo, hi := -1, len(col)
+	if after != nil {
+		if lo, err = find("afterId", *after); err != nil {
+			return 0, err
+		}
+		hi = lo + 1
+	}
+	if before != nil {
+		if hi, err = find("beforeId", *before); err != nil {
+			return 0, err
+		}
+		if after == nil {
+			lo = hi - 1
+		} else if hi != lo+1 {
+			return 0, apperr.Invalid("beforeId", "must directly follow afterId in the column")
+		}
+	}
+	gapOK := func() (float64, bool) {
+		switch {
+		case lo < 0 && hi >= len(col):
+			return positionStep, true
+		case lo < 0:
+			return col[hi].Position - positionStep, true
+		case hi >= len(col):
+			return math.Floor(col[lo].Position) + positionStep, true
+		}
+		a, b := col[lo].Position, col[hi].Position
+		mid := a + (b-a)/2
+		return mid, b-a >= minGap && mid > a && mid < b
+	}
+	if pos, ok := gapOK(); ok {
+		return pos, nil
+	}
+	// Renumber the column in its current order, then split the new gap.
+	for i, q := range col {
+		q.Position = float64(i+1) * positionStep
+		if err := c.Procedure.UpdateOneID(q.ID).SetPosition(q.Position).Exec(ctx); err != nil {
+			return 0, err
+		}
+	}
+	pos, _ := gapOK()
+	return pos, nil
+}
+
+// DeleteProcedure removes a procedure and its comments.
+// Errors: unauthenticated, forbidden, not_found.
+func (s *Service) DeleteProcedure(ctx context.Context, id string) error {
+	v, err := require(ctx, viewer.RoleMember)
+	if err != nil {
+		return err
+	}
+	p, err := s.Procedure(ctx, id)
+	if err != nil {
+		return err
+	}
+	return s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		if _, err := tx.Comment.Delete().Where(comment.ProcedureID(p.ID)).Exec(ctx); err != nil {
+			return err
+		}
+		n, err := tx.Procedure.Delete().Where(procedure.ID(p.ID)).Exec(ctx)
+		if err == nil && n == 0 {
+			return apperr.NotFoundf("procedure")
+		}
+		return err
+	})
+}

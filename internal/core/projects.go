@@ -1,0 +1,342 @@
+package core
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/ent/category"
+	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/ent/project"
+	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/viewer"
+)
+
+// ProjectInput creates a project (Name required) or, with Optional fields
+// set, updates one.
+type ProjectInput struct {
+	Name      Optional[string]
+	StartedAt Optional[time.Time]
+	DueAt     Optional[time.Time]
+}
+
+// ListFilter narrows the project, category and member lists.
+type ListFilter struct {
+	// Search is a case-insensitive substring of the name.
+	Search string
+}
+
+// ProjectList is a page of projects and the count of all that match.
+type ProjectList struct {
+	Items    []*ent.Project
+	Total    int
+	PageInfo PageInfo
+}
+
+func searchTerm(val *apperr.Validation, s string) string {
+	s = strings.TrimSpace(s)
+	if len([]rune(s)) > MaxTitleLen {
+		val.Add("search", "must be at most %d characters", MaxTitleLen)
+	}
+	return s
+}
+
+// FindProjects lists projects by name.
+// Errors: unauthenticated, validation_failed.
+func (s *Service) FindProjects(ctx context.Context, f ListFilter, w Window) (*ProjectList, error) {
+	if _, err := require(ctx, viewer.RoleViewer); err != nil {
+		return nil, err
+	}
+	val := &apperr.Validation{}
+	q := s.client.Project.Query()
+	if term := searchTerm(val, f.Search); term != "" {
+		q.Where(project.NameContainsFold(term))
+	}
+	if err := val.Err(); err != nil {
+		return nil, err
+	}
+	count := func() (int, error) { n, err := q.Clone().Count(ctx); return n, apperr.Map(err) }
+	page, err := w.resolve(DefaultListPageSize, MaxListPageSize, count)
+	if err != nil {
+		return nil, err
+	}
+	list := &ProjectList{}
+	if list.Total, err = count(); err != nil {
+		return nil, err
+	}
+	if page.Limit > 0 && page.Offset < list.Total {
+		list.Items, err = q.Order(project.ByName(), project.ByID()).Offset(page.Offset).Limit(page.Limit).All(ctx)
+		if err != nil {
+			return nil, apperr.Map(err)
+		}
+	}
+	list.PageInfo = pageInfo(page, len(list.Items), list.Total)
+	return list, nil
+}
+
+// Project returns one project. Errors: unauthenticated, not_found.
+func (s *Service) Project(ctx context.Context, id string) (*ent.Project, error) {
+	if _, err := require(ctx, viewer.RoleViewer); err != nil {
+		return nil, err
+	}
+	pid, err := lookupID(ids.KindProject, "project", id)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.client.Project.Get(ctx, pid)
+	if ent.IsNotFound(err) {
+		return nil, apperr.NotFoundf("project")
+	}
+	return p, apperr.Map(err)
+}
+
+// validProjectDates checks that dueAt does not precede startedAt.
+func validProjectDates(val *apperr.Validation, started, due *time.Time) {
+	if started != nil && due != nil && due.Before(*started) {
+		val.Add("dueAt", "must not precede startedAt")
+	}
+}
+
+// CreateProject stores a new project.
+// Errors: unauthenticated, forbidden, validation_failed.
+func (s *Service) CreateProject(ctx context.Context, in ProjectInput) (*ent.Project, error) {
+	v, err := require(ctx, viewer.RoleMember)
+	if err != nil {
+		return nil, err
+	}
+	val := &apperr.Validation{}
+	var name string
+	if in.Name.Value != nil {
+		name = *in.Name.Value
+	}
+	name = text(val, "name", name, MaxTitleLen)
+	validProjectDates(val, in.StartedAt.Value, in.DueAt.Value)
+	if err := val.Err(); err != nil {
+		return nil, err
+	}
+	var created *ent.Project
+	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		var err error
+		created, err = tx.Project.Create().SetName(name).
+			SetNillableStartedAt(utc(in.StartedAt.Value)).
+			SetNillableDueAt(utc(in.DueAt.Value)).
+			Save(ctx)
+		return err
+	})
+	return created, err
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// UpdateProject changes the fields set in in.
+// Errors: unauthenticated, forbidden, not_found, validation_failed.
+func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput) (*ent.Project, error) {
+	v, err := require(ctx, viewer.RoleMember)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.Project(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	val := &apperr.Validation{}
+	name, hasName := required(val, "name", in.Name)
+	if hasName {
+		name = text(val, "name", name, MaxTitleLen)
+	}
+	started, due := p.StartedAt, p.DueAt
+	if in.StartedAt.Set {
+		started = in.StartedAt.Value
+	}
+	if in.DueAt.Set {
+		due = in.DueAt.Value
+	}
+	validProjectDates(val, started, due)
+	if err := val.Err(); err != nil {
+		return nil, err
+	}
+	var updated *ent.Project
+	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		u := tx.Project.UpdateOneID(p.ID)
+		if hasName {
+			u.SetName(name)
+		}
+		if in.StartedAt.Set {
+			u.ClearStartedAt().SetNillableStartedAt(utc(in.StartedAt.Value))
+		}
+		if in.DueAt.Set {
+			u.ClearDueAt().SetNillableDueAt(utc(in.DueAt.Value))
+		}
+		var err error
+		updated, err = u.Save(ctx)
+		return err
+	})
+	return updated, err
+}
+
+// DeleteProject removes an empty project; one that still has procedures is
+// refused and nothing is deleted.
+// Errors: unauthenticated, forbidden, not_found, conflict.
+func (s *Service) DeleteProject(ctx context.Context, id string) error {
+	v, err := require(ctx, viewer.RoleMember)
+	if err != nil {
+		return err
+	}
+	p, err := s.Project(ctx, id)
+	if err != nil {
+		return err
+	}
+	return s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		busy, err := tx.Procedure.Query().Where(procedure.ProjectID(p.ID)).Exist(ctx)
+		if err != nil {
+			return err
+		}
+		if busy {
+			return apperr.New(apperr.Conflict, "the project still has procedures; move or delete them first")
+		}
+		n, err := tx.Project.Delete().Where(project.ID(p.ID)).Exec(ctx)
+		if err == nil && n == 0 {
+			return apperr.NotFoundf("project")
+		}
+		return err
+	})
+}
+
+// CategoryList is a page of categories and the count of all that match.
+type CategoryList struct {
+	Items    []*ent.Category
+	Total    int
+	PageInfo PageInfo
+}
+
+// FindCategories lists categories by name.
+// Errors: unauthenticated, validation_failed.
+func (s *Service) FindCategories(ctx context.Context, f ListFilter, w Window) (*CategoryList, error) {
+	if _, err := require(ctx, viewer.RoleViewer); err != nil {
+		return nil, err
+	}
+	val := &apperr.Validation{}
+	q := s.client.Category.Query()
+	if term := searchTerm(val, f.Search); term != "" {
+		q.Where(category.NameContainsFold(term))
+	}
+	if err := val.Err(); err != nil {
+		return nil, err
+	}
+	count := func() (int, error) { n, err := q.Clone().Count(ctx); return n, apperr.Map(err) }
+	page, err := w.resolve(DefaultListPageSize, MaxListPageSize, count)
+	if err != nil {
+		return nil, err
+	}
+	list := &CategoryList{}
+	if list.Total, err = count(); err != nil {
+		return nil, err
+	}
+	if page.Limit > 0 && page.Offset < list.Total {
+		list.Items, err = q.Order(category.ByName(), category.ByID()).Offset(page.Offset).Limit(page.Limit).All(ctx)
+		if err != nil {
+			return nil, apperr.Map(err)
+		}
+	}
+	list.PageInfo = pageInfo(page, len(list.Items), list.Total)
+	return list, nil
+}
+
+// Category returns one category. Errors: unauthenticated, not_found.
+func (s *Service) Category(ctx context.Context, id string) (*ent.Category, error) {
+	if _, err := require(ctx, viewer.RoleViewer); err != nil {
+		return nil, err
+	}
+	cid, err := lookupID(ids.KindCategory, "category", id)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.client.Category.Get(ctx, cid)
+	if ent.IsNotFound(err) {
+		return nil, apperr.NotFoundf("category")
+	}
+	return c, apperr.Map(err)
+}
+
+// CreateCategory stores a new category.
+// Errors: unauthenticated, forbidden, validation_failed.
+func (s *Service) CreateCategory(ctx context.Context, name string) (*ent.Category, error) {
+	v, err := require(ctx, viewer.RoleMember)
+	if err != nil {
+		return nil, err
+	}
+	val := &apperr.Validation{}
+	name = text(val, "name", name, MaxTitleLen)
+	if err := val.Err(); err != nil {
+		return nil, err
+	}
+	var created *ent.Category
+	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		var err error
+		created, err = tx.Category.Create().SetName(name).Save(ctx)
+		return err
+	})
+	return created, err
+}
+
+// UpdateCategory renames a category when name is set.
+// Errors: unauthenticated, forbidden, not_found, validation_failed.
+func (s *Service) UpdateCategory(ctx context.Context, id string, name Optional[string]) (*ent.Category, error) {
+	v, err := require(ctx, viewer.RoleMember)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.Category(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	val := &apperr.Validation{}
+	n, ok := required(val, "name", name)
+	if ok {
+		n = text(val, "name", n, MaxTitleLen)
+	}
+	if err := val.Err(); err != nil {
+		return nil, err
+	}
+	if !ok {
+		return c, nil
+	}
+	var updated *ent.Category
+	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		var err error
+		updated, err = tx.Category.UpdateOneID(c.ID).SetName(n).Save(ctx)
+		return err
+	})
+	return updated, err
+}
+
+// DeleteCategory removes a category; its procedures become uncategorised.
+// Errors: unauthenticated, forbidden, not_found.
+func (s *Service) DeleteCategory(ctx context.Context, id string) error {
+	v, err := require(ctx, viewer.RoleMember)
+	if err != nil {
+		return err
+	}
+	c, err := s.Category(ctx, id)
+	if err != nil {
+		return err
+	}
+	return s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		if err := tx.Procedure.Update().Where(procedure.CategoryID(c.ID)).ClearCategoryID().Exec(ctx); err != nil {
+			return err
+		}
+		n, err := tx.Category.Delete().Where(category.ID(c.ID)).Exec(ctx)
+		if err == nil && n == 0 {
+			return apperr.NotFoundf("category")
+		}
+		return err
+	})
+}

@@ -1,0 +1,239 @@
+// Package database opens procsvc's storage: embedded SQLite (the default, no
+// cgo) or PostgreSQL through lib/pq, behind one ent client.
+package database
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
+	_ "github.com/lib/pq" // PostgreSQL driver
+	_ "modernc.org/sqlite" // SQLite driver, pure Go
+
+	"github.com/procsvc/procsvc/ent"
+	_ "github.com/procsvc/procsvc/ent/runtime" // registers schema hooks and interceptors
+)
+
+// DefaultURL is the embedded database used when none is configured.
+const DefaultURL = "sqlite://data/procsvc.db"
+
+// Options tune the connection pool.
+type Options struct {
+	// MaxOpenConns caps the pool; 0 picks a default for the dialect.
+	MaxOpenConns int
+}
+
+// DB is an open database: the ent client, its dialect and a statement counter.
+type DB struct {
+	Client  *ent.Client
+	Dialect string
+	SQL     *sql.DB
+	counter *counter
+}
+
+// Statements returns how many SQL statements have been sent so far. Tests use
+// it to prove that list pages cost a constant number of statements.
+func (db *DB) Statements() int64 { return db.counter.n.Load() }
+
+// Close closes the client and the pool.
+func (db *DB) Close() error { return db.Client.Close() }
+
+// Ping reports whether the database answers.
+func (db *DB) Ping(ctx context.Context) error { return db.SQL.PingContext(ctx) }
+
+// Open connects to rawURL: a postgres:// or postgresql:// URL selects
+// PostgreSQL; sqlite://PATH, file:PATH or a bare path selects SQLite
+// (sqlite://:memory: for an in-memory database).
+func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
+	if rawURL == "" {
+		rawURL = DefaultURL
+	}
+	var (
+		drv     *entsql.Driver
+		sqlDB   *sql.DB
+		name    string
+		err     error
+		maxOpen = opts.MaxOpenConns
+	)
+	switch {
+	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
+		name = dialect.Postgres
+		dsn, perr := postgresDSN(rawURL)
+		if perr != nil {
+			return nil, perr
+		}
+		if sqlDB, err = sql.Open("postgres", dsn); err != nil {
+			return nil, err
+		}
+		if maxOpen == 0 {
+			maxOpen = 20
+		}
+		sqlDB.SetMaxOpenConns(maxOpen)
+		sqlDB.SetMaxIdleConns(maxOpen)
+		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	default:
+		name = dialect.SQLite
+		dsn, memory, serr := sqliteDSN(rawURL)
+		if serr != nil {
+			return nil, serr
+		}
+		if sqlDB, err = sql.Open("sqlite", dsn); err != nil {
+			return nil, err
+		}
+		if memory {
+			// Each connection to :memory: is its own database.
+			maxOpen = 1
+		} else if maxOpen == 0 {
+			maxOpen = 8
+		}
+		sqlDB.SetMaxOpenConns(maxOpen)
+		sqlDB.SetMaxIdleConns(maxOpen)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := sqlDB.PingContext(pingCtx); err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("database: cannot reach %s database: %w", name, err)
+	}
+	drv = entsql.OpenDB(name, sqlDB)
+	c := &counter{Driver: drv}
+	client := ent.NewClient(ent.Driver(c))
+	return &DB{Client: client, Dialect: name, SQL: sqlDB, counter: c}, nil
+}
+
+// Migrate brings the schema up to date. SQLite and tests use ent's automatic
+// migration.
+func (db *DB) Migrate(ctx context.Context) error {
+	if err := db.Client.Schema.Create(ctx); err != nil {
+		return fmt.Errorf("database: migrate: %w", err)
+	}
+	return nil
+}
+
+// postgresDSN pins the session time zone to UTC so that every timestamp
+// read back is UTC whatever the server's setting.
+func postgresDSN(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("database: invalid PostgreSQL URL: %w", redact(err))
+	}
+	q := u.Query()
+	if q.Get("timezone") == "" {
+		q.Set("timezone", "UTC")
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// redact drops a URL (and any password in it) from a parse error.
+func redact(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// sqliteDSN turns a sqlite URL or path into a modernc DSN with the pragmas
+// procsvc relies on: foreign keys, WAL, a busy timeout and immediate write
+// transactions (so that concurrent writers queue instead of failing), and
+// _time_format=sqlite, without which times are written in a form that cannot
+// be read back.
+func sqliteDSN(raw string) (dsn string, memory bool, err error) {
+	path := raw
+	for _, p := range []string{"sqlite://", "sqlite3://", "sqlite:", "file:"} {
+		if strings.HasPrefix(path, p) {
+			path = strings.TrimPrefix(path, p)
+			break
+		}
+	}
+	query := ""
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path, query = path[:i], path[i+1:]
+	}
+	if path == "" {
+		return "", false, errors.New("database: empty SQLite path")
+	}
+	memory = path == ":memory:"
+	params := url.Values{}
+	params.Add("_pragma", "foreign_keys(1)")
+	params.Add("_pragma", "busy_timeout(10000)")
+	params.Set("_time_format", "sqlite")
+	params.Set("_txlock", "immediate")
+	if !memory {
+		params.Add("_pragma", "journal_mode(WAL)")
+		params.Add("_pragma", "synchronous(NORMAL)")
+		if dir := filepath.Dir(path); dir != "." {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return "", false, fmt.Errorf("database: create %s: %w", dir, err)
+			}
+		}
+	}
+	dsn = "file:" + path + "?" + params.Encode()
+	if query != "" {
+		dsn += "&" + query
+	}
+	return dsn, memory, nil
+}
+
+// counter counts statements sent through ent, including inside transactions.
+type counter struct {
+	dialect.Driver
+	n atomic.Int64
+}
+
+func (c *counter) Exec(ctx context.Context, query string, args, v any) error {
+	c.n.Add(1)
+	return c.Driver.Exec(ctx, query, args, v)
+}
+
+func (c *counter) Query(ctx context.Context, query string, args, v any) error {
+	c.n.Add(1)
+	return c.Driver.Query(ctx, query, args, v)
+}
+
+func (c *counter) Tx(ctx context.Context) (dialect.Tx, error) {
+	tx, err := c.Driver.Tx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &countingTx{Tx: tx, n: &c.n}, nil
+}
+
+func (c *counter) BeginTx(ctx context.Context, opts *entsql.TxOptions) (dialect.Tx, error) {
+	tx, err := c.Driver.(interface {
+		BeginTx(context.Context, *entsql.TxOptions) (dialect.Tx, error)
+	}).BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &countingTx{Tx: tx, n: &c.n}, nil
+}
+
+type countingTx struct {
+	dialect.Tx
+	n *atomic.Int64
+}
+
+func (t *countingTx) Exec(ctx context.Context, query string, args, v any) error {
+	t.n.Add(1)
+	return t.Tx.Exec(ctx, query, args, v)
+}
+
+func (t *countingTx) Query(ctx context.Context, query string, args, v any) error {
+	t.n.Add(1)
+	return t.Tx.Query(ctx, query, args, v)
+}
+
+// Driver returns the counting driver, for hand-built statements that must be
+// counted like ent's own.
+func (db *DB) Driver() dialect.Driver { return db.counter }

@@ -1,0 +1,184 @@
+// Package middleware holds the HTTP plumbing shared by both faces: request
+// ids, panic recovery, access logs, body limits, authentication and the
+// per-request dataloaders, plus the one writer of DESIGN §6 error bodies.
+package middleware
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/auth"
+	"github.com/procsvc/procsvc/internal/loader"
+	"github.com/procsvc/procsvc/internal/viewer"
+)
+
+// MaxBodyBytes is the largest request body accepted (1 MiB).
+const MaxBodyBytes = 1 << 20
+
+// RequestIDHeader carries the request id both ways.
+const RequestIDHeader = "X-Request-Id"
+
+type requestIDKey struct{}
+
+// RequestID returns the request id of ctx ("" outside a request).
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// WithRequestID keeps a valid incoming X-Request-Id (a UUID) or makes one,
+// and echoes it on the response.
+func WithRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(RequestIDHeader)
+		if u, err := uuid.Parse(id); err != nil || len(id) != 36 {
+			id = uuid.Must(uuid.NewV7()).String()
+		} else {
+			id = u.String()
+		}
+		w.Header().Set(RequestIDHeader, id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+	})
+}
+
+// ErrorBody is DESIGN §6's error body.
+type ErrorBody struct {
+	Code      apperr.Code         `json:"code"`
+	Message   string              `json:"message"`
+	RequestID string              `json:"requestId"`
+	Fields    []apperr.FieldError `json:"fields,omitempty"`
+}
+
+// Body returns the client-facing body of err, logging internal errors (with
+// the request id) so that their detail is kept but never shown.
+func Body(ctx context.Context, log *slog.Logger, err error) ErrorBody {
+	ae := apperr.From(err)
+	body := ErrorBody{Code: ae.Code, Message: ae.Message, RequestID: RequestID(ctx), Fields: ae.Fields}
+	if ae.Code == apperr.Internal || ae.Code == apperr.Unavailable {
+		log.ErrorContext(ctx, "request failed", "request_id", body.RequestID, "code", ae.Code, "error", err.Error())
+	}
+	if ae.Code == apperr.Internal {
+		body.Message = "internal error"
+		body.Fields = nil
+	}
+	return body
+}
+
+// WriteError answers err with DESIGN §6's body and the code's status.
+func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	body := Body(r.Context(), log, err)
+	switch body.Code {
+	case apperr.Unauthenticated:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="procsvc"`)
+	case apperr.Unavailable, apperr.RateLimited:
+		w.Header().Set("Retry-After", "1")
+	}
+	WriteJSON(w, apperr.HTTPStatus(body.Code), body)
+}
+
+// WriteJSON writes v as a JSON response.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// statusRecorder remembers the status written, for logs.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if !s.wrote {
+		s.status, s.wrote = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if !s.wrote {
+		s.status, s.wrote = http.StatusOK, true
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Flush lets streaming responses through the recorder.
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// LogAndRecover writes one access-log line per request and turns a panic into
+// an internal error answered with DESIGN §6's body (the stack goes to the log
+// only).
+func LogAndRecover(log *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+			var workspace string
+			r = r.WithContext(context.WithValue(r.Context(), workspaceSlot{}, &workspace))
+			defer func() {
+				if p := recover(); p != nil {
+					if p == http.ErrAbortHandler {
+						panic(p)
+					}
+					log.ErrorContext(r.Context(), "panic", "request_id", RequestID(r.Context()), "panic", p, "stack", string(debug.Stack()))
+					if !rec.wrote {
+						WriteError(rec, r, log, apperr.New(apperr.Internal, "internal error"))
+					}
+				}
+				log.InfoContext(r.Context(), "request",
+					"request_id", RequestID(r.Context()),
+					"method", r.Method,
+					"path", r.URL.Path,
+					"status", rec.status,
+					"duration_ms", float64(time.Since(start).Microseconds())/1000,
+					"workspace_id", workspace,
+				)
+			}()
+			next.ServeHTTP(rec, r)
+		})
+	}
+}
+
+type workspaceSlot struct{}
+
+// ErrorWriter answers an error in the face's own shape (REST body or GraphQL
+// errors array).
+type ErrorWriter func(w http.ResponseWriter, r *http.Request, err error)
+
+// Authenticate resolves the bearer token, puts the viewer and fresh
+// dataloaders in the context, and answers failures through writeErr.
+func Authenticate(a *auth.Authenticator, client *ent.Client, writeErr ErrorWriter) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			v, err := a.Authenticate(r.Context(), r.Header.Get("Authorization"))
+			if err != nil {
+				writeErr(w, r, err)
+				return
+			}
+			if slot, ok := r.Context().Value(workspaceSlot{}).(*string); ok {
+				*slot = v.WorkspaceID.String()
+			}
+			ctx := viewer.NewContext(r.Context(), v)
+			ctx = loader.NewContext(ctx, client)
+			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
+}

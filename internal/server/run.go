@@ -1,0 +1,120 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/procsvc/procsvc/internal/config"
+	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/database"
+)
+
+// Run serves cfg until ctx is cancelled, then drains in-flight requests for
+// at most cfg.ShutdownTimeout. On an empty database it first creates a demo
+// workspace and prints its admin token to out. ready, if set, is told the
+// bound address once the server accepts connections.
+func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer, ready func(addr string)) error {
+	db, err := database.Open(ctx, cfg.DatabaseURL, database.Options{MaxOpenConns: cfg.DBMaxConns})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	svc := core.New(db.Client)
+	if err := bootstrap(ctx, svc, cfg.BootstrapToken, out); err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           NewHandler(Deps{DB: db, Service: svc, Log: log}),
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	log.Info("procsvc listening", "addr", ln.Addr().String(), "database", db.Dialect)
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "drain_timeout", cfg.ShutdownTimeout.String())
+	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(drainCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// bootstrap makes a first start useful: a demo workspace with an admin, one
+// project, one category and one procedure, and the admin's token printed once.
+func bootstrap(ctx context.Context, svc *core.Service, secret string, out io.Writer) error {
+	exists, err := svc.HasWorkspace(ctx)
+	if err != nil || exists {
+		return err
+	}
+	b, err := svc.CreateWorkspace(ctx, core.NewWorkspace{
+		Name: "Demo workspace", Key: "PRC", AdminName: "Admin", AdminEmail: "admin@example.com", Secret: secret,
+	})
+	if err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	actx, err := svc.ActAsAdmin(ctx, b.Workspace.ID.String())
+	if err != nil {
+		return err
+	}
+	if err := seedDemo(actx, svc, b); err != nil {
+		return fmt.Errorf("bootstrap demo data: %w", err)
+	}
+	fmt.Fprintf(out, "\nprocsvc: created workspace %q (%s) with admin %s.\n", b.Workspace.Name, b.Workspace.ID, b.Admin.Email)
+	if secret == "" {
+		fmt.Fprintf(out, "procsvc: admin token (shown once, store it now):\n\n    export PROCSVC_TOKEN=%s\n\n", b.Secret)
+	} else {
+		fmt.Fprintf(out, "procsvc: the admin token is the one given in PROCSVC_BOOTSTRAP_TOKEN.\n\n")
+	}
+	return nil
+}
+
+func seedDemo(ctx context.Context, svc *core.Service, b *core.Bootstrapped) error {
+	now := time.Now().UTC()
+	started, due := now.Truncate(24*time.Hour), now.Truncate(24*time.Hour).Add(30*24*time.Hour)
+	proj, err := svc.CreateProject(ctx, core.ProjectInput{
+		Name: core.Some("Onboarding"), StartedAt: core.Some(started), DueAt: core.Some(due),
+	})
+	if err != nil {
+		return err
+	}
+	cat, err := svc.CreateCategory(ctx, "General")
+	if err != nil {
+		return err
+	}
+	dueAt := now.Add(7 * 24 * time.Hour).Truncate(time.Hour)
+	content := "1. Read the README\n2. Open /graphql with your token\n3. Create your first procedure"
+	_, err = svc.CreateProcedure(ctx, core.CreateProcedureInput{
+		Name: "Try procsvc", Priority: "MEDIUM", State: "TODO", DueAt: &dueAt,
+		CategoryID: cat.ID.String(), DoerID: b.Admin.ID.String(), ProjectID: proj.ID.String(),
+		Content: content,
+	})
+	return err
+}

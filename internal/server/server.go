@@ -1,0 +1,51 @@
+// Package server assembles procsvc's HTTP surface over one core and runs it.
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/auth"
+	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/database"
+	"github.com/procsvc/procsvc/internal/middleware"
+)
+
+// Deps are what the handler is built from.
+type Deps struct {
+	DB      *database.DB
+	Service *core.Service
+	Log     *slog.Logger
+}
+
+// NewHandler returns procsvc's whole HTTP surface.
+func NewHandler(d Deps) http.Handler {
+	authn := auth.New(d.DB)
+	resolver := graph.NewResolver(d.Service)
+	gqlErr := graphqlError(d.Log)
+	restErr := func(w http.ResponseWriter, r *http.Request, err error) { middleware.WriteError(w, r, d.Log, err) }
+
+	mux := http.NewServeMux()
+	gql := graph.NewServer(resolver, d.Log)
+	mux.Handle("/graphql", guardGraphQL(gqlErr, middleware.Authenticate(authn, d.DB.Client, gqlErr)(gql)))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		middleware.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		if err := d.DB.Ping(ctx); err != nil {
+			restErr(w, r, &apperr.Error{Code: apperr.Unavailable, Message: "the database is not answering", Err: err})
+			return
+		}
+		middleware.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		restErr(w, r, apperr.New(apperr.NotFound, "no route for %s %s", r.Method, r.URL.Path))
+	})
+	return middleware.WithRequestID(middleware.LogAndRecover(d.Log)(mux))
+}
