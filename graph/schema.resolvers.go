@@ -314,8 +314,10 @@ func (r *Resolver) Query() generated.QueryResolver { return &queryResolver{r} }
 // Token returns generated.TokenResolver implementation.
 func (r *Resolver) Token() generated.TokenResolver { return &tokenResolver{r} }
 
-type commentResolver struct{ *Resolver }
-type mutationResolver struct{ *Resolver }
-type procedureResolver struct{ *Resolver }
-type queryResolver struct{ *Resolver }
-type tokenResolver struct{ *Resolver }
+type (
+	commentResolver   struct{ *Resolver }
+	mutationResolver  struct{ *Resolver }
+	procedureResolver struct{ *Resolver }
+	queryResolver     struct{ *Resolver }
+	tokenResolver     struct{ *Resolver }
+)

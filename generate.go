@@ -1,0 +1,7 @@
+// Package procsvc is a self-hostable backend for workspace procedure tracking.
+// The server is cmd/procsvc; this file only drives code generation, in order:
+// ent first (the data model), then gqlgen (which binds to it).
+package procsvc
+
+//go:generate go run entgo.io/ent/cmd/ent generate --feature intercept,sql/modifier,sql/lock,sql/versioned-migration ./ent/schema
+//go:generate go run github.com/99designs/gqlgen generate --config gqlgen.yml
