@@ -128,6 +128,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*viewe
 		return nil, apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
 	}
 	v.Role = viewer.Role(role)
+	v.VersionKnown = true
 	if !used.Valid || now.Sub(used.Time) > lastUsedGranularity {
 		err := a.db.Client.Token.Update().Where(token.ID(v.TokenID)).SetLastUsedAt(now).Exec(viewer.System(ctx))
 		if err != nil {

@@ -65,15 +65,12 @@ func (s *Service) FindMembers(ctx context.Context, f ListFilter, w Window) (*Mem
 	if err := val.Err(); err != nil {
 		return nil, err
 	}
-	count := func() (int, error) { n, err := q.Clone().Count(ctx); return n, apperr.Map(err) }
-	page, err := w.resolve(DefaultListPageSize, MaxListPageSize, count)
+	list := &MemberList{}
+	total, page, err := s.listWindow(ctx, "members", f, w, func() (int, error) { return q.Clone().Count(ctx) })
 	if err != nil {
 		return nil, err
 	}
-	list := &MemberList{}
-	if list.Total, err = count(); err != nil {
-		return nil, err
-	}
+	list.Total = total
 	if page.Limit > 0 && page.Offset < list.Total {
 		list.Items, err = q.Order(member.ByName(), member.ByID()).Offset(page.Offset).Limit(page.Limit).All(ctx)
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"regexp"
 	"strconv"
@@ -117,6 +116,22 @@ type ProcedureFilter struct {
 	// DueFrom and DueTo bound dueAt, both inclusive (REST startedAt and dueAt).
 	DueFrom *time.Time
 	DueTo   *time.Time
+}
+
+// key is f's canonical form, for the totals cache.
+func (f ProcedureFilter) key() string {
+	var b strings.Builder
+	for _, part := range []string{strings.TrimSpace(f.Search), f.CategoryID, f.DoerID, f.ProjectID, f.State, f.Priority} {
+		b.WriteString(strconv.Quote(part))
+		b.WriteByte('|')
+	}
+	for _, t := range []*time.Time{f.DueFrom, f.DueTo} {
+		if t != nil {
+			b.WriteString(strconv.FormatInt(t.UnixMicro(), 10))
+		}
+		b.WriteByte('|')
+	}
+	return b.String()
 }
 
 // ProcedureList is one page of procedures and the count of all that match.
@@ -487,29 +502,6 @@ func procedureOrder(o ProcedureOrder) ([]procedure.OrderOption, error) {
 	return []procedure.OrderOption{first, procedure.ByID(dir)}, nil
 }
 
-// totalColumn carries the filtered count alongside each row of a page, so a
-// page and its total cost one statement.
-const totalColumn = "procsvc_total"
-
-func withTotal(s *sql.Selector) {
-	s.AppendSelectExprAs(sql.Raw("COUNT(*) OVER ()"), totalColumn)
-}
-
-// totalOf reads the window count attached by withTotal.
-func totalOf(v ent.Value) (int, error) {
-	switch n := v.(type) {
-	case int64:
-		return int(n), nil
-	case float64:
-		return int(n), nil
-	case []byte:
-		return strconv.Atoi(string(n))
-	case string:
-		return strconv.Atoi(n)
-	}
-	return 0, fmt.Errorf("core: unexpected total %T", v)
-}
-
 // FindProcedures returns one page of the procedures matching f, sorted by o,
 // with the exact total.
 // Errors: unauthenticated, validation_failed naming the parameter.
@@ -525,32 +517,23 @@ func (s *Service) FindProcedures(ctx context.Context, f ProcedureFilter, o Proce
 	if err != nil {
 		return nil, err
 	}
-	count := func() (int, error) {
+	list := &ProcedureList{}
+	list.Total, err = s.totals.get(ctx, "procedures", f.key(), func() (int, error) {
 		n, err := s.client.Procedure.Query().Where(preds...).Count(ctx)
 		return n, apperr.Map(err)
-	}
-	page, err := w.resolve(DefaultProcedurePageSize, MaxProcedurePageSize, count)
+	})
 	if err != nil {
 		return nil, err
 	}
-	list := &ProcedureList{}
-	if page.Limit > 0 {
-		q := s.client.Procedure.Query().Where(preds...).Order(order...).Offset(page.Offset).Limit(page.Limit)
-		q.Modify(withTotal)
-		if list.Items, err = q.All(ctx); err != nil {
-			return nil, apperr.Map(err)
-		}
+	page, err := w.resolve(DefaultProcedurePageSize, MaxProcedurePageSize, func() (int, error) { return list.Total, nil })
+	if err != nil {
+		return nil, err
 	}
-	if len(list.Items) > 0 {
-		raw, err := list.Items[0].Value(totalColumn)
+	if page.Limit > 0 && page.Offset < list.Total {
+		list.Items, err = s.client.Procedure.Query().Where(preds...).Order(order...).Offset(page.Offset).Limit(page.Limit).All(ctx)
 		if err != nil {
 			return nil, apperr.Map(err)
 		}
-		if list.Total, err = totalOf(raw); err != nil {
-			return nil, apperr.Map(err)
-		}
-	} else if list.Total, err = count(); err != nil {
-		return nil, err
 	}
 	list.PageInfo = pageInfo(page, len(list.Items), list.Total)
 	return list, nil

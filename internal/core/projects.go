@@ -35,6 +35,20 @@ type ProjectList struct {
 	PageInfo PageInfo
 }
 
+// listWindow returns the (cached) total of a name-sorted list and the page w
+// selects from it.
+func (s *Service) listWindow(ctx context.Context, list string, f ListFilter, w Window, count func() (int, error)) (int, Page, error) {
+	total, err := s.totals.get(ctx, list, strings.TrimSpace(f.Search), func() (int, error) {
+		n, err := count()
+		return n, apperr.Map(err)
+	})
+	if err != nil {
+		return 0, Page{}, err
+	}
+	page, err := w.resolve(DefaultListPageSize, MaxListPageSize, func() (int, error) { return total, nil })
+	return total, page, err
+}
+
 func searchTerm(val *apperr.Validation, s string) string {
 	s = strings.TrimSpace(s)
 	if len([]rune(s)) > MaxTitleLen {
@@ -57,15 +71,12 @@ func (s *Service) FindProjects(ctx context.Context, f ListFilter, w Window) (*Pr
 	if err := val.Err(); err != nil {
 		return nil, err
 	}
-	count := func() (int, error) { n, err := q.Clone().Count(ctx); return n, apperr.Map(err) }
-	page, err := w.resolve(DefaultListPageSize, MaxListPageSize, count)
+	list := &ProjectList{}
+	total, page, err := s.listWindow(ctx, "projects", f, w, func() (int, error) { return q.Clone().Count(ctx) })
 	if err != nil {
 		return nil, err
 	}
-	list := &ProjectList{}
-	if list.Total, err = count(); err != nil {
-		return nil, err
-	}
+	list.Total = total
 	if page.Limit > 0 && page.Offset < list.Total {
 		list.Items, err = q.Order(project.ByName(), project.ByID()).Offset(page.Offset).Limit(page.Limit).All(ctx)
 		if err != nil {
@@ -231,15 +242,12 @@ func (s *Service) FindCategories(ctx context.Context, f ListFilter, w Window) (*
 	if err := val.Err(); err != nil {
 		return nil, err
 	}
-	count := func() (int, error) { n, err := q.Clone().Count(ctx); return n, apperr.Map(err) }
-	page, err := w.resolve(DefaultListPageSize, MaxListPageSize, count)
+	list := &CategoryList{}
+	total, page, err := s.listWindow(ctx, "categories", f, w, func() (int, error) { return q.Clone().Count(ctx) })
 	if err != nil {
 		return nil, err
 	}
-	list := &CategoryList{}
-	if list.Total, err = count(); err != nil {
-		return nil, err
-	}
+	list.Total = total
 	if page.Limit > 0 && page.Offset < list.Total {
 		list.Items, err = q.Order(category.ByName(), category.ByID()).Offset(page.Offset).Limit(page.Limit).All(ctx)
 		if err != nil {

@@ -41,6 +41,7 @@ type Service struct {
 	client    *ent.Client
 	generator Generator
 	now       func() time.Time
+	totals    *totals
 }
 
 // Option configures a Service.
@@ -54,7 +55,7 @@ func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = 
 
 // New returns a Service over client.
 func New(client *ent.Client, opts ...Option) *Service {
-	s := &Service{client: client, now: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }}
+	s := &Service{client: client, totals: newTotals(), now: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }}
 	for _, o := range opts {
 		o(s)
 	}

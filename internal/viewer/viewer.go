@@ -56,6 +56,8 @@ type Viewer struct {
 	// WorkspaceVersion is the workspace's write counter as read with the
 	// token; caches keyed by it can never serve data older than the request.
 	WorkspaceVersion int64
+	// VersionKnown is set when WorkspaceVersion was read with the token.
+	VersionKnown bool
 }
 
 // ErrNoViewer is returned by tenant-scoped queries run without a viewer or

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/procsvc/procsvc/internal/cli"
+)
+
+// syncBuffer is a bytes.Buffer safe to read while the server writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func env(vars map[string]string, out, errOut *syncBuffer) cli.Env {
+	return cli.Env{Stdout: out, Stderr: errOut, Getenv: func(k string) string { return vars[k] }}
+}
+
+var tokenLine = regexp.MustCompile(`export PROCSVC_TOKEN=(pms_[A-Za-z0-9_-]+)`)
+
+// TestServeBootsAndPrintsAWorkingToken is the README's first command: serve on
+// an empty SQLite database prints a token that works against /graphql, and
+// SIGTERM (context cancellation) stops it cleanly.
+func TestServeBootsAndPrintsAWorkingToken(t *testing.T) {
+	dbURL := "sqlite://" + filepath.Join(t.TempDir(), "procsvc.db")
+	var out, errOut syncBuffer
+	ready := make(chan string, 1)
+	e := env(map[string]string{"DATABASE_URL": dbURL, "PROCSVC_ADDR": "127.0.0.1:0"}, &out, &errOut)
+	e.Ready = func(addr string) { ready <- addr }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- cli.Run(ctx, nil, e) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case code := <-done:
+		t.Fatalf("serve exited with %d: %s", code, errOut.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	m := tokenLine.FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no token printed; stdout:\n%s", out.String())
+	}
+	body := `{"query":"{ viewer { name role } procedures(first: 5) { totalCount nodes { shortId project { name } } } }"}`
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/graphql", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+m[1])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Data struct {
+			Viewer     struct{ Name, Role string }
+			Procedures struct {
+				TotalCount int
+				Nodes      []struct{ ShortID string }
+			}
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got.Data.Viewer.Role != "ADMIN" || got.Data.Procedures.TotalCount != 1 || got.Data.Procedures.Nodes[0].ShortID != "PRC-1" {
+		t.Fatalf("unexpected answer: %+v", got)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("serve exited with %d after shutdown: %s", code, errOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+
+	// A second start on the same database does not bootstrap again.
+	var out2, err2 syncBuffer
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	e2 := env(map[string]string{"DATABASE_URL": dbURL, "PROCSVC_ADDR": "127.0.0.1:0"}, &out2, &err2)
+	e2.Ready = func(string) { cancel2() }
+	if code := cli.Run(ctx2, []string{"serve"}, e2); code != 0 {
+		t.Fatalf("second start exited %d: %s", code, err2.String())
+	}
+	if strings.Contains(out2.String(), "PROCSVC_TOKEN") {
+		t.Fatalf("second start printed a new token:\n%s", out2.String())
+	}
+}
+
+func TestHelpAndConfigErrors(t *testing.T) {
+	cases := []struct {
+		name     string
+		args     []string
+		vars     map[string]string
+		wantCode int
+		wantText string
+	}{
+		{"TopLevelHelp", []string{"help"}, nil, 0, "procsvc migrate"},
+		{"ServeHelp", []string{"serve", "--help"}, nil, 0, "PROCSVC_ADDR"},
+		{"MigrateHelp", []string{"migrate", "--help"}, nil, 0, "DATABASE_URL"},
+		{"WorkspaceCreateHelp", []string{"workspace", "create", "--help"}, nil, 0, "-admin-email"},
+		{"MemberAddHelp", []string{"member", "add", "--help"}, nil, 0, "-role"},
+		{"TokenCreateHelp", []string{"token", "create", "--help"}, nil, 0, "-expires-in"},
+		{"TokenRevokeHelp", []string{"token", "revoke", "--help"}, nil, 0, "-id"},
+		{"TokenListHelp", []string{"token", "list", "--help"}, nil, 0, "-workspace"},
+		{"UnknownCommand", []string{"frobnicate"}, nil, 2, "unknown command"},
+		{"MissingSubcommand", []string{"token"}, nil, 2, "missing subcommand"},
+		{"BadLogFormat", []string{"serve", "--log-format", "xml"}, nil, 1, "--log-format"},
+		{"BadEnvDuration", []string{"serve"}, map[string]string{"PROCSVC_SHUTDOWN_TIMEOUT": "soon"}, 1, "PROCSVC_SHUTDOWN_TIMEOUT"},
+		{"BadPoolSize", []string{"serve", "--db-max-conns", "-3"}, nil, 1, "PROCSVC_DB_MAX_CONNS"},
+		{"UnknownFlag", []string{"serve", "--nope"}, nil, 2, "flag provided but not defined"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut syncBuffer
+			code := cli.Run(context.Background(), tc.args, env(tc.vars, &out, &errOut))
+			all := out.String() + errOut.String()
+			if code != tc.wantCode || !strings.Contains(all, tc.wantText) {
+				t.Fatalf("exit %d (want %d), output lacks %q:\n%s", code, tc.wantCode, tc.wantText, all)
+			}
+		})
+	}
+}
+
+// TestOperatorCommands walks workspace create → member add → token create →
+// token list → token revoke on one SQLite file.
+func TestOperatorCommands(t *testing.T) {
+	dbURL := "sqlite://" + filepath.Join(t.TempDir(), "ops.db")
+	run := func(args ...string) (string, int) {
+		var out, errOut syncBuffer
+		code := cli.Run(context.Background(), append(args, "--database-url", dbURL), env(nil, &out, &errOut))
+		return out.String() + errOut.String(), code
+	}
+	field := func(text, name string) string {
+		m := regexp.MustCompile(`(?m)^` + name + `:\s+(\S+)`).FindStringSubmatch(text)
+		if m == nil {
+			t.Fatalf("no %s in:\n%s", name, text)
+		}
+		return m[1]
+	}
+	text, code := run("workspace", "create", "--name", "Ops", "--key", "OPS", "--admin-email", "ops@example.com")
+	if code != 0 {
+		t.Fatalf("workspace create: %d\n%s", code, text)
+	}
+	ws := field(text, "workspace")
+	if _, code := run("workspace", "create", "--name", "Bad", "--key", "x1", "--admin-email", "nope"); code != 1 {
+		t.Fatalf("invalid workspace accepted")
+	}
+	text, code = run("member", "add", "--workspace", ws, "--name", "Bo", "--email", "bo@example.com", "--role", "viewer")
+	if code != 0 || !strings.Contains(text, "VIEWER") {
+		t.Fatalf("member add: %d\n%s", code, text)
+	}
+	member := field(text, "member")
+	if text, code := run("member", "add", "--workspace", ws, "--name", "Bo", "--email", "bo@example.com"); code != 1 || !strings.Contains(text, "already exists") {
+		t.Fatalf("duplicate member: %d\n%s", code, text)
+	}
+	text, code = run("token", "create", "--workspace", ws, "--member", member, "--name", "ci", "--expires-in", "24h")
+	if code != 0 || !strings.Contains(text, "pms_") {
+		t.Fatalf("token create: %d\n%s", code, text)
+	}
+	token := field(text, "token")
+	text, code = run("token", "list", "--workspace", ws)
+	if code != 0 || !strings.Contains(text, token) || strings.Contains(text, "pms_") {
+		t.Fatalf("token list: %d\n%s", code, text)
+	}
+	if text, code = run("token", "revoke", "--workspace", ws, "--id", token); code != 0 || !strings.Contains(text, "revoked") {
+		t.Fatalf("token revoke: %d\n%s", code, text)
+	}
+	if text, code = run("token", "revoke", "--workspace", "not-an-id", "--id", token); code != 1 {
+		t.Fatalf("revoke in a bad workspace: %d\n%s", code, text)
+	}
+	if text, code = run("migrate"); code != 0 || !strings.Contains(text, "up to date") {
+		t.Fatalf("migrate: %d\n%s", code, text)
+	}
+}

@@ -1,0 +1,62 @@
+package core
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/procsvc/procsvc/internal/viewer"
+)
+
+// totals caches the exact count of each (workspace, list, filter) under the
+// workspace's write version. Every write bumps the version in its own
+// transaction, and the version is read with the token on every request, so a
+// cached total is only ever served to a request that observed the same
+// version: totals stay exact without counting rows on every list, and
+// replicas need no coordination (each keeps its own cache).
+// docs/performance.md explains the choice.
+type totals struct {
+	cache *lru.Cache[string, int]
+}
+
+// totalsSize bounds the cache: about 100 bytes an entry.
+const totalsSize = 50_000
+
+func newTotals() *totals {
+	c, err := lru.New[string, int](totalsSize)
+	if err != nil {
+		panic(err)
+	}
+	return &totals{cache: c}
+}
+
+// get returns the total for key, counting (and caching) on a miss. Viewers
+// whose workspace version was not read with their token (operator contexts)
+// always count.
+func (t *totals) get(ctx context.Context, list, key string, count func() (int, error)) (int, error) {
+	v := viewer.FromContext(ctx)
+	if v == nil || !v.VersionKnown {
+		return count()
+	}
+	var b strings.Builder
+	b.Grow(len(list) + len(key) + 64)
+	b.WriteString(v.WorkspaceID.String())
+	b.WriteByte('/')
+	b.WriteString(strconv.FormatInt(v.WorkspaceVersion, 10))
+	b.WriteByte('/')
+	b.WriteString(list)
+	b.WriteByte('/')
+	b.WriteString(key)
+	k := b.String()
+	if n, ok := t.cache.Get(k); ok {
+		return n, nil
+	}
+	n, err := count()
+	if err != nil {
+		return 0, err
+	}
+	t.cache.Add(k, n)
+	return n, nil
+}
