@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -102,6 +103,36 @@ func (h *harness) list(t testing.TB, first int) (listResponse, int64) {
 	return out, statements
 }
 
+func (h *harness) restRequest(limit int) *http.Request {
+	req := httptest.NewRequest(http.MethodGet, "/procedures?limit="+strconv.Itoa(limit), nil)
+	req.Header.Set("Authorization", "Bearer "+h.token)
+	return req
+}
+
+type restList struct {
+	Data []struct {
+		ID       string
+		Category *struct{ ID string }
+		Doer     *struct{ ID string }
+		Project  *struct{ ID string }
+		Comments []struct{ ID string }
+	}
+	Meta struct{ Total int }
+}
+
+func (h *harness) restList(t testing.TB, limit int) (restList, int64) {
+	t.Helper()
+	before := h.db.Statements()
+	rec := httptest.NewRecorder()
+	h.handler.ServeHTTP(rec, h.restRequest(limit))
+	statements := h.db.Statements() - before
+	var out restList
+	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("REST list: status %d: %s", rec.Code, rec.Body.String())
+	}
+	return out, statements
+}
+
 // MaxListStatements is the most SQL a list page may cost, whatever its size:
 // token lookup, page with its total, categories, members, projects, comments.
 const MaxListStatements = 6
@@ -141,6 +172,56 @@ func TestProcedureListStatementCount(t *testing.T) {
 			if counts[100] > MaxListStatements || counts[100] != counts[10] {
 				t.Fatalf("statements: 10 → %d, 100 → %d; want equal and ≤ %d", counts[10], counts[100], MaxListStatements)
 			}
+		})
+	}
+}
+
+// TestProcedureListStatementCountREST is the same proof for GET /procedures,
+// which reaches the dataloaders through the same resolvers.
+func TestProcedureListStatementCountREST(t *testing.T) {
+	for _, dialect := range dbtest.Dialects(t) {
+		t.Run(dialect, func(t *testing.T) {
+			h := newHarness(t, dialect, bench.Shape{Procedures: 300, Projects: 7, Categories: 5, Members: 6, MaxComments: 3})
+			h.restList(t, 1)
+			counts := map[int]int64{}
+			for _, limit := range []int{10, 100} {
+				out, n := h.restList(t, limit)
+				if len(out.Data) != limit || out.Meta.Total != 300 {
+					t.Fatalf("limit=%d: %d items, total %d", limit, len(out.Data), out.Meta.Total)
+				}
+				for _, p := range out.Data {
+					if p.Category == nil || p.Doer == nil || p.Project == nil || p.Comments == nil {
+						t.Fatalf("procedure %s is missing an edge", p.ID)
+					}
+				}
+				counts[limit] = n
+				t.Logf("%s: GET /procedures?limit=%d costs %d statements", dialect, limit, n)
+			}
+			if counts[100] > MaxListStatements || counts[100] != counts[10] {
+				t.Fatalf("statements: 10 → %d, 100 → %d; want equal and ≤ %d", counts[10], counts[100], MaxListStatements)
+			}
+		})
+	}
+}
+
+// BenchmarkProcedureListREST is BenchmarkProcedureListGraphQL's page through
+// GET /procedures?limit=50.
+func BenchmarkProcedureListREST(b *testing.B) {
+	for _, dialect := range dbtest.Dialects(b) {
+		b.Run(dialect, func(b *testing.B) {
+			h := newHarness(b, dialect, bench.Shape{Procedures: 10_000, Projects: 50, Categories: 30, Members: 20, MaxComments: 3})
+			h.restList(b, 50)
+			start := h.db.Statements()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				h.handler.ServeHTTP(rec, h.restRequest(50))
+				if rec.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", rec.Code, rec.Body.String())
+				}
+			}
+			b.ReportMetric(float64(h.db.Statements()-start)/float64(b.N), "stmts/op")
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/middleware"
+	"github.com/procsvc/procsvc/rest"
 )
 
 // Deps are what the handler is built from.
@@ -32,6 +33,8 @@ func NewHandler(d Deps) http.Handler {
 	mux := http.NewServeMux()
 	gql := graph.NewServer(resolver, d.Log)
 	mux.Handle("/graphql", guardGraphQL(gqlErr, middleware.Authenticate(authn, d.DB.Client, gqlErr)(gql)))
+	api := rest.New(resolver, d.Log)
+	api.Register(mux, middleware.Authenticate(authn, d.DB.Client, restErr))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		middleware.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

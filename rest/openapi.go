@@ -1,0 +1,265 @@
+package rest
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// The OpenAPI 3.1 document is built from the same route table the router
+// serves, so the two cannot drift; a test walks both and validates real
+// traffic against the document.
+
+type obj = map[string]any
+
+func ref(name string) obj { return obj{"$ref": "#/components/schemas/" + name} }
+
+func nullable(schema obj) obj { return obj{"oneOf": []any{schema, obj{"type": "null"}}} }
+
+var (
+	str       = obj{"type": "string"}
+	boolean   = obj{"type": "boolean"}
+	number    = obj{"type": "number"}
+	uuidStr   = obj{"type": "string", "format": "uuid"}
+	timestamp = obj{"type": "string", "format": "date-time", "pattern": `^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$`,
+		"description": "UTC with milliseconds"}
+	timeInput = obj{"type": "string", "description": "RFC 3339 (any offset, optional fraction) or YYYY-MM-DD"}
+)
+
+func object(required []string, props obj) obj {
+	o := obj{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		o["required"] = required
+	}
+	return o
+}
+
+func keys(o obj) []string {
+	out := make([]string, 0, len(o))
+	for k := range o {
+		out = append(out, k)
+	}
+	return out
+}
+
+func enum(values ...string) obj { return obj{"type": "string", "enum": values} }
+
+func schemas() obj {
+	procedureProps := obj{
+		"id": uuidStr, "shortId": nullable(str), "name": str,
+		"priority": enum("LOW", "MEDIUM", "HIGH"), "state": enum("TODO", "IN_PROGRESS", "COMPLETED", "WAITING"),
+		"content": nullable(str), "categoryId": nullable(uuidStr), "doerId": nullable(uuidStr), "creatorId": uuidStr,
+		"position": number, "dueAt": timestamp, "createdAt": timestamp, "updatedAt": timestamp,
+		"projectId": uuidStr, "workspaceId": uuidStr, "captureId": nullable(str),
+		"displayVideo": boolean, "isFineTunedData": boolean,
+		"category": nullable(object([]string{"id", "name"}, obj{"id": uuidStr, "name": str})),
+		"doer":     nullable(object([]string{"id", "name", "email"}, obj{"id": uuidStr, "name": str, "email": str})),
+		"project":  nullable(object([]string{"id", "name"}, obj{"id": uuidStr, "name": str})),
+		"comments": nullable(obj{"type": "array", "items": object([]string{"id", "text", "createdAt"}, obj{"id": uuidStr, "text": str, "createdAt": timestamp})}),
+	}
+	projectProps := obj{"id": uuidStr, "name": str, "workspaceId": uuidStr, "startedAt": nullable(timestamp),
+		"dueAt": nullable(timestamp), "createdAt": timestamp, "updatedAt": timestamp}
+	categoryProps := obj{"id": uuidStr, "name": str, "workspaceId": uuidStr, "createdAt": timestamp, "updatedAt": timestamp}
+	memberProps := obj{"id": uuidStr, "name": str, "email": str, "role": enum("ADMIN", "MEMBER", "VIEWER"),
+		"workspaceId": uuidStr, "createdAt": timestamp}
+	commentProps := obj{"id": uuidStr, "procedureId": uuidStr, "authorId": uuidStr, "text": str, "createdAt": timestamp, "updatedAt": timestamp}
+	list := func(item string) obj {
+		return object([]string{"data", "meta"}, obj{
+			"data": obj{"type": "array", "items": ref(item)},
+			"meta": object([]string{"total"}, obj{"total": obj{"type": "integer", "minimum": 0}}),
+		})
+	}
+	anyRO := obj{"description": "read-only; accepted and ignored so that GET-modify-PUT round trips work"}
+	readOnly := func(props obj, names ...string) obj {
+		for _, n := range names {
+			props[n] = anyRO
+		}
+		return props
+	}
+	codes := []string{"validation_failed", "bad_request", "disconnected", "unauthenticated", "forbidden", "not_found",
+		"method_not_allowed", "conflict", "precondition_failed", "payload_too_large", "unsupported_media_type",
+		"rate_limited", "internal", "generation_failed", "unavailable"}
+	return obj{
+		"Procedure":     object(keys(procedureProps), procedureProps),
+		"Project":       object(keys(projectProps), projectProps),
+		"Category":      object(keys(categoryProps), categoryProps),
+		"Member":        object(keys(memberProps), memberProps),
+		"Comment":       object(keys(commentProps), commentProps),
+		"ProcedureList": list("Procedure"),
+		"ProjectList":   list("Project"),
+		"CategoryList":  list("Category"),
+		"MemberList":    list("Member"),
+		"Deleted":       object([]string{"success"}, obj{"success": obj{"type": "boolean", "const": true}}),
+		"Error": object([]string{"code", "message", "requestId"}, obj{
+			"code": enum(codes...), "message": str, "requestId": uuidStr,
+			"fields": obj{"type": "array", "items": object([]string{"field", "message"}, obj{"field": str, "message": str})},
+		}),
+		"CreateProcedure": object([]string{"name", "priority", "state", "dueAt", "categoryId", "doerId", "projectId"}, readOnly(obj{
+			"name": str, "priority": enum("LOW", "MEDIUM", "HIGH"), "state": enum("TODO", "IN_PROGRESS", "COMPLETED", "WAITING"),
+			"dueAt": timeInput, "categoryId": str, "doerId": str, "projectId": str,
+			"content":           obj{"description": "a string, any JSON value (stored as its JSON text), or null"},
+			"generateProcedure": boolean,
+			"contentType":       enum("code", "standard", "api", "process"),
+			"docStyle":          enum("technical", "simplified", "detailed"),
+			"language":          enum("typescript", "javascript", "python", "java", "csharp", "other"),
+			"captureId":         nullable(str), "displayVideo": boolean, "isFineTunedData": boolean,
+		}, "position", "workspaceId")),
+		"UpdateProcedure": object(nil, readOnly(obj{
+			"name": str, "priority": enum("LOW", "MEDIUM", "HIGH"), "state": enum("TODO", "IN_PROGRESS", "COMPLETED", "WAITING"),
+			"content": nullable(str), "categoryId": nullable(str), "doerId": nullable(str), "projectId": str,
+			"dueAt": timeInput, "position": number, "captureId": nullable(str), "displayVideo": boolean, "isFineTunedData": boolean,
+		}, "id", "shortId", "creatorId", "createdAt", "updatedAt", "workspaceId", "category", "doer", "project", "comments")),
+		"CreateProject":  object([]string{"name"}, obj{"name": str, "startedAt": nullable(timeInput), "dueAt": nullable(timeInput)}),
+		"UpdateProject":  object(nil, readOnly(obj{"name": str, "startedAt": nullable(timeInput), "dueAt": nullable(timeInput)}, "id", "workspaceId", "createdAt", "updatedAt")),
+		"CreateCategory": object([]string{"name"}, obj{"name": str}),
+		"UpdateCategory": object(nil, readOnly(obj{"name": str}, "id", "workspaceId", "createdAt", "updatedAt")),
+		"AddComment":     object([]string{"text"}, obj{"text": str}),
+	}
+}
+
+func errorResponse(desc string) obj {
+	return obj{"description": desc, "content": obj{"application/json": obj{"schema": ref("Error")}}}
+}
+
+func okResponse(schema string) obj {
+	return obj{"description": "OK", "content": obj{"application/json": obj{"schema": ref(schema)}},
+		"headers": obj{"X-Request-Id": obj{"schema": uuidStr}}}
+}
+
+func query(name, desc string, schema obj) obj {
+	return obj{"name": name, "in": "query", "required": false, "description": desc, "schema": schema}
+}
+
+func pageParams(def, max int) []any {
+	size := obj{"type": "string", "pattern": `^[0-9]+$`, "description": "1.." + itoa(max) + ", default " + itoa(def)}
+	return []any{
+		query("page", "1-based page number, default 1", obj{"type": "string", "pattern": `^[0-9]+$`}),
+		query("limit", "page size", size), query("pageSize", "alias of limit", size), query("perPage", "alias of limit", size),
+		query("search", "case-insensitive substring", str), query("q", "alias of search", str),
+	}
+}
+
+type operation struct {
+	summary  string
+	params   []any
+	body     string
+	response string
+	errors   []string
+}
+
+func operations() map[string]operation {
+	procedureList := append(pageParams(20, 100),
+		query("sortBy", "sort field, default createdAt", enum("createdAt", "dueAt", "project.name", "name")),
+		query("sortOrder", "default desc", enum("asc", "desc")), query("order", "alias of sortOrder", enum("asc", "desc")),
+		query("categoryId", "", str), query("doerId", "", str), query("projectId", "", str),
+		query("state", "", enum("TODO", "IN_PROGRESS", "COMPLETED", "WAITING")),
+		query("priority", "", enum("LOW", "MEDIUM", "HIGH")),
+		query("startedAt", "dueAt on or after (timestamp)", timeInput),
+		query("dueAt", "dueAt on or before (timestamp)", timeInput),
+	)
+	read := []string{"400", "401", "404"}
+	write := []string{"400", "401", "403", "404", "409", "413", "415"}
+	return map[string]operation{
+		"GET /procedures":                {"List procedures", procedureList, "", "ProcedureList", []string{"400", "401"}},
+		"POST /procedures":               {"Create a procedure", nil, "CreateProcedure", "Procedure", append(write, "502")},
+		"GET /procedures/{id}":           {"Get a procedure by id or shortId", nil, "", "Procedure", read},
+		"PUT /procedures/{id}":           {"Update a procedure (only the fields sent)", nil, "UpdateProcedure", "Procedure", write},
+		"DELETE /procedures/{id}":        {"Delete a procedure and its comments", nil, "", "Deleted", []string{"400", "401", "403", "404"}},
+		"POST /procedures/{id}/comments": {"Comment on a procedure", nil, "AddComment", "Comment", write},
+		"GET /projects":                  {"List projects", pageParams(100, 500), "", "ProjectList", []string{"400", "401"}},
+		"POST /projects":                 {"Create a project", nil, "CreateProject", "Project", write},
+		"GET /projects/{id}":             {"Get a project", nil, "", "Project", read},
+		"PUT /projects/{id}":             {"Update a project", nil, "UpdateProject", "Project", write},
+		"DELETE /projects/{id}":          {"Delete an empty project", nil, "", "Deleted", []string{"400", "401", "403", "404", "409"}},
+		"GET /categories":                {"List categories", pageParams(100, 500), "", "CategoryList", []string{"400", "401"}},
+		"POST /categories":               {"Create a category", nil, "CreateCategory", "Category", write},
+		"GET /categories/{id}":           {"Get a category", nil, "", "Category", read},
+		"PUT /categories/{id}":           {"Rename a category", nil, "UpdateCategory", "Category", write},
+		"DELETE /categories/{id}":        {"Delete a category; its procedures become uncategorised", nil, "", "Deleted", []string{"400", "401", "403", "404"}},
+		"GET /members":                   {"List members", pageParams(100, 500), "", "MemberList", []string{"400", "401"}},
+		"GET /members/{id}":              {"Get a member", nil, "", "Member", read},
+	}
+}
+
+var errorDescriptions = map[string]string{
+	"400": "validation_failed, bad_request or disconnected",
+	"401": "unauthenticated",
+	"403": "forbidden",
+	"404": "not_found",
+	"405": "method_not_allowed",
+	"409": "conflict",
+	"413": "payload_too_large",
+	"415": "unsupported_media_type",
+	"500": "internal",
+	"502": "generation_failed",
+	"503": "unavailable",
+}
+
+// Document returns the OpenAPI 3.1 document of the REST API.
+func Document() map[string]any {
+	paths := obj{}
+	ops := operations()
+	for _, rt := range routes {
+		op, ok := ops[rt.Method+" "+rt.Path]
+		if !ok {
+			panic("rest: no OpenAPI operation for " + rt.Method + " " + rt.Path)
+		}
+		item, _ := paths[rt.Path].(obj)
+		if item == nil {
+			item = obj{}
+			if strings.Contains(rt.Path, "{id}") {
+				item["parameters"] = []any{obj{"name": "id", "in": "path", "required": true, "schema": str,
+					"description": "record id (procedures also accept a shortId such as PRC-12)"}}
+			}
+			paths[rt.Path] = item
+		}
+		responses := obj{"200": okResponse(op.response)}
+		for _, code := range append(op.errors, "405", "500", "503") {
+			responses[code] = errorResponse(errorDescriptions[code])
+		}
+		o := obj{
+			"operationId": strings.ToLower(rt.Method) + strings.NewReplacer("/", "_", "{", "", "}", "").Replace(rt.Path),
+			"summary":     op.summary,
+			"responses":   responses,
+		}
+		if len(op.params) > 0 {
+			o["parameters"] = op.params
+		}
+		if op.body != "" {
+			o["requestBody"] = obj{"required": true, "content": obj{"application/json": obj{"schema": ref(op.body)}}}
+		}
+		item[strings.ToLower(rt.Method)] = o
+	}
+	return obj{
+		"openapi": "3.1.0",
+		"info": obj{"title": "procsvc REST API", "version": "1.0.0",
+			"description": "Procedures, projects, categories and members of the token's workspace. Every error answers the Error body."},
+		"servers":    []any{obj{"url": "/"}},
+		"security":   []any{obj{"bearer": []any{}}},
+		"paths":      paths,
+		"components": obj{"schemas": schemas(), "securitySchemes": obj{"bearer": obj{"type": "http", "scheme": "bearer"}}},
+	}
+}
+
+var (
+	docOnce  sync.Once
+	docBytes []byte
+)
+
+// DocumentJSON returns the document, rendered once.
+func DocumentJSON() []byte {
+	docOnce.Do(func() {
+		b, err := json.MarshalIndent(Document(), "", "  ")
+		if err != nil {
+			panic(err)
+		}
+		docBytes = b
+	})
+	return docBytes
+}
+
+func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	_, _ = w.Write(DocumentJSON())
+}

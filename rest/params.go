@@ -1,0 +1,118 @@
+package rest
+
+import (
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/timefmt"
+)
+
+// params reads a query string strictly: every parameter must be known, given
+// once, and valid, or the request fails naming it.
+type params struct {
+	q    url.Values
+	used map[string]bool
+	val  *apperr.Validation
+}
+
+func newParams(q url.Values) *params {
+	return &params{q: q, used: map[string]bool{}, val: &apperr.Validation{}}
+}
+
+// get returns the value of the first of names present (aliases). Giving a
+// parameter twice, or two of its aliases, is an error.
+func (p *params) get(names ...string) (string, bool) {
+	var (
+		found string
+		value string
+		ok    bool
+	)
+	for _, n := range names {
+		p.used[n] = true
+		vs, present := p.q[n]
+		if !present {
+			continue
+		}
+		if ok || len(vs) > 1 {
+			p.val.Add(n, "is given more than once (aliases: %s)", strings.Join(names, ", "))
+			return "", false
+		}
+		found, value, ok = n, vs[0], true
+	}
+	_ = found
+	return value, ok
+}
+
+// text returns a free-text parameter.
+func (p *params) text(names ...string) string {
+	v, _ := p.get(names...)
+	return v
+}
+
+// integer returns a whole-number parameter within [min, max], def if absent.
+func (p *params) integer(def, min, max int, names ...string) int {
+	v, ok := p.get(names...)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < min || n > max {
+		p.val.Add(names[0], "must be a whole number from %d to %d", min, max)
+		return def
+	}
+	return n
+}
+
+// enum returns a parameter that must be one of allowed ("" if absent).
+func (p *params) enum(allowed []string, names ...string) string {
+	v, ok := p.get(names...)
+	if !ok {
+		return ""
+	}
+	for _, a := range allowed {
+		if v == a {
+			return v
+		}
+	}
+	p.val.Add(names[0], "must be one of %s", strings.Join(allowed, ", "))
+	return ""
+}
+
+// id returns an id parameter (validated below, by the core).
+func (p *params) id(name string) string {
+	v, _ := p.get(name)
+	return v
+}
+
+// timestamp returns a timestamp parameter.
+func (p *params) timestamp(name string) *time.Time {
+	v, ok := p.get(name)
+	if !ok {
+		return nil
+	}
+	t, err := timefmt.Parse(v)
+	if err != nil {
+		p.val.Add(name, "%s", err)
+		return nil
+	}
+	return &t
+}
+
+// finish reports unknown parameters and every error collected.
+func (p *params) finish() error {
+	var unknown []string
+	for k := range p.q {
+		if !p.used[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		p.val.Add(k, "is not a parameter of this endpoint")
+	}
+	return p.val.Err()
+}
