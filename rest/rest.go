@@ -510,4 +510,3 @@ func (a *API) getMember(w http.ResponseWriter, r *http.Request) error {
 	}
 	return ok(w, memberShape(m))
 }
-

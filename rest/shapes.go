@@ -131,7 +131,7 @@ type Member struct {
 
 // List is SPEC §2.5's envelope.
 type List[T any] struct {
-	Data []T `json:"data"`
+	Data []T  `json:"data"`
 	Meta Meta `json:"meta"`
 }
 
