@@ -173,7 +173,7 @@ func (d *dbFlags) open(ctx context.Context, env Env) (*database.DB, *core.Servic
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := db.Migrate(ctx); err != nil {
+	if err := db.Ready(ctx); err != nil {
 		db.Close()
 		return nil, nil, err
 	}
@@ -192,17 +192,35 @@ func command(name, summary string, env Env) *flag.FlagSet {
 
 func migrate(ctx context.Context, args []string, env Env) error {
 	var d dbFlags
-	fs := command("procsvc migrate", "Creates or upgrades the database schema, then exits.", env)
+	fs := command("procsvc migrate", "Creates or upgrades the database schema, then exits. On PostgreSQL it applies the\nversioned migrations of ent/migrate/migrations (idempotent; refuses edited files).", env)
 	d.bind(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	db, _, err := d.open(ctx, env)
+	url := d.url
+	if url == "" {
+		url = env.Getenv("DATABASE_URL")
+	}
+	db, err := database.Open(ctx, url, database.Options{})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	fmt.Fprintf(env.Stdout, "procsvc: %s schema is up to date\n", db.Dialect)
+	if db.Dialect != "postgres" {
+		if err := db.Migrate(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "procsvc: %s schema is up to date\n", db.Dialect)
+		return nil
+	}
+	applied, err := db.ApplyMigrations(ctx)
+	for _, v := range applied {
+		fmt.Fprintf(env.Stdout, "procsvc: applied %s\n", v)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "procsvc: postgres schema is up to date (%d applied now)\n", len(applied))
 	return nil
 }
 

@@ -20,6 +20,7 @@ type Config struct {
 	LogFormat         string
 	LogLevel          string
 	BootstrapToken    string
+	Migrate           bool
 	ShutdownTimeout   time.Duration
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
@@ -59,6 +60,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		num(&c.DBMaxConns, "db-max-conns", "PROCSVC_DB_MAX_CONNS", "database connection pool size (0: 20 on PostgreSQL, 8 on SQLite)"),
 		str(&c.LogFormat, "log-format", "PROCSVC_LOG_FORMAT", "log format: json or text"),
 		str(&c.LogLevel, "log-level", "PROCSVC_LOG_LEVEL", "log level: debug, info, warn or error"),
+		boolean(&c.Migrate, "migrate", "PROCSVC_MIGRATE", "apply pending PostgreSQL migrations before serving (SQLite always migrates)"),
 		str(&c.BootstrapToken, "bootstrap-token", "PROCSVC_BOOTSTRAP_TOKEN", "admin token secret to create on an empty database (default: a random one, printed once)"),
 		dur(&c.ShutdownTimeout, "shutdown-timeout", "PROCSVC_SHUTDOWN_TIMEOUT", "how long SIGTERM waits for in-flight requests"),
 		dur(&c.ReadHeaderTimeout, "read-header-timeout", "PROCSVC_READ_HEADER_TIMEOUT", "HTTP read-header timeout"),
@@ -115,6 +117,19 @@ func str(p *string, name, env, usage string) setting {
 	return setting{flag: name, env: env, usage: usage,
 		bind:    func(fs *flag.FlagSet, n, u string) { fs.StringVar(p, n, *p, u) },
 		fromEnv: func(v string) error { *p = v; return nil }}
+}
+
+func boolean(p *bool, name, env, usage string) setting {
+	return setting{flag: name, env: env, usage: usage,
+		bind: func(fs *flag.FlagSet, n, u string) { fs.BoolVar(p, n, *p, u) },
+		fromEnv: func(v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return errors.New("not true or false")
+			}
+			*p = b
+			return nil
+		}}
 }
 
 func num(p *int, name, env, usage string) setting {

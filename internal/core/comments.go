@@ -47,7 +47,10 @@ func (s *Service) AddComment(ctx context.Context, procedureID, body string) (*en
 		created, err = tx.Comment.Create().SetProcedureID(p.ID).SetAuthorID(v.MemberID).SetText(body).Save(ctx)
 		return err
 	})
-	return created, err
+	if err != nil {
+		return nil, err
+	}
+	return created.Unwrap(), nil
 }
 
 // mayEditComment lets authors edit their own comments and admins any.
@@ -82,7 +85,10 @@ func (s *Service) UpdateComment(ctx context.Context, id, body string) (*ent.Comm
 		updated, err = tx.Comment.UpdateOneID(c.ID).SetText(body).Save(ctx)
 		return err
 	})
-	return updated, err
+	if err != nil {
+		return nil, err
+	}
+	return updated.Unwrap(), nil
 }
 
 // DeleteComment removes a comment.

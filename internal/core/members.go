@@ -155,7 +155,10 @@ func (s *Service) AddMember(ctx context.Context, in MemberInput) (*ent.Member, e
 		created, err = tx.Member.Create().SetName(name).SetEmail(email).SetRole(member.Role(role)).Save(ctx)
 		return err
 	})
-	return created, err
+	if err != nil {
+		return nil, err
+	}
+	return created.Unwrap(), nil
 }
 
 // guardLastAdmin refuses a change that would leave the workspace without an
@@ -219,7 +222,10 @@ func (s *Service) UpdateMember(ctx context.Context, id string, in MemberInput) (
 		updated, err = u.Save(ctx)
 		return err
 	})
-	return updated, err
+	if err != nil {
+		return nil, err
+	}
+	return updated.Unwrap(), nil
 }
 
 // RemoveMember removes a member: their tokens stop working at once (answering
@@ -249,7 +255,10 @@ func (s *Service) RemoveMember(ctx context.Context, id string) (*ent.Member, err
 		removed, err = tx.Member.UpdateOneID(m.ID).SetRemovedAt(now).Save(ctx)
 		return err
 	})
-	return removed, err
+	if err != nil {
+		return nil, err
+	}
+	return removed.Unwrap(), nil
 }
 
 // TokenInput creates a token for a member (the viewer when MemberID is empty).
@@ -301,7 +310,7 @@ func (s *Service) CreateToken(ctx context.Context, in TokenInput) (*ent.Token, s
 	if err != nil {
 		return nil, "", err
 	}
-	return created, secret, nil
+	return created.Unwrap(), secret, nil
 }
 
 // Tokens lists the workspace's tokens, newest first (secrets are never
@@ -341,5 +350,8 @@ func (s *Service) RevokeToken(ctx context.Context, id string) (*ent.Token, error
 		revoked, err = tx.Token.UpdateOneID(t.ID).SetRevokedAt(s.now()).Save(ctx)
 		return err
 	})
-	return revoked, err
+	if err != nil {
+		return nil, err
+	}
+	return revoked.Unwrap(), nil
 }

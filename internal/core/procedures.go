@@ -360,7 +360,10 @@ func (s *Service) CreateProcedure(ctx context.Context, in CreateProcedureInput) 
 			Save(ctx)
 		return err
 	})
-	return created, err
+	if err != nil {
+		return nil, err
+	}
+	return created.Unwrap(), nil
 }
 
 func (s *Service) generate(ctx context.Context, name string, content *string, in CreateProcedureInput) (string, error) {
@@ -651,7 +654,10 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 		updated, err = u.Save(ctx)
 		return err
 	})
-	return updated, err
+	if err != nil {
+		return nil, err
+	}
+	return updated.Unwrap(), nil
 }
 
 // MoveProcedure places a procedure in a column (its current state unless
@@ -681,8 +687,11 @@ func (s *Service) MoveProcedure(ctx context.Context, id string, state *string, a
 	if beforeID != nil {
 		before = optionalID(val, "beforeId", *beforeID)
 	}
-	if (after != nil && *after == p.ID) || (before != nil && *before == p.ID) {
+	if after != nil && *after == p.ID {
 		val.Add("afterId", "a procedure cannot be placed next to itself")
+	}
+	if before != nil && *before == p.ID {
+		val.Add("beforeId", "a procedure cannot be placed next to itself")
 	}
 	if err := val.Err(); err != nil {
 		return nil, err
@@ -696,7 +705,10 @@ func (s *Service) MoveProcedure(ctx context.Context, id string, state *string, a
 		moved, err = tx.Procedure.UpdateOneID(p.ID).SetState(target).SetPosition(pos).Save(ctx)
 		return err
 	})
-	return moved, err
+	if err != nil {
+		return nil, err
+	}
+	return moved.Unwrap(), nil
 }
 
 // minGap is the smallest gap placeBetween will split; below it the column is

@@ -136,7 +136,10 @@ func (s *Service) CreateProject(ctx context.Context, in ProjectInput) (*ent.Proj
 			Save(ctx)
 		return err
 	})
-	return created, err
+	if err != nil {
+		return nil, err
+	}
+	return created.Unwrap(), nil
 }
 
 func utc(t *time.Time) *time.Time {
@@ -180,17 +183,30 @@ func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput)
 		if hasName {
 			u.SetName(name)
 		}
+		// Clear or set, never both: PostgreSQL refuses two assignments to
+		// one column in an UPDATE.
 		if in.StartedAt.Set {
-			u.ClearStartedAt().SetNillableStartedAt(utc(in.StartedAt.Value))
+			if t := utc(in.StartedAt.Value); t == nil {
+				u.ClearStartedAt()
+			} else {
+				u.SetStartedAt(*t)
+			}
 		}
 		if in.DueAt.Set {
-			u.ClearDueAt().SetNillableDueAt(utc(in.DueAt.Value))
+			if t := utc(in.DueAt.Value); t == nil {
+				u.ClearDueAt()
+			} else {
+				u.SetDueAt(*t)
+			}
 		}
 		var err error
 		updated, err = u.Save(ctx)
 		return err
 	})
-	return updated, err
+	if err != nil {
+		return nil, err
+	}
+	return updated.Unwrap(), nil
 }
 
 // DeleteProject removes an empty project; one that still has procedures is
@@ -292,7 +308,10 @@ func (s *Service) CreateCategory(ctx context.Context, name string) (*ent.Categor
 		created, err = tx.Category.Create().SetName(name).Save(ctx)
 		return err
 	})
-	return created, err
+	if err != nil {
+		return nil, err
+	}
+	return created.Unwrap(), nil
 }
 
 // UpdateCategory renames a category when name is set.
@@ -323,7 +342,10 @@ func (s *Service) UpdateCategory(ctx context.Context, id string, name Optional[s
 		updated, err = tx.Category.UpdateOneID(c.ID).SetName(n).Save(ctx)
 		return err
 	})
-	return updated, err
+	if err != nil {
+		return nil, err
+	}
+	return updated.Unwrap(), nil
 }
 
 // DeleteCategory removes a category; its procedures become uncategorised.

@@ -89,6 +89,7 @@ func (s *Service) CreateWorkspace(ctx context.Context, in NewWorkspace) (*Bootst
 	if err := tx.Commit(); err != nil {
 		return nil, apperr.Map(err)
 	}
+	out.Workspace, out.Admin, out.Token = out.Workspace.Unwrap(), out.Admin.Unwrap(), out.Token.Unwrap()
 	return out, nil
 }
 

@@ -110,11 +110,33 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	return &DB{Client: client, Dialect: name, SQL: sqlDB, counter: c}, nil
 }
 
-// Migrate brings the schema up to date. SQLite and tests use ent's automatic
-// migration.
+// Migrate brings the schema up to date: ent's automatic migration for the
+// embedded SQLite database, the versioned migrations (ApplyMigrations) for
+// PostgreSQL.
 func (db *DB) Migrate(ctx context.Context) error {
+	if db.Dialect == dialect.Postgres {
+		_, err := db.ApplyMigrations(ctx)
+		return err
+	}
 	if err := db.Client.Schema.Create(ctx); err != nil {
 		return fmt.Errorf("database: migrate: %w", err)
+	}
+	return nil
+}
+
+// Ready checks that the schema is current without changing it: SQLite is
+// migrated in place; PostgreSQL must have every versioned migration applied.
+// Errors: ErrSchemaBehind, or what the database said.
+func (db *DB) Ready(ctx context.Context) error {
+	if db.Dialect != dialect.Postgres {
+		return db.Migrate(ctx)
+	}
+	pending, err := db.PendingMigrations(ctx)
+	if err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		return fmt.Errorf("%w (pending: %s)", ErrSchemaBehind, strings.Join(pending, ", "))
 	}
 	return nil
 }

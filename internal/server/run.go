@@ -25,7 +25,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		return err
 	}
 	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
+	if cfg.Migrate {
+		err = db.Migrate(ctx)
+	} else {
+		err = db.Ready(ctx)
+	}
+	if err != nil {
 		return err
 	}
 	svc := core.New(db.Client)

@@ -4,6 +4,7 @@ package timefmt
 
 import (
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -26,6 +27,8 @@ func Parse(s string) (time.Time, error) {
 	if len(s) > 64 {
 		return time.Time{}, ErrInvalid
 	}
+	// RFC 3339 allows lower-case t and z; Go's parser does not.
+	s = strings.ToUpper(s)
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return normalize(t)
 	}
