@@ -19,6 +19,7 @@ import (
 	"github.com/procsvc/procsvc/graph/model"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/middleware"
 )
 
@@ -32,7 +33,7 @@ const (
 // NewServer returns the GraphQL executor over r: POST and GET transports,
 // automatic persisted queries, depth and complexity limits, and one error
 // shape (extensions.code and extensions.requestId) for every failure.
-func NewServer(r *Resolver, log *slog.Logger) *handler.Server {
+func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics) *handler.Server {
 	cfg := generated.Config{Resolvers: r}
 	setComplexity(&cfg.Complexity)
 	srv := handler.New(generated.NewExecutableSchema(cfg))
@@ -43,8 +44,21 @@ func NewServer(r *Resolver, log *slog.Logger) *handler.Server {
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
 	srv.Use(depthLimit{max: MaxDepth})
 	srv.Use(extension.FixedComplexityLimit(MaxComplexity))
+	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+		oc := graphql.GetOperationContext(ctx)
+		name := oc.OperationName
+		if name == "" && oc.Operation != nil {
+			name = oc.Operation.Name
+		}
+		middleware.Info(ctx).Route = "graphql:" + m.OperationLabel(name)
+		return next(ctx)
+	})
 	srv.SetErrorPresenter(func(ctx context.Context, err error) *gqlerror.Error {
-		return presentError(ctx, log, err)
+		gerr := presentError(ctx, log, err)
+		if code, ok := gerr.Extensions["code"].(string); ok {
+			m.GraphQLError(code)
+		}
+		return gerr
 	})
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
 		log.ErrorContext(ctx, "panic in resolver", "request_id", middleware.RequestID(ctx), "panic", fmt.Sprint(p))
@@ -97,10 +111,36 @@ func presentError(ctx context.Context, log *slog.Logger, err error) *gqlerror.Er
 	}
 	gerr.Message = body.Message
 	gerr.Extensions = map[string]any{"code": string(body.Code), "requestId": body.RequestID}
+	if len(body.Fields) == 0 && body.Code == apperr.ValidationFailed {
+		if f := inputField(ctx, gerr.Path); f != "" {
+			body.Fields = []apperr.FieldError{{Field: f, Message: body.Message}}
+		}
+	}
 	if len(body.Fields) > 0 {
 		gerr.Extensions["fields"] = body.Fields
 	}
 	return gerr
+}
+
+// inputField names the input field of a coercion error, which gqlgen reports
+// with a path but no field: the last name of a variable's path
+// (["variable", "in", "priority"]), or of an argument's path below the field
+// being resolved (["createProcedure", "input", "dueAt"]).
+func inputField(ctx context.Context, path ast.Path) string {
+	below := 0
+	if len(path) > 1 && path[0] == ast.PathName("variable") {
+		below = 1
+	} else if fc := graphql.GetFieldContext(ctx); fc != nil {
+		below = len(fc.Path())
+	} else {
+		return ""
+	}
+	for i := len(path) - 1; i >= below; i-- {
+		if name, ok := path[i].(ast.PathName); ok {
+			return string(name)
+		}
+	}
+	return ""
 }
 
 // pageCost is what a list field adds to a query's complexity: its page size,

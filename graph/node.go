@@ -58,7 +58,8 @@ func (r *Resolver) node(ctx context.Context, id string) (model.Node, error) {
 		return nil, nil
 	}
 	if nerr != nil {
-		if apperr.CodeOf(nerr) == apperr.NotFound {
+		// Not found and not visible (a token to a non-admin) both read as null.
+		if c := apperr.CodeOf(nerr); c == apperr.NotFound || c == apperr.Forbidden {
 			return nil, nil
 		}
 		return nil, nerr

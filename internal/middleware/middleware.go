@@ -6,9 +6,11 @@ package middleware
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -123,33 +125,68 @@ func (s *statusRecorder) Flush() {
 	}
 }
 
-// LogAndRecover writes one access-log line per request and turns a panic into
-// an internal error answered with DESIGN §6's body (the stack goes to the log
-// only).
-func LogAndRecover(log *slog.Logger) func(http.Handler) http.Handler {
+// RequestInfo is what the access log and metrics learn about a request as it
+// runs: the route it matched and the workspace it acted in.
+type RequestInfo struct {
+	Route       string
+	WorkspaceID string
+}
+
+type infoKey struct{}
+
+// Info returns the request's RequestInfo, or a throwaway one outside Observe.
+func Info(ctx context.Context) *RequestInfo {
+	if i, ok := ctx.Value(infoKey{}).(*RequestInfo); ok {
+		return i
+	}
+	return &RequestInfo{}
+}
+
+// Observer records a finished request (metrics.Metrics implements it).
+type Observer interface {
+	ObserveRequest(route, method string, status int, d time.Duration)
+}
+
+// Observe writes one access-log line per request, records its metrics, and
+// turns a panic into an internal error answered with DESIGN §6's body (the
+// stack goes to the log only). No header, body or token is ever logged.
+func Observe(log *slog.Logger, obs Observer) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-			var workspace string
-			r = r.WithContext(context.WithValue(r.Context(), workspaceSlot{}, &workspace))
+			info := &RequestInfo{}
+			r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 			defer func() {
 				if p := recover(); p != nil {
 					if p == http.ErrAbortHandler {
 						panic(p)
 					}
-					log.ErrorContext(r.Context(), "panic", "request_id", RequestID(r.Context()), "panic", p, "stack", string(debug.Stack()))
+					log.ErrorContext(r.Context(), "panic", "request_id", RequestID(r.Context()), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 					if !rec.wrote {
 						WriteError(rec, r, log, apperr.New(apperr.Internal, "internal error"))
+					} else {
+						rec.status = http.StatusInternalServerError
 					}
+				}
+				route := info.Route
+				if route == "" {
+					// ServeMux records the matched pattern on the request it
+					// was given: this one.
+					route = routeOf(r.Pattern)
+				}
+				d := time.Since(start)
+				if obs != nil {
+					obs.ObserveRequest(route, r.Method, rec.status, d)
 				}
 				log.InfoContext(r.Context(), "request",
 					"request_id", RequestID(r.Context()),
 					"method", r.Method,
+					"route", route,
 					"path", r.URL.Path,
 					"status", rec.status,
-					"duration_ms", float64(time.Since(start).Microseconds())/1000,
-					"workspace_id", workspace,
+					"duration_ms", float64(d.Microseconds())/1000,
+					"workspace_id", info.WorkspaceID,
 				)
 			}()
 			next.ServeHTTP(rec, r)
@@ -157,7 +194,17 @@ func LogAndRecover(log *slog.Logger) func(http.Handler) http.Handler {
 	}
 }
 
-type workspaceSlot struct{}
+// routeOf turns a ServeMux pattern ("GET /procedures/{id}") into a route
+// label ("/procedures/{id}"); requests no route matched share one label.
+func routeOf(pattern string) string {
+	if _, path, ok := strings.Cut(pattern, " "); ok {
+		pattern = path
+	}
+	if pattern == "" || pattern == "/" {
+		return "unmatched"
+	}
+	return pattern
+}
 
 // ErrorWriter answers an error in the face's own shape (REST body or GraphQL
 // errors array).
@@ -173,9 +220,7 @@ func Authenticate(a *auth.Authenticator, client *ent.Client, writeErr ErrorWrite
 				writeErr(w, r, err)
 				return
 			}
-			if slot, ok := r.Context().Value(workspaceSlot{}).(*string); ok {
-				*slot = v.WorkspaceID.String()
-			}
+			Info(r.Context()).WorkspaceID = v.WorkspaceID.String()
 			ctx := viewer.NewContext(r.Context(), v)
 			ctx = loader.NewContext(ctx, client)
 			next.ServeHTTP(w, r.WithContext(ctx))

@@ -12,6 +12,7 @@ import (
 	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
+	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/middleware"
 	"github.com/procsvc/procsvc/rest"
 )
@@ -21,20 +22,26 @@ type Deps struct {
 	DB      *database.DB
 	Service *core.Service
 	Log     *slog.Logger
+	// Metrics, when nil, is a fresh registry over DB's pool.
+	Metrics *metrics.Metrics
 }
 
 // NewHandler returns procsvc's whole HTTP surface.
 func NewHandler(d Deps) http.Handler {
+	if d.Metrics == nil {
+		d.Metrics = metrics.New(d.DB.SQL)
+	}
 	authn := auth.New(d.DB)
 	resolver := graph.NewResolver(d.Service)
 	gqlErr := graphqlError(d.Log)
 	restErr := func(w http.ResponseWriter, r *http.Request, err error) { middleware.WriteError(w, r, d.Log, err) }
 
 	mux := http.NewServeMux()
-	gql := graph.NewServer(resolver, d.Log)
+	gql := graph.NewServer(resolver, d.Log, d.Metrics)
 	mux.Handle("/graphql", guardGraphQL(gqlErr, middleware.Authenticate(authn, d.DB.Client, gqlErr)(gql)))
 	api := rest.New(resolver, d.Log)
 	api.Register(mux, middleware.Authenticate(authn, d.DB.Client, restErr))
+	mux.Handle("GET /metrics", d.Metrics.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		middleware.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -50,5 +57,5 @@ func NewHandler(d Deps) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		restErr(w, r, apperr.New(apperr.NotFound, "no route for %s %s", r.Method, r.URL.Path))
 	})
-	return middleware.WithRequestID(middleware.LogAndRecover(d.Log)(mux))
+	return middleware.WithRequestID(middleware.Observe(d.Log, d.Metrics)(mux))
 }
