@@ -53,6 +53,13 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
+	return serveUntil(ctx, srv, ln, cfg.ShutdownTimeout, log)
+}
+
+// serveUntil serves on ln until ctx ends (SIGINT or SIGTERM in main), then
+// stops accepting and waits up to drain for in-flight requests to finish.
+// The database is closed by the caller only after this returns.
+func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, drain time.Duration, log *slog.Logger) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -60,15 +67,16 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down", "drain_timeout", cfg.ShutdownTimeout.String())
-	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	log.Info("shutting down", "drain_timeout", drain.String())
+	drainCtx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	if err := srv.Shutdown(drainCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+		return fmt.Errorf("shutdown: in-flight requests did not finish within %s: %w", drain, err)
 	}
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	log.Info("stopped")
 	return nil
 }
 

@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -9,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/procsvc/procsvc/internal/core"
@@ -130,4 +133,67 @@ func TestHealthAndReadiness(t *testing.T) {
 			t.Fatalf("/healthz must not depend on the database: %d", code)
 		}
 	})
+}
+
+// syncBuffer collects log output written from server goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestAccessLog: one JSON line per request with its id, method, route,
+// status, duration and workspace, and never the token.
+func TestAccessLog(t *testing.T) {
+	db := dbtest.Open(t, "sqlite")
+	svc := core.New(db.Client)
+	b, err := svc.CreateWorkspace(context.Background(), core.NewWorkspace{Name: "L", Key: "LOG", AdminName: "A", AdminEmail: "a@log.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	ts := httptest.NewServer(server.NewHandler(server.Deps{DB: db, Service: svc, Log: slog.New(slog.NewJSONHandler(&logs, nil))}))
+	defer ts.Close()
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/procedures?limit=5", nil)
+	req.Header.Set("Authorization", "Bearer "+b.Secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	ts.Close()
+	var line map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "request" {
+			line = m
+		}
+	}
+	if line == nil {
+		t.Fatalf("no request line in:\n%s", logs.String())
+	}
+	want := map[string]any{"method": "GET", "route": "/procedures", "status": float64(200),
+		"request_id": resp.Header.Get("X-Request-Id"), "workspace_id": b.Workspace.ID.String()}
+	for k, v := range want {
+		if line[k] != v {
+			t.Errorf("log %s = %v, want %v", k, line[k], v)
+		}
+	}
+	if _, ok := line["duration_ms"].(float64); !ok {
+		t.Errorf("log lacks duration_ms: %v", line)
+	}
+	if strings.Contains(logs.String(), b.Secret) {
+		t.Fatal("the token was logged")
+	}
 }
