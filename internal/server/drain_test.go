@@ -27,7 +27,9 @@ func TestShutdownDrainsInFlightRequests(t *testing.T) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serveUntil(ctx, srv, ln, 30*time.Second, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	go func() {
+		done <- serveUntil(ctx, srv, ln, 30*time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
 
 	type result struct {
 		body string
@@ -85,7 +87,9 @@ func TestShutdownGivesUpAfterTheDrainTimeout(t *testing.T) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serveUntil(ctx, srv, ln, 50*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	go func() {
+		done <- serveUntil(ctx, srv, ln, 50*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
 	go http.Get("http://" + ln.Addr().String() + "/stuck") //nolint:errcheck
 	<-entered
 	stop()
