@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/procsvc/procsvc/bench"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/config"
 	"github.com/procsvc/procsvc/internal/core"
@@ -41,6 +42,8 @@ Usage:
   procsvc token create [flags]     issue a token and print its secret once
   procsvc token list [flags]       list a workspace's tokens
   procsvc token revoke [flags]     revoke a token
+  procsvc bench seed [flags]       load a synthetic workspace (benchmarks, load tests)
+  procsvc bench load [flags]       drive a running server with concurrent clients
 
 Run "procsvc COMMAND --help" for a command's flags. Every flag can also be set
 through the environment variable named in its help.
@@ -53,7 +56,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 		cmd, args = args[0], args[1:]
 	}
 	sub := ""
-	if cmd == "workspace" || cmd == "member" || cmd == "token" {
+	if cmd == "workspace" || cmd == "member" || cmd == "token" || cmd == "bench" {
 		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 			fmt.Fprintf(env.Stderr, "procsvc %s: missing subcommand\n\n%s", cmd, usage)
 			return 2
@@ -78,6 +81,10 @@ func Run(ctx context.Context, args []string, env Env) int {
 		err = tokenList(ctx, args, env)
 	case "token revoke":
 		err = tokenRevoke(ctx, args, env)
+	case "bench seed":
+		err = benchSeed(ctx, args, env)
+	case "bench load":
+		err = benchLoad(ctx, args, env)
 	case "help ", "-h ", "--help ":
 		fmt.Fprint(env.Stdout, usage)
 		return 0
@@ -404,3 +411,73 @@ func tokenRevoke(ctx context.Context, args []string, env Env) error {
 
 // ProcessEnv returns the Env of the running process.
 func ProcessEnv() Env { return Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv} }
+
+func benchSeed(ctx context.Context, args []string, env Env) error {
+	var d dbFlags
+	shape := bench.W
+	var noise, noiseProcedures int
+	var seed uint64
+	fs := command("procsvc bench seed", "Creates a synthetic workspace (plus noise workspaces) in large batches, deterministic\nfor --seed, and prints its admin token. The default is workload W of docs/performance.md.", env)
+	d.bind(fs)
+	fs.IntVar(&shape.Procedures, "procedures", shape.Procedures, "procedures in the main workspace")
+	fs.IntVar(&shape.Projects, "projects", shape.Projects, "projects per workspace")
+	fs.IntVar(&shape.Categories, "categories", shape.Categories, "categories per workspace")
+	fs.IntVar(&shape.Members, "members", shape.Members, "members per workspace")
+	fs.IntVar(&shape.MaxComments, "max-comments", shape.MaxComments, "each procedure gets 0..N comments")
+	fs.IntVar(&noise, "noise-workspaces", 4, "other workspaces, to prove tenancy costs nothing")
+	fs.IntVar(&noiseProcedures, "noise-procedures", 25_000, "procedures in each noise workspace")
+	fs.Uint64Var(&seed, "seed", 1, "random seed")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	db, _, err := d.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	start := time.Now()
+	main, err := bench.Seed(ctx, db.Client, "Bench", "BEN", shape, seed)
+	if err != nil {
+		return err
+	}
+	n := shape
+	n.Procedures = noiseProcedures
+	for i := 0; i < noise; i++ {
+		if _, err := bench.Seed(ctx, db.Client, fmt.Sprintf("Noise %d", i+1), fmt.Sprintf("NO%c", 'A'+rune(i%26)), n, seed+uint64(i)+1); err != nil {
+			return err
+		}
+	}
+	if db.Dialect == "postgres" {
+		if _, err := db.SQL.ExecContext(ctx, "ANALYZE"); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(env.Stdout, "seeded %d + %d×%d procedures in %s\nworkspace: %s\ntoken:     %s\n",
+		shape.Procedures, noise, noiseProcedures, time.Since(start).Round(time.Millisecond), main.WorkspaceID, main.AdminToken)
+	return nil
+}
+
+func benchLoad(ctx context.Context, args []string, env Env) error {
+	cfg := bench.LoadConfig{URL: "http://127.0.0.1:8080", Clients: 16, Duration: 10 * time.Second, API: "rest", PageSize: 50}
+	fs := command("procsvc bench load", "Drives a running procsvc with concurrent clients listing procedures (and, with\n--write-ratio, creating and deleting them), then prints req/s, latency percentiles and\nerrors by code, and verifies every acknowledged create and delete.", env)
+	fs.StringVar(&cfg.URL, "url", cfg.URL, "server base URL (loopback only in shared environments)")
+	fs.StringVar(&cfg.Token, "token", env.Getenv("PROCSVC_TOKEN"), "bearer token (env PROCSVC_TOKEN)")
+	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "concurrent clients")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long to run")
+	fs.IntVar(&cfg.MaxRequests, "max-requests", 0, "stop after this many requests (0: run for --duration)")
+	fs.StringVar(&cfg.API, "api", cfg.API, "rest or graphql")
+	fs.Float64Var(&cfg.WriteRatio, "write-ratio", 0, "share of requests that write (0..1)")
+	fs.IntVar(&cfg.PageSize, "page", cfg.PageSize, "list page size")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	rep, err := bench.Load(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	rep.Print(env.Stdout, cfg)
+	if cfg.WriteRatio > 0 && !rep.Verified {
+		return errors.New("write verification failed")
+	}
+	return nil
+}

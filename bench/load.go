@@ -1,0 +1,397 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// LoadConfig is one run of the load tool.
+type LoadConfig struct {
+	URL      string // base URL, e.g. http://127.0.0.1:8080
+	Token    string
+	Clients  int
+	Duration time.Duration
+	// MaxRequests bounds the run's total requests (0: no bound but Duration).
+	MaxRequests int
+	// API is "rest" or "graphql".
+	API string
+	// WriteRatio is the share of requests that write (0: read-only).
+	WriteRatio float64
+	// PageSize is the list page requested (default 50).
+	PageSize int
+}
+
+// Report is what a run measured.
+type Report struct {
+	Requests    int
+	Errors      map[string]int // by error code (or HTTP status)
+	Elapsed     time.Duration
+	P50         time.Duration
+	P90         time.Duration
+	P99         time.Duration
+	Max         time.Duration
+	Created     int
+	Deleted     int
+	Verified    bool
+	VerifyNotes []string
+}
+
+// RequestsPerSecond is the run's throughput.
+func (r *Report) RequestsPerSecond() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Requests) / r.Elapsed.Seconds()
+}
+
+// Print writes the report as the table docs/performance.md uses.
+func (r *Report) Print(w io.Writer, cfg LoadConfig) {
+	fmt.Fprintf(w, "api=%s clients=%d duration=%s write_ratio=%.2f page=%d\n", cfg.API, cfg.Clients, r.Elapsed.Round(time.Millisecond), cfg.WriteRatio, cfg.PageSize)
+	fmt.Fprintf(w, "requests=%d req/s=%.1f p50=%s p90=%s p99=%s max=%s\n", r.Requests, r.RequestsPerSecond(),
+		r.P50.Round(10*time.Microsecond), r.P90.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), r.Max.Round(10*time.Microsecond))
+	codes := make([]string, 0, len(r.Errors))
+	for c := range r.Errors {
+		codes = append(codes, c)
+	}
+	sort.Strings(codes)
+	if len(codes) == 0 {
+		fmt.Fprintln(w, "errors: none")
+	}
+	for _, c := range codes {
+		fmt.Fprintf(w, "errors[%s]=%d\n", c, r.Errors[c])
+	}
+	if cfg.WriteRatio > 0 {
+		status := "OK"
+		if !r.Verified {
+			status = "FAILED"
+		}
+		fmt.Fprintf(w, "writes: created=%d deleted=%d verification=%s\n", r.Created, r.Deleted, status)
+		for _, n := range r.VerifyNotes {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
+	}
+}
+
+// refs are the ids a write needs.
+type refs struct{ project, category, member string }
+
+type client struct {
+	cfg   LoadConfig
+	http  *http.Client
+	refs  refs
+	runID string
+}
+
+type outcome struct {
+	code    string // "" on success
+	latency time.Duration
+}
+
+// Load runs cfg against a live server and verifies, at the end, that every
+// acknowledged create exists exactly once and every acknowledged delete is
+// gone.
+func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
+	if cfg.Clients <= 0 || cfg.Duration <= 0 || cfg.URL == "" || cfg.Token == "" {
+		return nil, errors.New("load: url, token, clients and duration are required")
+	}
+	if cfg.API != "rest" && cfg.API != "graphql" {
+		return nil, fmt.Errorf("load: api must be rest or graphql, not %q", cfg.API)
+	}
+	if cfg.PageSize == 0 {
+		cfg.PageSize = 50
+	}
+	cfg.URL = strings.TrimRight(cfg.URL, "/")
+	tr := &http.Transport{MaxIdleConns: cfg.Clients * 2, MaxIdleConnsPerHost: cfg.Clients * 2}
+	c := &client{cfg: cfg, http: &http.Client{Transport: tr, Timeout: 30 * time.Second},
+		runID: strconv.FormatInt(time.Now().UnixNano(), 36)}
+	if cfg.WriteRatio > 0 {
+		var err error
+		if c.refs, err = c.lookupRefs(ctx); err != nil {
+			return nil, err
+		}
+	}
+	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		results  []outcome
+		created  = map[string]string{} // id -> unique name
+		deleted  []string
+		budget   = cfg.MaxRequests
+		budgetMu sync.Mutex
+	)
+	take := func() bool {
+		if cfg.MaxRequests == 0 {
+			return true
+		}
+		budgetMu.Lock()
+		defer budgetMu.Unlock()
+		if budget == 0 {
+			return false
+		}
+		budget--
+		return true
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < cfg.Clients; i++ {
+		wg.Add(1)
+		go func(worker int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(worker), 42))
+			var local []outcome
+			var mine []string
+			seq := 0
+			for runCtx.Err() == nil && take() {
+				var o outcome
+				switch {
+				case rng.Float64() < cfg.WriteRatio && len(mine) > 0 && rng.IntN(3) == 0:
+					id := mine[len(mine)-1]
+					mine = mine[:len(mine)-1]
+					o = c.timed(runCtx, func(ctx context.Context) (string, error) { return "", c.delete(ctx, id) })
+					if o.code == "" {
+						mu.Lock()
+						deleted = append(deleted, id)
+						delete(created, id)
+						mu.Unlock()
+					}
+				case rng.Float64() < cfg.WriteRatio:
+					seq++
+					// The trailing dot keeps one name from being a substring of another.
+					name := fmt.Sprintf("load-%s-%d-%d.", c.runID, worker, seq)
+					var id string
+					o = c.timed(runCtx, func(ctx context.Context) (string, error) {
+						var err error
+						id, err = c.create(ctx, name)
+						return id, err
+					})
+					if o.code == "" {
+						mine = append(mine, id)
+						mu.Lock()
+						created[id] = name
+						mu.Unlock()
+					}
+				default:
+					o = c.timed(runCtx, c.list)
+				}
+				if runCtx.Err() != nil && o.code == "canceled" {
+					break
+				}
+				local = append(local, o)
+			}
+			mu.Lock()
+			results = append(results, local...)
+			mu.Unlock()
+		}(i)
+	}
+	wg.Wait()
+	rep := &Report{Elapsed: time.Since(start), Errors: map[string]int{}, Requests: len(results), Deleted: len(deleted)}
+	lat := make([]time.Duration, 0, len(results))
+	for _, o := range results {
+		lat = append(lat, o.latency)
+		if o.code != "" {
+			rep.Errors[o.code]++
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	pct := func(p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+	}
+	rep.P50, rep.P90, rep.P99, rep.Max = pct(0.50), pct(0.90), pct(0.99), pct(1)
+	rep.Created = len(created) + len(deleted)
+	if cfg.WriteRatio > 0 {
+		rep.Verified, rep.VerifyNotes = c.verify(ctx, created, deleted)
+	}
+	return rep, nil
+}
+
+func (c *client) timed(ctx context.Context, fn func(context.Context) (string, error)) outcome {
+	t := time.Now()
+	_, err := fn(ctx)
+	o := outcome{latency: time.Since(t)}
+	if err != nil {
+		var ae *apiError
+		switch {
+		case errors.As(err, &ae):
+			o.code = ae.code
+		case ctx.Err() != nil:
+			o.code = "canceled"
+		default:
+			o.code = "transport"
+		}
+	}
+	return o
+}
+
+type apiError struct {
+	status int
+	code   string
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("HTTP %d %s", e.status, e.code) }
+
+func (c *client) do(ctx context.Context, method, path string, body any, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.cfg.URL+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Code string }
+		_ = json.Unmarshal(raw, &e)
+		if e.Code == "" {
+			var g struct {
+				Errors []struct {
+					Extensions struct{ Code string }
+				}
+			}
+			if json.Unmarshal(raw, &g) == nil && len(g.Errors) > 0 {
+				e.Code = g.Errors[0].Extensions.Code
+			}
+		}
+		if e.Code == "" {
+			e.Code = "http_" + strconv.Itoa(resp.StatusCode)
+		}
+		return &apiError{status: resp.StatusCode, code: e.Code}
+	}
+	if out != nil {
+		return json.Unmarshal(raw, out)
+	}
+	return nil
+}
+
+const loadListQuery = `query LoadList($first: Int!) { procedures(first: $first) { totalCount nodes {
+  id shortId name priority state content categoryId doerId creatorId position dueAt createdAt updatedAt
+  projectId workspaceId captureId displayVideo isFineTunedData
+  category { id name } doer { id name email } project { id name } comments { id text createdAt } } } }`
+
+func (c *client) graphql(ctx context.Context, query string, vars map[string]any, out any) error {
+	var resp struct {
+		Data   json.RawMessage
+		Errors []struct {
+			Extensions struct{ Code string }
+		}
+	}
+	if err := c.do(ctx, http.MethodPost, "/graphql", map[string]any{"query": query, "variables": vars}, &resp); err != nil {
+		return err
+	}
+	if len(resp.Errors) > 0 {
+		return &apiError{status: 200, code: resp.Errors[0].Extensions.Code}
+	}
+	if out != nil {
+		return json.Unmarshal(resp.Data, out)
+	}
+	return nil
+}
+
+func (c *client) list(ctx context.Context) (string, error) {
+	if c.cfg.API == "graphql" {
+		return "", c.graphql(ctx, loadListQuery, map[string]any{"first": c.cfg.PageSize}, nil)
+	}
+	return "", c.do(ctx, http.MethodGet, "/procedures?limit="+strconv.Itoa(c.cfg.PageSize), nil, nil)
+}
+
+func (c *client) create(ctx context.Context, name string) (string, error) {
+	in := map[string]any{"name": name, "priority": "MEDIUM", "state": "TODO", "dueAt": "2030-01-01T00:00:00Z",
+		"projectId": c.refs.project, "categoryId": c.refs.category, "doerId": c.refs.member}
+	if c.cfg.API == "graphql" {
+		var out struct{ CreateProcedure struct{ ID string } }
+		err := c.graphql(ctx, `mutation C($in: CreateProcedureInput!) { createProcedure(input: $in) { id } }`, map[string]any{"in": in}, &out)
+		return out.CreateProcedure.ID, err
+	}
+	var out struct{ ID string }
+	err := c.do(ctx, http.MethodPost, "/procedures", in, &out)
+	return out.ID, err
+}
+
+func (c *client) delete(ctx context.Context, id string) error {
+	if c.cfg.API == "graphql" {
+		return c.graphql(ctx, `mutation D($id: ID!) { deleteProcedure(id: $id) { success } }`, map[string]any{"id": id}, nil)
+	}
+	return c.do(ctx, http.MethodDelete, "/procedures/"+url.PathEscape(id), nil, nil)
+}
+
+func (c *client) lookupRefs(ctx context.Context) (refs, error) {
+	first := func(path string) (string, error) {
+		var out struct{ Data []struct{ ID string } }
+		if err := c.do(ctx, http.MethodGet, path+"?limit=1", nil, &out); err != nil {
+			return "", fmt.Errorf("load: GET %s: %w", path, err)
+		}
+		if len(out.Data) == 0 {
+			return "", fmt.Errorf("load: the workspace has no %s; seed it first", strings.TrimPrefix(path, "/"))
+		}
+		return out.Data[0].ID, nil
+	}
+	var r refs
+	var err error
+	if r.project, err = first("/projects"); err != nil {
+		return r, err
+	}
+	if r.category, err = first("/categories"); err != nil {
+		return r, err
+	}
+	r.member, err = first("/members")
+	return r, err
+}
+
+// verify checks every acknowledged create exists exactly once (searching by
+// its unique name) and every acknowledged delete is gone.
+func (c *client) verify(ctx context.Context, created map[string]string, deleted []string) (bool, []string) {
+	var notes []string
+	for id, name := range created {
+		var out struct {
+			Data []struct{ ID string }
+			Meta struct{ Total int }
+		}
+		if err := c.do(ctx, http.MethodGet, "/procedures?search="+url.QueryEscape(name), nil, &out); err != nil {
+			notes = append(notes, fmt.Sprintf("create %s: search failed: %v", id, err))
+			continue
+		}
+		if out.Meta.Total != 1 || len(out.Data) != 1 || out.Data[0].ID != id {
+			notes = append(notes, fmt.Sprintf("create %s (%s): found %d times", id, name, out.Meta.Total))
+		}
+	}
+	for _, id := range deleted {
+		err := c.do(ctx, http.MethodGet, "/procedures/"+url.PathEscape(id), nil, nil)
+		var ae *apiError
+		if !errors.As(err, &ae) || ae.status != http.StatusNotFound {
+			notes = append(notes, fmt.Sprintf("delete %s: still readable (%v)", id, err))
+		}
+	}
+	return len(notes) == 0, notes
+}
