@@ -21,6 +21,7 @@ import (
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/middleware"
+	"github.com/procsvc/procsvc/internal/respcache"
 )
 
 // Limits of one GraphQL operation (DESIGN §7). Both are checked before any
@@ -50,10 +51,15 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics) *handler.Serve
 		if name == "" && oc.Operation != nil {
 			name = oc.Operation.Name
 		}
-		middleware.Info(ctx).Route = "graphql:" + m.OperationLabel(name)
+		route := "graphql:" + m.OperationLabel(name)
+		middleware.Info(ctx).Route = route
+		if oc.Operation != nil && oc.Operation.Operation == ast.Query {
+			respcache.MarkCacheable(ctx, route)
+		}
 		return next(ctx)
 	})
 	srv.SetErrorPresenter(func(ctx context.Context, err error) *gqlerror.Error {
+		respcache.MarkUncacheable(ctx)
 		gerr := presentError(ctx, log, err)
 		if code, ok := gerr.Extensions["code"].(string); ok {
 			m.GraphQLError(code)

@@ -21,6 +21,7 @@ import (
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/middleware"
+	"github.com/procsvc/procsvc/internal/respcache"
 )
 
 // API is the REST face over the GraphQL resolvers.
@@ -78,6 +79,9 @@ func (a *API) Register(mux *http.ServeMux, authenticate func(http.Handler) http.
 		rt := rt
 		allowed[rt.Path] = append(allowed[rt.Path], rt.Method)
 		mux.Handle(rt.Method+" "+rt.Path, authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if rt.Method == http.MethodGet {
+				respcache.MarkCacheable(r.Context(), rt.Path)
+			}
 			if err := rt.handle(a, w, r); err != nil {
 				a.fail(w, r, err)
 			}

@@ -30,7 +30,9 @@ func Start(t testing.TB, db *database.DB, opts ...core.Option) *Server {
 	t.Helper()
 	svc := core.New(db.Client, opts...)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ts := httptest.NewServer(server.NewHandler(server.Deps{DB: db, Service: svc, Log: log}))
+	// The response cache is on, as in production, so that every API test
+	// also proves that no write leaves a stale cached read behind.
+	ts := httptest.NewServer(server.NewHandler(server.Deps{DB: db, Service: svc, Log: log, ResponseCacheBytes: 16 << 20}))
 	t.Cleanup(ts.Close)
 	return &Server{URL: ts.URL, DB: db, Service: svc, HTTP: ts.Client()}
 }

@@ -17,6 +17,7 @@ import (
 	entsql "entgo.io/ent/dialect/sql"
 
 	"github.com/procsvc/procsvc/ent/token"
+	"github.com/procsvc/procsvc/ent/workspace"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/viewer"
@@ -130,10 +131,17 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*viewe
 	v.Role = viewer.Role(role)
 	v.VersionKnown = true
 	if !used.Valid || now.Sub(used.Time) > lastUsedGranularity {
-		err := a.db.Client.Token.Update().Where(token.ID(v.TokenID)).SetLastUsedAt(now).Exec(viewer.System(ctx))
-		if err != nil {
+		// lastUsedAt is workspace data (the tokens list shows it), so its
+		// change bumps the version like any write; this request then uses
+		// no version-keyed cache.
+		sys := viewer.System(ctx)
+		if err := a.db.Client.Token.Update().Where(token.ID(v.TokenID)).SetLastUsedAt(now).Exec(sys); err != nil {
 			return nil, apperr.Map(err)
 		}
+		if err := a.db.Client.Workspace.Update().Where(workspace.ID(v.WorkspaceID)).AddVersion(1).Exec(sys); err != nil {
+			return nil, apperr.Map(err)
+		}
+		v.VersionKnown = false
 	}
 	return &v, nil
 }

@@ -21,6 +21,7 @@ type Config struct {
 	LogLevel          string
 	BootstrapToken    string
 	Migrate           bool
+	ResponseCacheMB   int
 	ShutdownTimeout   time.Duration
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
@@ -46,6 +47,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		DBMaxConns:        0,
 		LogFormat:         "json",
 		LogLevel:          "info",
+		ResponseCacheMB:   64,
 		ShutdownTimeout:   20 * time.Second,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
@@ -58,6 +60,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		str(&c.Addr, "addr", "PROCSVC_ADDR", "listen address"),
 		str(&c.DatabaseURL, "database-url", "DATABASE_URL", "postgres://… for PostgreSQL; sqlite://PATH for SQLite (default sqlite://data/procsvc.db)"),
 		num(&c.DBMaxConns, "db-max-conns", "PROCSVC_DB_MAX_CONNS", "database connection pool size (0: 20 on PostgreSQL, 8 on SQLite)"),
+		num(&c.ResponseCacheMB, "response-cache-mb", "PROCSVC_RESPONSE_CACHE_MB", "memory for cached read responses, keyed by workspace version (0 disables)"),
 		str(&c.LogFormat, "log-format", "PROCSVC_LOG_FORMAT", "log format: json or text"),
 		str(&c.LogLevel, "log-level", "PROCSVC_LOG_LEVEL", "log level: debug, info, warn or error"),
 		boolean(&c.Migrate, "migrate", "PROCSVC_MIGRATE", "apply pending PostgreSQL migrations before serving (SQLite always migrates)"),
@@ -98,6 +101,9 @@ func (c *Config) validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("invalid log level %q: use debug, info, warn or error (--log-level, PROCSVC_LOG_LEVEL)", c.LogLevel))
+	}
+	if c.ResponseCacheMB < 0 || c.ResponseCacheMB > 1<<16 {
+		errs = append(errs, fmt.Errorf("invalid response cache size %d MB: use 0 to 65536 (--response-cache-mb, PROCSVC_RESPONSE_CACHE_MB)", c.ResponseCacheMB))
 	}
 	if c.DBMaxConns < 0 || c.DBMaxConns > 1000 {
 		errs = append(errs, fmt.Errorf("invalid pool size %d: use 0 to 1000 (--db-max-conns, PROCSVC_DB_MAX_CONNS)", c.DBMaxConns))

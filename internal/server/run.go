@@ -38,7 +38,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		return err
 	}
 	srv := &http.Server{
-		Handler:           NewHandler(Deps{DB: db, Service: svc, Log: log}),
+		Handler:           NewHandler(Deps{DB: db, Service: svc, Log: log, ResponseCacheBytes: int64(cfg.ResponseCacheMB) << 20}),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.WriteTimeout,

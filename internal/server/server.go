@@ -13,6 +13,7 @@ import (
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/metrics"
+	"github.com/procsvc/procsvc/internal/respcache"
 	"github.com/procsvc/procsvc/internal/middleware"
 	"github.com/procsvc/procsvc/rest"
 )
@@ -24,6 +25,8 @@ type Deps struct {
 	Log     *slog.Logger
 	// Metrics, when nil, is a fresh registry over DB's pool.
 	Metrics *metrics.Metrics
+	// ResponseCacheBytes bounds the read-response cache; 0 disables it.
+	ResponseCacheBytes int64
 }
 
 // NewHandler returns procsvc's whole HTTP surface.
@@ -36,11 +39,21 @@ func NewHandler(d Deps) http.Handler {
 	gqlErr := graphqlError(d.Log)
 	restErr := func(w http.ResponseWriter, r *http.Request, err error) { middleware.WriteError(w, r, d.Log, err) }
 
+	var cache *respcache.Cache
+	if d.ResponseCacheBytes > 0 {
+		cache = respcache.New(d.ResponseCacheBytes)
+	}
+	cached := cache.Middleware(func(ctx context.Context, route string) { middleware.Info(ctx).Route = route })
+	authenticated := func(writeErr middleware.ErrorWriter) func(http.Handler) http.Handler {
+		authn := middleware.Authenticate(authn, d.DB.Client, writeErr)
+		return func(h http.Handler) http.Handler { return authn(cached(h)) }
+	}
+
 	mux := http.NewServeMux()
 	gql := graph.NewServer(resolver, d.Log, d.Metrics)
-	mux.Handle("/graphql", guardGraphQL(gqlErr, middleware.Authenticate(authn, d.DB.Client, gqlErr)(gql)))
+	mux.Handle("/graphql", guardGraphQL(gqlErr, authenticated(gqlErr)(gql)))
 	api := rest.New(resolver, d.Log)
-	api.Register(mux, middleware.Authenticate(authn, d.DB.Client, restErr))
+	api.Register(mux, authenticated(restErr))
 	mux.Handle("GET /metrics", d.Metrics.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		middleware.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})

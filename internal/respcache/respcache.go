@@ -1,0 +1,198 @@
+// Package respcache caches successful read responses per workspace write
+// version.
+//
+// Every write in a workspace bumps the workspace's version in the write's own
+// transaction, and every request reads the current version together with its
+// token (one statement it pays anyway). A response stored under (workspace,
+// version, member, role, request) can therefore only be served to a request
+// that observed the very same version: it is exactly what the database would
+// answer, never stale, and replicas need no coordination. Reads repeated
+// between writes — the common case for list pages — then cost the token
+// lookup alone. docs/performance.md has the measurements.
+package respcache
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/procsvc/procsvc/internal/viewer"
+)
+
+// Cache holds response bodies up to a total size.
+type Cache struct {
+	mu       sync.Mutex
+	entries  *lru.Cache[string, *entry]
+	bytes    int64
+	maxBytes int64
+}
+
+type entry struct {
+	contentType string
+	route       string
+	body        []byte
+}
+
+// maxEntryBytes skips caching responses larger than this.
+const maxEntryBytes = 1 << 20
+
+// New returns a cache holding at most maxBytes of response bodies.
+func New(maxBytes int64) *Cache {
+	c := &Cache{maxBytes: maxBytes}
+	entries, err := lru.NewWithEvict[string, *entry](1<<20, func(_ string, e *entry) {
+		c.bytes -= int64(len(e.body))
+	})
+	if err != nil {
+		panic(err)
+	}
+	c.entries = entries
+	return c
+}
+
+type decisionKey struct{}
+
+// decision says whether the response being produced may be cached.
+type decision struct {
+	mu        sync.Mutex
+	cacheable bool
+	route     string
+}
+
+// MarkCacheable declares the response of this request a pure read of the
+// workspace (a REST GET, a GraphQL query) that may be cached if it succeeds.
+func MarkCacheable(ctx context.Context, route string) {
+	if d, ok := ctx.Value(decisionKey{}).(*decision); ok {
+		d.mu.Lock()
+		d.cacheable, d.route = true, route
+		d.mu.Unlock()
+	}
+}
+
+// MarkUncacheable vetoes caching (an error was reported in a 200 response).
+func MarkUncacheable(ctx context.Context) {
+	if d, ok := ctx.Value(decisionKey{}).(*decision); ok {
+		d.mu.Lock()
+		d.cacheable = false
+		d.mu.Unlock()
+	}
+}
+
+// Middleware serves cached responses and stores cacheable successful ones.
+// It must run after authentication (it needs the viewer and its version).
+// onHit, if set, is told the route of a response served from the cache.
+func (c *Cache) Middleware(onHit func(ctx context.Context, route string)) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			v := viewer.FromContext(r.Context())
+			if c == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if v == nil || !v.VersionKnown || (r.Method != http.MethodGet && r.Method != http.MethodPost) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			var body []byte
+			if r.Method == http.MethodPost {
+				// Bodies were already read and bounded by the transport guard.
+				b, err := io.ReadAll(r.Body)
+				if err != nil {
+					next.ServeHTTP(w, r)
+					return
+				}
+				body = b
+				r.Body = io.NopCloser(bytes.NewReader(b))
+			}
+			key := cacheKey(v, r, body)
+			c.mu.Lock()
+			e, ok := c.entries.Get(key)
+			c.mu.Unlock()
+			if ok {
+				if onHit != nil {
+					onHit(r.Context(), e.route)
+				}
+				w.Header().Set("Content-Type", e.contentType)
+				w.Header().Set("X-Cache", "hit")
+				w.WriteHeader(http.StatusOK)
+				_, _ = w.Write(e.body)
+				return
+			}
+			d := &decision{}
+			rec := &recorder{ResponseWriter: w}
+			next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), decisionKey{}, d)))
+			d.mu.Lock()
+			cacheable, route := d.cacheable, d.route
+			d.mu.Unlock()
+			if !cacheable || rec.status != http.StatusOK || rec.buf.Len() > maxEntryBytes || rec.overflow {
+				return
+			}
+			c.store(key, &entry{contentType: rec.Header().Get("Content-Type"), route: route, body: bytes.Clone(rec.buf.Bytes())})
+		})
+	}
+}
+
+func (c *Cache) store(key string, e *entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Removal (here, by capacity or by RemoveOldest) runs the eviction
+	// callback, which keeps c.bytes; it runs under c.mu.
+	c.entries.Remove(key)
+	c.entries.Add(key, e)
+	c.bytes += int64(len(e.body))
+	for c.bytes > c.maxBytes && c.entries.Len() > 0 {
+		c.entries.RemoveOldest()
+	}
+}
+
+// cacheKey identifies a response: who asked (workspace, version, member,
+// role) and exactly what (method, path and query, body).
+func cacheKey(v *viewer.Viewer, r *http.Request, body []byte) string {
+	h := sha256.New()
+	h.Write([]byte(r.Method))
+	h.Write([]byte{0})
+	h.Write([]byte(r.URL.RequestURI()))
+	h.Write([]byte{0})
+	h.Write(body)
+	sum := h.Sum(nil)
+	return v.WorkspaceID.String() + "/" + strconv.FormatInt(v.WorkspaceVersion, 10) + "/" +
+		v.MemberID.String() + "/" + string(v.Role) + "/" + hex.EncodeToString(sum[:16])
+}
+
+// recorder passes the response through and keeps a copy of its body.
+type recorder struct {
+	http.ResponseWriter
+	status   int
+	buf      bytes.Buffer
+	overflow bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	if !r.overflow {
+		if r.buf.Len()+len(b) > maxEntryBytes {
+			r.overflow = true
+			r.buf.Reset()
+		} else {
+			r.buf.Write(b)
+		}
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
