@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/procsvc/procsvc/internal/cli"
+	"github.com/procsvc/procsvc/internal/playground"
 )
 
 // syncBuffer is a bytes.Buffer safe to read while the server writes.
@@ -195,4 +197,49 @@ func TestOperatorCommands(t *testing.T) {
 	if text, code = run("migrate"); code != 0 || !strings.Contains(text, "up to date") {
 		t.Fatalf("migrate: %d\n%s", code, text)
 	}
+}
+
+// TestPlaygroundInRealBrowser boots procsvc as the README does and drives its
+// /playground in headless Chromium: the token goes into the headers editor,
+// the starter query runs, the result shows data, and no request leaves the
+// origin. Skipped without a browser, except under CI, where
+// .ci/browser-test.sh installs one and a skip would hide a regression.
+func TestPlaygroundInRealBrowser(t *testing.T) {
+	if ok, why := playground.BrowserAvailable(); !ok {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the playground browser test cannot run under CI: %s (run bash .ci/browser-test.sh)", why)
+		}
+		t.Skipf("no browser: %s (bash .ci/browser-test.sh installs one)", why)
+	}
+	dbURL := "sqlite://" + filepath.Join(t.TempDir(), "procsvc.db")
+	var out, errOut syncBuffer
+	ready := make(chan string, 1)
+	e := env(map[string]string{"DATABASE_URL": dbURL, "PROCSVC_ADDR": "127.0.0.1:0"}, &out, &errOut)
+	e.Ready = func(addr string) { ready <- addr }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- cli.Run(ctx, []string{"serve"}, e) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case code := <-done:
+		t.Fatalf("serve exited with %d: %s", code, errOut.String())
+	}
+	m := tokenLine.FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no token printed:\n%s", out.String())
+	}
+	shot := os.Getenv("SCREENSHOT")
+	if shot == "" {
+		shot = filepath.Join(os.TempDir(), "procsvc-playground.png")
+	}
+	bctx, bcancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer bcancel()
+	if err := playground.RunBrowserTest(bctx, "http://"+addr, m[1], shot); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", shot)
+	cancel()
+	<-done
 }

@@ -9,6 +9,9 @@ import (
 	"mime"
 	"net/http"
 
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/parser"
+
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/middleware"
 )
@@ -49,11 +52,14 @@ func guardGraphQL(writeErr middleware.ErrorWriter, next http.Handler) http.Handl
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodGet:
-			if q := r.URL.Query(); q.Get("query") == "" && q.Get("extensions") == "" {
-				writeErr(w, r, apperr.New(apperr.BadRequest, "a GET request needs a query parameter"))
+			if err := checkGraphQLGet(r); err != nil {
+				if apperr.CodeOf(err) == apperr.MethodNotAllowed {
+					w.Header().Set("Allow", "POST")
+				}
+				writeErr(w, r, err)
 				return
 			}
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(statusMapper{w}, r)
 			return
 		case http.MethodPost:
 		default:
@@ -62,7 +68,7 @@ func guardGraphQL(writeErr middleware.ErrorWriter, next http.Handler) http.Handl
 			return
 		}
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-		if err != nil || (mt != "application/json" && mt != "application/graphql-response+json") {
+		if err != nil || mt != "application/json" {
 			writeErr(w, r, apperr.New(apperr.UnsupportedMediaType, "send the GraphQL request as Content-Type: application/json"))
 			return
 		}
@@ -82,7 +88,7 @@ func guardGraphQL(writeErr middleware.ErrorWriter, next http.Handler) http.Handl
 		}
 		r.Body = io.NopCloser(bytes.NewReader(raw))
 		r.ContentLength = int64(len(raw))
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(statusMapper{w}, r)
 	})
 }
 
@@ -105,6 +111,53 @@ func decodeGraphQLRequest(raw []byte) error {
 	}
 	if req.Query == "" && req.Extensions["persistedQuery"] == nil {
 		return apperr.New(apperr.BadRequest, "the request has no query")
+	}
+	return nil
+}
+
+// statusMapper answers gqlgen's 422 (a document that does not parse or
+// validate) with DESIGN §6's 400; the body already carries the code.
+type statusMapper struct{ http.ResponseWriter }
+
+func (s statusMapper) WriteHeader(code int) {
+	if code == http.StatusUnprocessableEntity {
+		code = http.StatusBadRequest
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s statusMapper) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// checkGraphQLGet validates a GET request's parameters the way the POST body
+// is validated, and refuses mutations, which GET must not run.
+func checkGraphQLGet(r *http.Request) error {
+	q := r.URL.Query()
+	for _, name := range []string{"variables", "extensions"} {
+		if v := q.Get(name); v != "" {
+			var obj map[string]any
+			if err := json.Unmarshal([]byte(v), &obj); err != nil {
+				return apperr.Invalid(name, "must be a JSON object")
+			}
+		}
+	}
+	query := q.Get("query")
+	if query == "" {
+		if q.Get("extensions") == "" {
+			return apperr.New(apperr.BadRequest, "a GET request needs a query parameter")
+		}
+		return nil
+	}
+	doc, err := parser.ParseQuery(&ast.Source{Input: query})
+	if err != nil {
+		// The executor reports syntax errors in full.
+		return nil
+	}
+	op := doc.Operations.ForName(q.Get("operationName"))
+	if op == nil && len(doc.Operations) == 1 {
+		op = doc.Operations[0]
+	}
+	if op != nil && op.Operation != ast.Query {
+		return apperr.New(apperr.MethodNotAllowed, "GET runs queries only; send %s operations with POST", op.Operation)
 	}
 	return nil
 }

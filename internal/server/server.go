@@ -13,8 +13,9 @@ import (
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/metrics"
-	"github.com/procsvc/procsvc/internal/respcache"
+	"github.com/procsvc/procsvc/internal/playground"
 	"github.com/procsvc/procsvc/internal/middleware"
+	"github.com/procsvc/procsvc/internal/respcache"
 	"github.com/procsvc/procsvc/rest"
 )
 
@@ -54,6 +55,10 @@ func NewHandler(d Deps) http.Handler {
 	mux.Handle("/graphql", guardGraphQL(gqlErr, authenticated(gqlErr)(gql)))
 	api := rest.New(resolver, d.Log)
 	api.Register(mux, authenticated(restErr))
+	pg := playground.Handler()
+	mux.Handle(playground.Path, pg)
+	mux.Handle(playground.Path+"/", pg)
+	mux.HandleFunc("GET /{$}", serveIndex)
 	mux.Handle("GET /metrics", d.Metrics.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		middleware.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -71,4 +76,24 @@ func NewHandler(d Deps) http.Handler {
 		restErr(w, r, apperr.New(apperr.NotFound, "no route for %s %s", r.Method, r.URL.Path))
 	})
 	return middleware.WithRequestID(middleware.Observe(d.Log, d.Metrics)(mux))
+}
+
+// index is the landing page: where to go next, for people and for tools.
+const index = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>procsvc</title></head>
+<body>
+<h1>procsvc</h1>
+<ul>
+<li><a href="/playground">GraphQL playground</a> (GraphiQL; paste your token in the headers editor)</li>
+<li><code>POST /graphql</code>: the GraphQL API</li>
+<li><a href="/openapi.json">/openapi.json</a>: the REST API's OpenAPI 3.1 document</li>
+<li><a href="/healthz">/healthz</a>, <a href="/readyz">/readyz</a>, <a href="/metrics">/metrics</a></li>
+</ul>
+</body></html>
+`
+
+func serveIndex(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+	_, _ = w.Write([]byte(index))
 }

@@ -1,0 +1,121 @@
+package playground
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// The real-browser test is web/e2e/playground.test.mjs, run by node with
+// npm's playwright-core driving Debian's chromium. .ci/browser-test.sh
+// installs both.
+
+const modulePath = "github.com/procsvc/procsvc"
+
+// DefaultChromium is the browser the e2e script launches unless the CHROMIUM
+// environment variable names another.
+const DefaultChromium = "/usr/bin/chromium"
+
+// RepoRoot finds procsvc's repository root: the nearest directory holding
+// procsvc's go.mod, walking up from the working directory (a test's package
+// directory) and then from this source file's directory.
+func RepoRoot() (string, error) {
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		starts = append(starts, filepath.Dir(file))
+	}
+	for _, dir := range starts {
+		for {
+			if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && isProcsvcGoMod(b) {
+				return dir, nil
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
+	return "", errors.New("playground: cannot find procsvc's go.mod above the working directory")
+}
+
+func isProcsvcGoMod(b []byte) bool {
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" && strings.Trim(f[1], `"`) == modulePath {
+			return true
+		}
+	}
+	return false
+}
+
+func chromiumPath() string {
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	return DefaultChromium
+}
+
+// BrowserAvailable reports whether the real-browser test can run here:
+// chromium, node and web/node_modules/playwright-core are all installed. When
+// not, the reason says what is missing (.ci/browser-test.sh installs it).
+func BrowserAvailable() (bool, string) {
+	if _, err := os.Stat(chromiumPath()); err != nil {
+		return false, fmt.Sprintf("no chromium at %s (apt-get install -y chromium)", chromiumPath())
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		return false, "node is not on PATH"
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return false, err.Error()
+	}
+	if _, err := os.Stat(filepath.Join(root, "web", "node_modules", "playwright-core", "package.json")); err != nil {
+		return false, "web/node_modules/playwright-core is not installed (cd web && npm ci)"
+	}
+	if _, err := os.Stat(filepath.Join(root, "web", "e2e", "playground.test.mjs")); err != nil {
+		return false, "web/e2e/playground.test.mjs is missing"
+	}
+	return true, ""
+}
+
+// RunBrowserTest runs web/e2e/playground.test.mjs with node against the
+// procsvc at baseURL (scheme://host:port, no trailing path): it opens
+// baseURL/playground in headless chromium, fails on any request to another
+// origin or any Content-Security-Policy violation, pastes token into the
+// headers editor, runs the starter query and waits for its result, and saves
+// a screenshot to screenshot (default /tmp/playground.png when empty). On
+// failure the error carries the script's output.
+func RunBrowserTest(ctx context.Context, baseURL, token, screenshot string) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	script := filepath.Join(root, "web", "e2e", "playground.test.mjs")
+	cmd := exec.CommandContext(ctx, "node", script)
+	cmd.Dir = filepath.Join(root, "web")
+	cmd.Env = append(os.Environ(),
+		"PLAYGROUND_URL="+strings.TrimRight(baseURL, "/"),
+		"PLAYGROUND_TOKEN="+token,
+	)
+	if screenshot != "" {
+		cmd.Env = append(cmd.Env, "SCREENSHOT="+screenshot)
+	}
+	cmd.WaitDelay = 5 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("playground browser test (node %s) failed: %w\n%s", script, err, out.String())
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package playground
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// screenshotPath is where a browser test saves its picture: $SCREENSHOT, or a
+// file in the temp dir that outlives the test so a person can look at it.
+func screenshotPath(name string) string {
+	if p := os.Getenv("SCREENSHOT"); p != "" {
+		return p
+	}
+	return filepath.Join(os.TempDir(), name)
+}
+
+// TestBrowserAgainstServer runs the real-browser test against a running
+// procsvc: set PROCSVC_PLAYGROUND_URL (e.g. http://127.0.0.1:8080) and
+// PROCSVC_PLAYGROUND_TOKEN (the token procsvc printed). Skipped when unset.
+func TestBrowserAgainstServer(t *testing.T) {
+	baseURL := os.Getenv("PROCSVC_PLAYGROUND_URL")
+	token := os.Getenv("PROCSVC_PLAYGROUND_TOKEN")
+	if baseURL == "" || token == "" {
+		t.Skip("set PROCSVC_PLAYGROUND_URL and PROCSVC_PLAYGROUND_TOKEN to run the playground in a browser against a running procsvc")
+	}
+	if ok, why := BrowserAvailable(); !ok {
+		t.Fatalf("PROCSVC_PLAYGROUND_URL is set but the browser test cannot run: %s (bash .ci/browser-test.sh installs it)", why)
+	}
+	shot := screenshotPath("procsvc-playground.png")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := RunBrowserTest(ctx, baseURL, token, shot); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", shot)
+}
+
+// TestBrowserWithStubBackend runs the real-browser test against this
+// package's handler and a stand-in /graphql that checks the bearer token and
+// answers the starter query with canned data, so that the page, its CSP, its
+// assets and GraphiQL's wiring are exercised without a database. Skipped when
+// chromium, node or playwright-core are missing (see .ci/browser-test.sh).
+func TestBrowserWithStubBackend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	if ok, why := BrowserAvailable(); !ok {
+		t.Skip("browser test unavailable: " + why)
+	}
+	const token = "procsvc_stub_token_for_the_browser_test"
+	mux := http.NewServeMux()
+	h := Handler()
+	mux.Handle(Path, h)
+	mux.Handle(Path+"/", h)
+	mux.HandleFunc("/graphql", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"errors":[{"message":"a valid bearer token is required","extensions":{"code":"UNAUTHENTICATED"}}],"data":null}`))
+			return
+		}
+		var req struct {
+			Query string `json:"query"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if strings.Contains(req.Query, "__schema") {
+			_, _ = w.Write([]byte(stubIntrospection))
+			return
+		}
+		_, _ = w.Write([]byte(`{"data":{"viewer":{"name":"Demo Admin","role":"ADMIN"},"procedures":{"totalCount":1,"nodes":[` +
+			`{"shortId":"PRC-1","name":"Stub procedure","state":"OPEN","dueAt":null,"doer":null,"project":{"name":"Demo"}}]}}}`))
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	shot := screenshotPath("procsvc-playground-stub.png")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := RunBrowserTest(ctx, srv.URL, token, shot); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", shot)
+}
+
+// stubIntrospection is a minimal schema answering the starter query's
+// shape, enough for GraphiQL's docs explorer to show its root types.
+const stubIntrospection = `{"data":{"__schema":{
+"description":null,
+"queryType":{"name":"Query"},"mutationType":null,"subscriptionType":null,
+"types":[
+ {"kind":"OBJECT","name":"Query","description":"The stub's root query.","specifiedByURL":null,"fields":[
+  {"name":"viewer","description":"Who is asking.","args":[],"type":{"kind":"NON_NULL","name":null,"ofType":{"kind":"OBJECT","name":"User","ofType":null}},"isDeprecated":false,"deprecationReason":null},
+  {"name":"procedures","description":"Procedures.","args":[{"name":"first","description":null,"type":{"kind":"SCALAR","name":"Int","ofType":null},"defaultValue":null,"isDeprecated":false,"deprecationReason":null}],"type":{"kind":"NON_NULL","name":null,"ofType":{"kind":"OBJECT","name":"ProcedureConnection","ofType":null}},"isDeprecated":false,"deprecationReason":null}
+ ],"inputFields":null,"interfaces":[],"enumValues":null,"possibleTypes":null},
+ {"kind":"OBJECT","name":"User","description":null,"specifiedByURL":null,"fields":[
+  {"name":"name","description":null,"args":[],"type":{"kind":"SCALAR","name":"String","ofType":null},"isDeprecated":false,"deprecationReason":null},
+  {"name":"role","description":null,"args":[],"type":{"kind":"SCALAR","name":"String","ofType":null},"isDeprecated":false,"deprecationReason":null}
+ ],"inputFields":null,"interfaces":[],"enumValues":null,"possibleTypes":null},
+ {"kind":"OBJECT","name":"Project","description":null,"specifiedByURL":null,"fields":[
+  {"name":"name","description":null,"args":[],"type":{"kind":"SCALAR","name":"String","ofType":null},"isDeprecated":false,"deprecationReason":null}
+ ],"inputFields":null,"interfaces":[],"enumValues":null,"possibleTypes":null},
+ {"kind":"OBJECT","name":"Procedure","description":null,"specifiedByURL":null,"fields":[
+  {"name":"shortId","description":null,"args":[],"type":{"kind":"SCALAR","name":"String","ofType":null},"isDeprecated":false,"deprecationReason":null},
+  {"name":"name","description":null,"args":[],"type":{"kind":"SCALAR","name":"String","ofType":null},"isDeprecated":false,"deprecationReason":null},
+  {"name":"state","description":null,"args":[],"type":{"kind":"SCALAR","name":"String","ofType":null},"isDeprecated":false,"deprecationReason":null},
+  {"name":"dueAt","description":null,"args":[],"type":{"kind":"SCALAR","name":"String","ofType":null},"isDeprecated":false,"deprecationReason":null},
+  {"name":"doer","description":null,"args":[],"type":{"kind":"OBJECT","name":"User","ofType":null},"isDeprecated":false,"deprecationReason":null},
+  {"name":"project","description":null,"args":[],"type":{"kind":"OBJECT","name":"Project","ofType":null},"isDeprecated":false,"deprecationReason":null}
+ ],"inputFields":null,"interfaces":[],"enumValues":null,"possibleTypes":null},
+ {"kind":"OBJECT","name":"ProcedureConnection","description":null,"specifiedByURL":null,"fields":[
+  {"name":"totalCount","description":null,"args":[],"type":{"kind":"NON_NULL","name":null,"ofType":{"kind":"SCALAR","name":"Int","ofType":null}},"isDeprecated":false,"deprecationReason":null},
+  {"name":"nodes","description":null,"args":[],"type":{"kind":"LIST","name":null,"ofType":{"kind":"OBJECT","name":"Procedure","ofType":null}},"isDeprecated":false,"deprecationReason":null}
+ ],"inputFields":null,"interfaces":[],"enumValues":null,"possibleTypes":null},
+ {"kind":"SCALAR","name":"String","description":null,"specifiedByURL":null,"fields":null,"inputFields":null,"interfaces":null,"enumValues":null,"possibleTypes":null},
+ {"kind":"SCALAR","name":"Int","description":null,"specifiedByURL":null,"fields":null,"inputFields":null,"interfaces":null,"enumValues":null,"possibleTypes":null},
+ {"kind":"SCALAR","name":"Boolean","description":null,"specifiedByURL":null,"fields":null,"inputFields":null,"interfaces":null,"enumValues":null,"possibleTypes":null}
+],
+"directives":[]}}}`
