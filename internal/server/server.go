@@ -13,8 +13,8 @@ import (
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/metrics"
-	"github.com/procsvc/procsvc/internal/playground"
 	"github.com/procsvc/procsvc/internal/middleware"
+	"github.com/procsvc/procsvc/internal/playground"
 	"github.com/procsvc/procsvc/internal/respcache"
 	"github.com/procsvc/procsvc/rest"
 )
