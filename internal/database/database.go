@@ -207,19 +207,44 @@ func sqliteDSN(raw string) (dsn string, memory bool, err error) {
 	return dsn, memory, nil
 }
 
+// Statement is one SQL statement as sent, for tests that inspect plans.
+type Statement struct {
+	Query string
+	Args  []any
+}
+
+// Record makes every later statement sent outside a transaction be passed
+// to fn (nil stops). Tests use it to EXPLAIN what the service really runs.
+func (db *DB) Record(fn func(Statement)) {
+	if fn == nil {
+		db.counter.record.Store(nil)
+		return
+	}
+	db.counter.record.Store(&fn)
+}
+
 // counter counts statements sent through ent, including inside transactions.
 type counter struct {
 	dialect.Driver
-	n atomic.Int64
+	n      atomic.Int64
+	record atomic.Pointer[func(Statement)]
+}
+
+func (c *counter) observe(query string, args any) {
+	c.n.Add(1)
+	if fn := c.record.Load(); fn != nil {
+		a, _ := args.([]any)
+		(*fn)(Statement{Query: query, Args: a})
+	}
 }
 
 func (c *counter) Exec(ctx context.Context, query string, args, v any) error {
-	c.n.Add(1)
+	c.observe(query, args)
 	return c.Driver.Exec(ctx, query, args, v)
 }
 
 func (c *counter) Query(ctx context.Context, query string, args, v any) error {
-	c.n.Add(1)
+	c.observe(query, args)
 	return c.Driver.Query(ctx, query, args, v)
 }
 
