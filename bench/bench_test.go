@@ -144,7 +144,12 @@ func TestProcedureListStatementCount(t *testing.T) {
 	for _, dialect := range dbtest.Dialects(t) {
 		t.Run(dialect, func(t *testing.T) {
 			h := newHarness(t, dialect, bench.Shape{Procedures: 300, Projects: 7, Categories: 5, Members: 6, MaxComments: 3})
-			h.list(t, 1) // the first use of a token records lastUsedAt: not part of a list's cost
+			// The first use of a token records lastUsedAt (and bumps the
+			// workspace version); the second fills the totals cache for
+			// that version. The steady state measured below is what a
+			// frontend paging through a list pays.
+			h.list(t, 1)
+			h.list(t, 1)
 			counts := map[int]int64{}
 			for _, first := range []int{10, 100} {
 				out, n := h.list(t, first)
@@ -182,6 +187,7 @@ func TestProcedureListStatementCountREST(t *testing.T) {
 	for _, dialect := range dbtest.Dialects(t) {
 		t.Run(dialect, func(t *testing.T) {
 			h := newHarness(t, dialect, bench.Shape{Procedures: 300, Projects: 7, Categories: 5, Members: 6, MaxComments: 3})
+			h.restList(t, 1)
 			h.restList(t, 1)
 			counts := map[int]int64{}
 			for _, limit := range []int{10, 100} {
