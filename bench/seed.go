@@ -86,8 +86,10 @@ func Seed(ctx context.Context, client *ent.Client, name, key string, s Shape, se
 	if err != nil {
 		return nil, err
 	}
+	projectNames := map[uuid.UUID]string{}
 	for _, p := range ps {
 		out.ProjectIDs = append(out.ProjectIDs, p.ID)
+		projectNames[p.ID] = p.Name
 	}
 	categories := make([]*ent.CategoryCreate, s.Categories)
 	for i := range categories {
@@ -124,6 +126,7 @@ func Seed(ctx context.Context, client *ent.Client, name, key string, s Shape, se
 			// "newest" is a real index range and not insertion order.
 			created := now.Add(-time.Duration(s.Procedures-int(num)) * time.Minute)
 			id := ids.New(ids.KindProcedure)
+			projectID := out.ProjectIDs[rng.IntN(len(out.ProjectIDs))]
 			c := client.Procedure.Create().SetID(id).SetWorkspaceID(ws.ID).
 				SetNumber(num).SetShortID(key + "-" + strconv.FormatInt(num, 10)).
 				SetName(fmt.Sprintf("Procedure %d %s", num, words[rng.IntN(len(words))])).
@@ -132,7 +135,7 @@ func Seed(ctx context.Context, client *ent.Client, name, key string, s Shape, se
 				SetContent(fmt.Sprintf("Step one: %s. Step two: %s.", words[rng.IntN(len(words))], words[rng.IntN(len(words))])).
 				SetDoerID(out.MemberIDs[rng.IntN(len(out.MemberIDs))]).
 				SetCreatorID(out.MemberIDs[0]).
-				SetProjectID(out.ProjectIDs[rng.IntN(len(out.ProjectIDs))]).
+				SetProjectID(projectID).SetProjectName(projectNames[projectID]).
 				SetPosition(float64(num) * 1024).
 				SetDueAt(created.AddDate(0, 0, rng.IntN(90))).
 				SetCreatedAt(created).SetUpdatedAt(created)
@@ -158,7 +161,9 @@ func Seed(ctx context.Context, client *ent.Client, name, key string, s Shape, se
 	if err := flushComments(); err != nil {
 		return nil, err
 	}
-	if err := client.Workspace.UpdateOneID(ws.ID).SetProcedureSeq(int64(s.Procedures)).Exec(ctx); err != nil {
+	// Bump the version too: a server already running must not serve
+	// responses cached before these rows existed.
+	if err := client.Workspace.UpdateOneID(ws.ID).SetProcedureSeq(int64(s.Procedures)).AddVersion(1).Exec(ctx); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -2448,6 +2448,7 @@ type ProcedureMutation struct {
 	priority           *procedure.Priority
 	state              *procedure.State
 	content            *string
+	project_name       *string
 	position           *float64
 	addposition        *float64
 	due_at             *time.Time
@@ -3104,6 +3105,42 @@ func (m *ProcedureMutation) ResetProjectID() {
 	m.project = nil
 }
 
+// SetProjectName sets the "project_name" field.
+func (m *ProcedureMutation) SetProjectName(s string) {
+	m.project_name = &s
+}
+
+// ProjectName returns the value of the "project_name" field in the mutation.
+func (m *ProcedureMutation) ProjectName() (r string, exists bool) {
+	v := m.project_name
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProjectName returns the old "project_name" field's value of the Procedure entity.
+// If the Procedure object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ProcedureMutation) OldProjectName(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProjectName is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProjectName requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProjectName: %w", err)
+	}
+	return oldValue.ProjectName, nil
+}
+
+// ResetProjectName resets all changes to the "project_name" field.
+func (m *ProcedureMutation) ResetProjectName() {
+	m.project_name = nil
+}
+
 // SetPosition sets the "position" field.
 func (m *ProcedureMutation) SetPosition(f float64) {
 	m.position = &f
@@ -3540,7 +3577,7 @@ func (m *ProcedureMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ProcedureMutation) Fields() []string {
-	fields := make([]string, 0, 18)
+	fields := make([]string, 0, 19)
 	if m.created_at != nil {
 		fields = append(fields, procedure.FieldCreatedAt)
 	}
@@ -3579,6 +3616,9 @@ func (m *ProcedureMutation) Fields() []string {
 	}
 	if m.project != nil {
 		fields = append(fields, procedure.FieldProjectID)
+	}
+	if m.project_name != nil {
+		fields = append(fields, procedure.FieldProjectName)
 	}
 	if m.position != nil {
 		fields = append(fields, procedure.FieldPosition)
@@ -3629,6 +3669,8 @@ func (m *ProcedureMutation) Field(name string) (ent.Value, bool) {
 		return m.CreatorID()
 	case procedure.FieldProjectID:
 		return m.ProjectID()
+	case procedure.FieldProjectName:
+		return m.ProjectName()
 	case procedure.FieldPosition:
 		return m.Position()
 	case procedure.FieldDueAt:
@@ -3674,6 +3716,8 @@ func (m *ProcedureMutation) OldField(ctx context.Context, name string) (ent.Valu
 		return m.OldCreatorID(ctx)
 	case procedure.FieldProjectID:
 		return m.OldProjectID(ctx)
+	case procedure.FieldProjectName:
+		return m.OldProjectName(ctx)
 	case procedure.FieldPosition:
 		return m.OldPosition(ctx)
 	case procedure.FieldDueAt:
@@ -3783,6 +3827,13 @@ func (m *ProcedureMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetProjectID(v)
+		return nil
+	case procedure.FieldProjectName:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProjectName(v)
 		return nil
 	case procedure.FieldPosition:
 		v, ok := value.(float64)
@@ -3960,6 +4011,9 @@ func (m *ProcedureMutation) ResetField(name string) error {
 		return nil
 	case procedure.FieldProjectID:
 		m.ResetProjectID()
+		return nil
+	case procedure.FieldProjectName:
+		m.ResetProjectName()
 		return nil
 	case procedure.FieldPosition:
 		m.ResetPosition()

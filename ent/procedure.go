@@ -48,6 +48,8 @@ type Procedure struct {
 	CreatorID uuid.UUID `json:"creator_id,omitempty"`
 	// ProjectID holds the value of the "project_id" field.
 	ProjectID uuid.UUID `json:"project_id,omitempty"`
+	// copy of the project's name, kept by the core, so that sorting by project name is an index range
+	ProjectName string `json:"project_name,omitempty"`
 	// order inside the (project, state) column
 	Position float64 `json:"position,omitempty"`
 	// DueAt holds the value of the "due_at" field.
@@ -160,7 +162,7 @@ func (*Procedure) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullFloat64)
 		case procedure.FieldNumber:
 			values[i] = new(sql.NullInt64)
-		case procedure.FieldShortID, procedure.FieldName, procedure.FieldPriority, procedure.FieldState, procedure.FieldContent, procedure.FieldCaptureID:
+		case procedure.FieldShortID, procedure.FieldName, procedure.FieldPriority, procedure.FieldState, procedure.FieldContent, procedure.FieldProjectName, procedure.FieldCaptureID:
 			values[i] = new(sql.NullString)
 		case procedure.FieldCreatedAt, procedure.FieldUpdatedAt, procedure.FieldDueAt:
 			values[i] = new(sql.NullTime)
@@ -267,6 +269,12 @@ func (_m *Procedure) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field project_id", values[i])
 			} else if value != nil {
 				_m.ProjectID = *value
+			}
+		case procedure.FieldProjectName:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field project_name", values[i])
+			} else if value.Valid {
+				_m.ProjectName = value.String
 			}
 		case procedure.FieldPosition:
 			if value, ok := values[i].(*sql.NullFloat64); !ok {
@@ -409,6 +417,9 @@ func (_m *Procedure) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("project_id=")
 	builder.WriteString(fmt.Sprintf("%v", _m.ProjectID))
+	builder.WriteString(", ")
+	builder.WriteString("project_name=")
+	builder.WriteString(_m.ProjectName)
 	builder.WriteString(", ")
 	builder.WriteString("position=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Position))

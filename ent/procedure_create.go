@@ -144,6 +144,20 @@ func (_c *ProcedureCreate) SetProjectID(v uuid.UUID) *ProcedureCreate {
 	return _c
 }
 
+// SetProjectName sets the "project_name" field.
+func (_c *ProcedureCreate) SetProjectName(v string) *ProcedureCreate {
+	_c.mutation.SetProjectName(v)
+	return _c
+}
+
+// SetNillableProjectName sets the "project_name" field if the given value is not nil.
+func (_c *ProcedureCreate) SetNillableProjectName(v *string) *ProcedureCreate {
+	if v != nil {
+		_c.SetProjectName(*v)
+	}
+	return _c
+}
+
 // SetPosition sets the "position" field.
 func (_c *ProcedureCreate) SetPosition(v float64) *ProcedureCreate {
 	_c.mutation.SetPosition(v)
@@ -303,6 +317,10 @@ func (_c *ProcedureCreate) defaults() error {
 		v := procedure.DefaultUpdatedAt()
 		_c.mutation.SetUpdatedAt(v)
 	}
+	if _, ok := _c.mutation.ProjectName(); !ok {
+		v := procedure.DefaultProjectName
+		_c.mutation.SetProjectName(v)
+	}
 	if _, ok := _c.mutation.DisplayVideo(); !ok {
 		v := procedure.DefaultDisplayVideo
 		_c.mutation.SetDisplayVideo(v)
@@ -367,6 +385,9 @@ func (_c *ProcedureCreate) check() error {
 	}
 	if _, ok := _c.mutation.ProjectID(); !ok {
 		return &ValidationError{Name: "project_id", err: errors.New(`ent: missing required field "Procedure.project_id"`)}
+	}
+	if _, ok := _c.mutation.ProjectName(); !ok {
+		return &ValidationError{Name: "project_name", err: errors.New(`ent: missing required field "Procedure.project_name"`)}
 	}
 	if _, ok := _c.mutation.Position(); !ok {
 		return &ValidationError{Name: "position", err: errors.New(`ent: missing required field "Procedure.position"`)}
@@ -460,6 +481,10 @@ func (_c *ProcedureCreate) createSpec() (*Procedure, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Content(); ok {
 		_spec.SetField(procedure.FieldContent, field.TypeString, value)
 		_node.Content = &value
+	}
+	if value, ok := _c.mutation.ProjectName(); ok {
+		_spec.SetField(procedure.FieldProjectName, field.TypeString, value)
+		_node.ProjectName = value
 	}
 	if value, ok := _c.mutation.Position(); ok {
 		_spec.SetField(procedure.FieldPosition, field.TypeFloat64, value)

@@ -156,6 +156,20 @@ func (_u *ProcedureUpdate) SetNillableProjectID(v *uuid.UUID) *ProcedureUpdate {
 	return _u
 }
 
+// SetProjectName sets the "project_name" field.
+func (_u *ProcedureUpdate) SetProjectName(v string) *ProcedureUpdate {
+	_u.mutation.SetProjectName(v)
+	return _u
+}
+
+// SetNillableProjectName sets the "project_name" field if the given value is not nil.
+func (_u *ProcedureUpdate) SetNillableProjectName(v *string) *ProcedureUpdate {
+	if v != nil {
+		_u.SetProjectName(*v)
+	}
+	return _u
+}
+
 // SetPosition sets the "position" field.
 func (_u *ProcedureUpdate) SetPosition(v float64) *ProcedureUpdate {
 	_u.mutation.ResetPosition()
@@ -424,6 +438,9 @@ func (_u *ProcedureUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.ContentCleared() {
 		_spec.ClearField(procedure.FieldContent, field.TypeString)
+	}
+	if value, ok := _u.mutation.ProjectName(); ok {
+		_spec.SetField(procedure.FieldProjectName, field.TypeString, value)
 	}
 	if value, ok := _u.mutation.Position(); ok {
 		_spec.SetField(procedure.FieldPosition, field.TypeFloat64, value)
@@ -718,6 +735,20 @@ func (_u *ProcedureUpdateOne) SetProjectID(v uuid.UUID) *ProcedureUpdateOne {
 func (_u *ProcedureUpdateOne) SetNillableProjectID(v *uuid.UUID) *ProcedureUpdateOne {
 	if v != nil {
 		_u.SetProjectID(*v)
+	}
+	return _u
+}
+
+// SetProjectName sets the "project_name" field.
+func (_u *ProcedureUpdateOne) SetProjectName(v string) *ProcedureUpdateOne {
+	_u.mutation.SetProjectName(v)
+	return _u
+}
+
+// SetNillableProjectName sets the "project_name" field if the given value is not nil.
+func (_u *ProcedureUpdateOne) SetNillableProjectName(v *string) *ProcedureUpdateOne {
+	if v != nil {
+		_u.SetProjectName(*v)
 	}
 	return _u
 }
@@ -1020,6 +1051,9 @@ func (_u *ProcedureUpdateOne) sqlSave(ctx context.Context) (_node *Procedure, er
 	}
 	if _u.mutation.ContentCleared() {
 		_spec.ClearField(procedure.FieldContent, field.TypeString)
+	}
+	if value, ok := _u.mutation.ProjectName(); ok {
+		_spec.SetField(procedure.FieldProjectName, field.TypeString, value)
 	}
 	if value, ok := _u.mutation.Position(); ok {
 		_spec.SetField(procedure.FieldPosition, field.TypeFloat64, value)

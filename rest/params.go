@@ -26,11 +26,13 @@ func newParams(q url.Values) *params {
 // get returns the value of the first of names present (aliases). Giving a
 // parameter twice, or two of its aliases, is an error.
 func (p *params) get(names ...string) (string, bool) {
-	var (
-		found string
-		value string
-		ok    bool
-	)
+	_, v, ok := p.lookup(names...)
+	return v, ok
+}
+
+// lookup is get that also returns the name the client used, so that an
+// invalid value is reported under the parameter actually sent.
+func (p *params) lookup(names ...string) (found, value string, ok bool) {
 	for _, n := range names {
 		p.used[n] = true
 		vs, present := p.q[n]
@@ -39,12 +41,11 @@ func (p *params) get(names ...string) (string, bool) {
 		}
 		if ok || len(vs) > 1 {
 			p.val.Add(n, "is given more than once (aliases: %s)", strings.Join(names, ", "))
-			return "", false
+			return "", "", false
 		}
 		found, value, ok = n, vs[0], true
 	}
-	_ = found
-	return value, ok
+	return found, value, ok
 }
 
 // text returns a free-text parameter.
@@ -55,13 +56,15 @@ func (p *params) text(names ...string) string {
 
 // integer returns a whole-number parameter within [min, max], def if absent.
 func (p *params) integer(def, min, max int, names ...string) int {
-	v, ok := p.get(names...)
+	name, v, ok := p.lookup(names...)
 	if !ok {
 		return def
 	}
+	// Digits only, as the OpenAPI document's pattern says: Atoi alone would
+	// also take a sign ("+5").
 	n, err := strconv.Atoi(v)
-	if err != nil || n < min || n > max {
-		p.val.Add(names[0], "must be a whole number from %d to %d", min, max)
+	if err != nil || strings.TrimLeft(v, "0123456789") != "" || n < min || n > max {
+		p.val.Add(name, "must be a whole number from %d to %d", min, max)
 		return def
 	}
 	return n
@@ -69,7 +72,7 @@ func (p *params) integer(def, min, max int, names ...string) int {
 
 // enum returns a parameter that must be one of allowed ("" if absent).
 func (p *params) enum(allowed []string, names ...string) string {
-	v, ok := p.get(names...)
+	name, v, ok := p.lookup(names...)
 	if !ok {
 		return ""
 	}
@@ -78,7 +81,7 @@ func (p *params) enum(allowed []string, names ...string) string {
 			return v
 		}
 	}
-	p.val.Add(names[0], "must be one of %s", strings.Join(allowed, ", "))
+	p.val.Add(name, "must be one of %s", strings.Join(allowed, ", "))
 	return ""
 }
 

@@ -43,6 +43,8 @@ const (
 	FieldCreatorID = "creator_id"
 	// FieldProjectID holds the string denoting the project_id field in the database.
 	FieldProjectID = "project_id"
+	// FieldProjectName holds the string denoting the project_name field in the database.
+	FieldProjectName = "project_name"
 	// FieldPosition holds the string denoting the position field in the database.
 	FieldPosition = "position"
 	// FieldDueAt holds the string denoting the due_at field in the database.
@@ -127,6 +129,7 @@ var Columns = []string{
 	FieldDoerID,
 	FieldCreatorID,
 	FieldProjectID,
+	FieldProjectName,
 	FieldPosition,
 	FieldDueAt,
 	FieldCaptureID,
@@ -160,6 +163,8 @@ var (
 	UpdateDefaultUpdatedAt func() time.Time
 	// NameValidator is a validator for the "name" field. It is called by the builders before save.
 	NameValidator func(string) error
+	// DefaultProjectName holds the default value on creation for the "project_name" field.
+	DefaultProjectName string
 	// CaptureIDValidator is a validator for the "capture_id" field. It is called by the builders before save.
 	CaptureIDValidator func(string) error
 	// DefaultDisplayVideo holds the default value on creation for the "display_video" field.
@@ -290,6 +295,11 @@ func ByCreatorID(opts ...sql.OrderTermOption) OrderOption {
 // ByProjectID orders the results by the project_id field.
 func ByProjectID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldProjectID, opts...).ToFunc()
+}
+
+// ByProjectName orders the results by the project_name field.
+func ByProjectName(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldProjectName, opts...).ToFunc()
 }
 
 // ByPosition orders the results by the position field.

@@ -111,6 +111,11 @@ func ProjectID(v uuid.UUID) predicate.Procedure {
 	return predicate.Procedure(sql.FieldEQ(FieldProjectID, v))
 }
 
+// ProjectName applies equality check predicate on the "project_name" field. It's identical to ProjectNameEQ.
+func ProjectName(v string) predicate.Procedure {
+	return predicate.Procedure(sql.FieldEQ(FieldProjectName, v))
+}
+
 // Position applies equality check predicate on the "position" field. It's identical to PositionEQ.
 func Position(v float64) predicate.Procedure {
 	return predicate.Procedure(sql.FieldEQ(FieldPosition, v))
@@ -619,6 +624,71 @@ func ProjectIDIn(vs ...uuid.UUID) predicate.Procedure {
 // ProjectIDNotIn applies the NotIn predicate on the "project_id" field.
 func ProjectIDNotIn(vs ...uuid.UUID) predicate.Procedure {
 	return predicate.Procedure(sql.FieldNotIn(FieldProjectID, vs...))
+}
+
+// ProjectNameEQ applies the EQ predicate on the "project_name" field.
+func ProjectNameEQ(v string) predicate.Procedure {
+	return predicate.Procedure(sql.FieldEQ(FieldProjectName, v))
+}
+
+// ProjectNameNEQ applies the NEQ predicate on the "project_name" field.
+func ProjectNameNEQ(v string) predicate.Procedure {
+	return predicate.Procedure(sql.FieldNEQ(FieldProjectName, v))
+}
+
+// ProjectNameIn applies the In predicate on the "project_name" field.
+func ProjectNameIn(vs ...string) predicate.Procedure {
+	return predicate.Procedure(sql.FieldIn(FieldProjectName, vs...))
+}
+
+// ProjectNameNotIn applies the NotIn predicate on the "project_name" field.
+func ProjectNameNotIn(vs ...string) predicate.Procedure {
+	return predicate.Procedure(sql.FieldNotIn(FieldProjectName, vs...))
+}
+
+// ProjectNameGT applies the GT predicate on the "project_name" field.
+func ProjectNameGT(v string) predicate.Procedure {
+	return predicate.Procedure(sql.FieldGT(FieldProjectName, v))
+}
+
+// ProjectNameGTE applies the GTE predicate on the "project_name" field.
+func ProjectNameGTE(v string) predicate.Procedure {
+	return predicate.Procedure(sql.FieldGTE(FieldProjectName, v))
+}
+
+// ProjectNameLT applies the LT predicate on the "project_name" field.
+func ProjectNameLT(v string) predicate.Procedure {
+	return predicate.Procedure(sql.FieldLT(FieldProjectName, v))
+}
+
+// ProjectNameLTE applies the LTE predicate on the "project_name" field.
+func ProjectNameLTE(v string) predicate.Procedure {
+	return predicate.Procedure(sql.FieldLTE(FieldProjectName, v))
+}
+
+// ProjectNameContains applies the Contains predicate on the "project_name" field.
+func ProjectNameContains(v string) predicate.Procedure {
+	return predicate.Procedure(sql.FieldContains(FieldProjectName, v))
+}
+
+// ProjectNameHasPrefix applies the HasPrefix predicate on the "project_name" field.
+func ProjectNameHasPrefix(v string) predicate.Procedure {
+	return predicate.Procedure(sql.FieldHasPrefix(FieldProjectName, v))
+}
+
+// ProjectNameHasSuffix applies the HasSuffix predicate on the "project_name" field.
+func ProjectNameHasSuffix(v string) predicate.Procedure {
+	return predicate.Procedure(sql.FieldHasSuffix(FieldProjectName, v))
+}
+
+// ProjectNameEqualFold applies the EqualFold predicate on the "project_name" field.
+func ProjectNameEqualFold(v string) predicate.Procedure {
+	return predicate.Procedure(sql.FieldEqualFold(FieldProjectName, v))
+}
+
+// ProjectNameContainsFold applies the ContainsFold predicate on the "project_name" field.
+func ProjectNameContainsFold(v string) predicate.Procedure {
+	return predicate.Procedure(sql.FieldContainsFold(FieldProjectName, v))
 }
 
 // PositionEQ applies the EQ predicate on the "position" field.

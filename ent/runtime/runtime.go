@@ -176,16 +176,20 @@ func init() {
 			return nil
 		}
 	}()
+	// procedureDescProjectName is the schema descriptor for project_name field.
+	procedureDescProjectName := procedureFields[12].Descriptor()
+	// procedure.DefaultProjectName holds the default value on creation for the project_name field.
+	procedure.DefaultProjectName = procedureDescProjectName.Default.(string)
 	// procedureDescCaptureID is the schema descriptor for capture_id field.
-	procedureDescCaptureID := procedureFields[14].Descriptor()
+	procedureDescCaptureID := procedureFields[15].Descriptor()
 	// procedure.CaptureIDValidator is a validator for the "capture_id" field. It is called by the builders before save.
 	procedure.CaptureIDValidator = procedureDescCaptureID.Validators[0].(func(string) error)
 	// procedureDescDisplayVideo is the schema descriptor for display_video field.
-	procedureDescDisplayVideo := procedureFields[15].Descriptor()
+	procedureDescDisplayVideo := procedureFields[16].Descriptor()
 	// procedure.DefaultDisplayVideo holds the default value on creation for the display_video field.
 	procedure.DefaultDisplayVideo = procedureDescDisplayVideo.Default.(bool)
 	// procedureDescIsFineTunedData is the schema descriptor for is_fine_tuned_data field.
-	procedureDescIsFineTunedData := procedureFields[16].Descriptor()
+	procedureDescIsFineTunedData := procedureFields[17].Descriptor()
 	// procedure.DefaultIsFineTunedData holds the default value on creation for the is_fine_tuned_data field.
 	procedure.DefaultIsFineTunedData = procedureDescIsFineTunedData.Default.(bool)
 	// procedureDescID is the schema descriptor for id field.

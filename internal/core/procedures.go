@@ -251,13 +251,14 @@ func validCaptureID(val *apperr.Validation, s string) {
 
 // checkRefs confirms that the referenced category, doer and project exist in
 // the viewer's workspace (the tenancy interceptor hides all others), naming
-// the offending field otherwise.
-func (s *Service) checkRefs(ctx context.Context, categoryID, doerID, projectID *uuid.UUID) error {
+// the offending field otherwise. It returns the project's name, which
+// procedures keep a copy of for sorting.
+func (s *Service) checkRefs(ctx context.Context, categoryID, doerID, projectID *uuid.UUID) (projectName string, err error) {
 	val := &apperr.Validation{}
 	if categoryID != nil {
 		ok, err := s.client.Category.Query().Where(category.ID(*categoryID)).Exist(ctx)
 		if err != nil {
-			return apperr.Map(err)
+			return "", apperr.Map(err)
 		}
 		if !ok {
 			val.Add("categoryId", "no such category in this workspace")
@@ -266,22 +267,24 @@ func (s *Service) checkRefs(ctx context.Context, categoryID, doerID, projectID *
 	if doerID != nil {
 		ok, err := s.client.Member.Query().Where(member.ID(*doerID), member.RemovedAtIsNil()).Exist(ctx)
 		if err != nil {
-			return apperr.Map(err)
+			return "", apperr.Map(err)
 		}
 		if !ok {
 			val.Add("doerId", "no such member in this workspace")
 		}
 	}
 	if projectID != nil {
-		ok, err := s.client.Project.Query().Where(project.ID(*projectID)).Exist(ctx)
+		names, err := s.client.Project.Query().Where(project.ID(*projectID)).Select(project.FieldName).Strings(ctx)
 		if err != nil {
-			return apperr.Map(err)
+			return "", apperr.Map(err)
 		}
-		if !ok {
+		if len(names) == 0 {
 			val.Add("projectId", "no such project in this workspace")
+		} else {
+			projectName = names[0]
 		}
 	}
-	return val.Err()
+	return projectName, val.Err()
 }
 
 // CreateProcedure validates in, optionally generates its content, and stores
@@ -318,7 +321,8 @@ func (s *Service) CreateProcedure(ctx context.Context, in CreateProcedureInput) 
 	if err := val.Err(); err != nil {
 		return nil, err
 	}
-	if err := s.checkRefs(ctx, &categoryID, &doerID, &projectID); err != nil {
+	projectName, err := s.checkRefs(ctx, &categoryID, &doerID, &projectID)
+	if err != nil {
 		return nil, err
 	}
 	if in.GenerateProcedure {
@@ -352,6 +356,7 @@ func (s *Service) CreateProcedure(ctx context.Context, in CreateProcedureInput) 
 			SetDoerID(doerID).
 			SetCreatorID(v.MemberID).
 			SetProjectID(projectID).
+			SetProjectName(projectName).
 			SetPosition(pos).
 			SetDueAt(in.DueAt.UTC()).
 			SetNillableCaptureID(in.CaptureID).
@@ -500,7 +505,7 @@ func procedureOrder(o ProcedureOrder) ([]procedure.OrderOption, error) {
 	case SortName:
 		first = procedure.ByName(dir)
 	case SortProjectName:
-		first = procedure.ByProjectField(project.FieldName, dir)
+		first = procedure.ByProjectName(dir)
 	}
 	return []procedure.OrderOption{first, procedure.ByID(dir)}, nil
 }
@@ -634,8 +639,12 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 	if err := val.Err(); err != nil {
 		return nil, err
 	}
-	if err := s.checkRefs(ctx, categoryID, doerID, projectID); err != nil {
+	projectName, err := s.checkRefs(ctx, categoryID, doerID, projectID)
+	if err != nil {
 		return nil, err
+	}
+	if projectID != nil {
+		chain(func(u *ent.ProcedureUpdateOne) { u.SetProjectName(projectName) })
 	}
 	var updated *ent.Procedure
 	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {

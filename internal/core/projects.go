@@ -180,8 +180,12 @@ func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput)
 	var updated *ent.Project
 	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
 		u := tx.Project.UpdateOneID(p.ID)
-		if hasName {
+		if hasName && name != p.Name {
 			u.SetName(name)
+			// Procedures keep a copy of their project's name for sorting.
+			if err := tx.Procedure.Update().Where(procedure.ProjectID(p.ID)).SetProjectName(name).Exec(ctx); err != nil {
+				return err
+			}
 		}
 		// Clear or set, never both: PostgreSQL refuses two assignments to
 		// one column in an UPDATE.
