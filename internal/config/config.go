@@ -27,6 +27,17 @@ type Config struct {
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
+	AI                AI
+}
+
+// AI configures content generation (internal/generate).
+type AI struct {
+	Provider   string
+	URL        string
+	Model      string
+	APIKey     string
+	Timeout    time.Duration
+	MaxRetries int
 }
 
 // setting is one flag with its environment variable.
@@ -53,6 +64,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
+		AI:                AI{Provider: "template", Timeout: 60 * time.Second, MaxRetries: 2},
 	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -70,6 +82,12 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		dur(&c.ReadTimeout, "read-timeout", "PROCSVC_READ_TIMEOUT", "HTTP read timeout"),
 		dur(&c.WriteTimeout, "write-timeout", "PROCSVC_WRITE_TIMEOUT", "HTTP write timeout"),
 		dur(&c.IdleTimeout, "idle-timeout", "PROCSVC_IDLE_TIMEOUT", "HTTP keep-alive idle timeout"),
+		str(&c.AI.Provider, "ai-provider", "PROCSVC_AI_PROVIDER", "content generator for generateProcedure: template (offline) or openai (any OpenAI-compatible server)"),
+		str(&c.AI.URL, "ai-url", "PROCSVC_AI_URL", "openai: base URL, e.g. http://127.0.0.1:11434 for Ollama"),
+		str(&c.AI.Model, "ai-model", "PROCSVC_AI_MODEL", "openai: model name"),
+		str(&c.AI.APIKey, "ai-api-key", "PROCSVC_AI_API_KEY", "openai: API key, optional for local servers (prefer the environment variable)"),
+		dur(&c.AI.Timeout, "ai-timeout", "PROCSVC_AI_TIMEOUT", "openai: timeout of one attempt"),
+		num(&c.AI.MaxRetries, "ai-max-retries", "PROCSVC_AI_MAX_RETRIES", "openai: retries on 429, 5xx and connection errors (0 to 10)"),
 	}
 	for _, s := range settings {
 		s.bind(fs, s.flag, fmt.Sprintf("%s (env %s)", s.usage, s.env))
@@ -101,6 +119,12 @@ func (c *Config) validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("invalid log level %q: use debug, info, warn or error (--log-level, PROCSVC_LOG_LEVEL)", c.LogLevel))
+	}
+	if c.AI.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--ai-timeout must be positive, got %s (PROCSVC_AI_TIMEOUT)", c.AI.Timeout))
+	}
+	if c.AI.MaxRetries < 0 || c.AI.MaxRetries > 10 {
+		errs = append(errs, fmt.Errorf("invalid retry count %d: use 0 to 10 (--ai-max-retries, PROCSVC_AI_MAX_RETRIES)", c.AI.MaxRetries))
 	}
 	if c.ResponseCacheMB < 0 || c.ResponseCacheMB > 1<<16 {
 		errs = append(errs, fmt.Errorf("invalid response cache size %d MB: use 0 to 65536 (--response-cache-mb, PROCSVC_RESPONSE_CACHE_MB)", c.ResponseCacheMB))

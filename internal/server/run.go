@@ -13,6 +13,7 @@ import (
 	"github.com/procsvc/procsvc/internal/config"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
+	"github.com/procsvc/procsvc/internal/generate"
 )
 
 // Run serves cfg until ctx is cancelled, then drains in-flight requests for
@@ -20,6 +21,14 @@ import (
 // workspace and prints its admin token to out. ready, if set, is told the
 // bound address once the server accepts connections.
 func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer, ready func(addr string)) error {
+	gen, err := newGenerator(cfg.AI)
+	if err != nil {
+		return err
+	}
+	log.Info(generatorSummary(cfg.AI))
+	if cfg.AI.Provider == generate.ProviderOpenAI && cfg.WriteTimeout <= cfg.AI.Timeout {
+		log.Warn("--write-timeout is not longer than --ai-timeout: a slow generation outlives its response", "write_timeout", cfg.WriteTimeout.String(), "ai_timeout", cfg.AI.Timeout.String())
+	}
 	db, err := database.Open(ctx, cfg.DatabaseURL, database.Options{MaxOpenConns: cfg.DBMaxConns})
 	if err != nil {
 		return err
@@ -33,12 +42,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	if err != nil {
 		return err
 	}
-	svc := core.New(db.Client)
+	svc := core.New(db.Client, core.WithGenerator(gen))
 	if err := bootstrap(ctx, svc, cfg.BootstrapToken, out); err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           NewHandler(Deps{DB: db, Service: svc, Log: log, ResponseCacheBytes: int64(cfg.ResponseCacheMB) << 20}),
+		Handler:           NewHandler(Deps{DB: db, Service: svc, Log: log, ResponseCacheBytes: int64(cfg.ResponseCacheMB) << 20, RequestTimeout: cfg.WriteTimeout}),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.WriteTimeout,
@@ -130,4 +139,20 @@ func seedDemo(ctx context.Context, svc *core.Service, b *core.Bootstrapped) erro
 		Content: content,
 	})
 	return err
+}
+
+// newGenerator builds the content generator of cfg. A retry count of 0 means
+// none (internal/generate reads 0 as its default, so it is passed as -1).
+func newGenerator(cfg config.AI) (core.Generator, error) {
+	g := generate.Config{Provider: cfg.Provider, URL: cfg.URL, Model: cfg.Model, APIKey: cfg.APIKey,
+		Timeout: cfg.Timeout, MaxRetries: cfg.MaxRetries}
+	if g.MaxRetries == 0 {
+		g.MaxRetries = -1
+	}
+	return generate.New(g)
+}
+
+func generatorSummary(cfg config.AI) string {
+	return generate.Config{Provider: cfg.Provider, URL: cfg.URL, Model: cfg.Model, APIKey: cfg.APIKey,
+		Timeout: cfg.Timeout, MaxRetries: cfg.MaxRetries}.Describe()
 }

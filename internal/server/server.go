@@ -28,6 +28,9 @@ type Deps struct {
 	Metrics *metrics.Metrics
 	// ResponseCacheBytes bounds the read-response cache; 0 disables it.
 	ResponseCacheBytes int64
+	// RequestTimeout, when set, bounds every request's work (database and
+	// generation calls see the deadline); use the server's write timeout.
+	RequestTimeout time.Duration
 }
 
 // NewHandler returns procsvc's whole HTTP surface.
@@ -75,7 +78,26 @@ func NewHandler(d Deps) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		restErr(w, r, apperr.New(apperr.NotFound, "no route for %s %s", r.Method, r.URL.Path))
 	})
-	return middleware.WithRequestID(middleware.Observe(d.Log, d.Metrics)(mux))
+	var h http.Handler = mux
+	if d.RequestTimeout > 0 {
+		h = withDeadline(d.RequestTimeout, h)
+	}
+	return middleware.WithRequestID(middleware.Observe(d.Log, d.Metrics)(h))
+}
+
+// withDeadline gives each request's context a deadline just short of the
+// server's write timeout, so that work whose response could no longer be
+// written stops (answering unavailable or generation_failed) instead of
+// running on.
+func withDeadline(d time.Duration, next http.Handler) http.Handler {
+	if d > 2*time.Second {
+		d -= time.Second
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // index is the landing page: where to go next, for people and for tools.
