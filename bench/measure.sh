@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Reproduces docs/performance.md: seeds a PostgreSQL database with workload W
+# (or another size), starts procsvc on loopback, drives it with the load tool
+# at 16 and 64 clients over REST and GraphQL, and prints req/s, latency
+# percentiles, CPU milliseconds per request for procsvc and for PostgreSQL,
+# and procsvc's peak RSS.
+#
+#   bash bench/measure.sh                    # W: 100 000 + 4 × 25 000 procedures
+#   PROCEDURES=10000 NOISE=0 bash bench/measure.sh
+#   CACHE_MB=0 bash bench/measure.sh         # without the response cache
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PROCEDURES=${PROCEDURES:-100000}
+NOISE=${NOISE:-4}
+NOISE_PROCEDURES=${NOISE_PROCEDURES:-25000}
+DURATION=${DURATION:-15s}
+CACHE_MB=${CACHE_MB:-64}
+CLIENTS=${CLIENTS:-"16 64"}
+APIS=${APIS:-"rest graphql"}
+PG=${PG:-postgres://postgres@127.0.0.1:5432}
+DB=procsvc_measure_$$
+ADDR=127.0.0.1:18300
+BIN=$(mktemp -d)/procsvc
+trap 'kill $SERVER 2>/dev/null || true; psql "$PG/postgres?sslmode=disable" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
+
+go build -o "$BIN" ./cmd/procsvc
+psql "$PG/postgres?sslmode=disable" -qc "CREATE DATABASE $DB"
+export DATABASE_URL="$PG/$DB?sslmode=disable"
+"$BIN" migrate >/dev/null
+seed=$("$BIN" bench seed --procedures "$PROCEDURES" --noise-workspaces "$NOISE" --noise-procedures "$NOISE_PROCEDURES")
+echo "$seed" | head -1
+TOKEN=$(echo "$seed" | awk '/^token:/ {print $2}')
+
+PROCSVC_LOG_LEVEL=warn "$BIN" serve --addr "$ADDR" --response-cache-mb "$CACHE_MB" 2>/dev/null &
+SERVER=$!
+for _ in $(seq 1 50); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.2; done
+
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+pg_ticks() { local t=0; for p in $(pgrep -x postgres); do t=$((t + $(awk '{print $14 + $15}' /proc/$p/stat 2>/dev/null || echo 0))); done; echo $t; }
+hz=$(getconf CLK_TCK)
+
+printf '| api | clients | req/s | p50 | p90 | p99 | procsvc CPU ms/req | PostgreSQL CPU ms/req | errors |\n|---|---|---|---|---|---|---|---|---|\n'
+for api in $APIS; do
+  for c in $CLIENTS; do
+    # warm the caches and connections, then measure
+    "$BIN" bench load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration 2s >/dev/null
+    a0=$(ticks $SERVER); p0=$(pg_ticks)
+    out=$("$BIN" bench load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration "$DURATION")
+    a1=$(ticks $SERVER); p1=$(pg_ticks)
+    n=$(echo "$out" | sed -n 's/.*requests=\([0-9]*\).*/\1/p')
+    rps=$(echo "$out" | sed -n 's/.*req\/s=\([0-9.]*\).*/\1/p')
+    p50=$(echo "$out" | sed -n 's/.*p50=\([^ ]*\).*/\1/p'); p90=$(echo "$out" | sed -n 's/.*p90=\([^ ]*\).*/\1/p'); p99=$(echo "$out" | sed -n 's/.*p99=\([^ ]*\).*/\1/p')
+    errs=$(echo "$out" | grep -c '^errors\[' || true)
+    app=$(awk -v d=$((a1 - a0)) -v n="$n" -v hz="$hz" 'BEGIN { printf "%.2f", d * 1000 / hz / n }')
+    pg=$(awk -v d=$((p1 - p0)) -v n="$n" -v hz="$hz" 'BEGIN { printf "%.2f", d * 1000 / hz / n }')
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$api" "$c" "$rps" "$p50" "$p90" "$p99" "$app" "$pg" "$errs"
+  done
+done
+echo "procsvc peak RSS: $(awk '/VmHWM/ {print $2, $3}' /proc/$SERVER/status)"
