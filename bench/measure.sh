@@ -7,18 +7,20 @@
 #
 #   bash bench/measure.sh                    # W: 100 000 + 4 × 25 000 procedures
 #   PROCEDURES=10000 NOISE=0 bash bench/measure.sh
-#   CACHE_MB=0 bash bench/measure.sh         # without the response cache
+#   CACHES=0 bash bench/measure.sh           # only without the response cache
+#   SERVE_ARGS="--db-prepare" bash bench/measure.sh   # extra serve flags
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROCEDURES=${PROCEDURES:-100000}
 NOISE=${NOISE:-4}
 NOISE_PROCEDURES=${NOISE_PROCEDURES:-25000}
 DURATION=${DURATION:-15s}
-CACHE_MB=${CACHE_MB:-64}
+CACHES=${CACHES:-"64 0"}   # response cache sizes (MB) to measure; 0 = off
 CLIENTS=${CLIENTS:-"16 64"}
 APIS=${APIS:-"rest graphql"}
 PG=${PG:-postgres://postgres@127.0.0.1:5432}
 DB=procsvc_measure_$$
+SERVER=
 ADDR=127.0.0.1:18300
 BIN=$(mktemp -d)/procsvc
 trap 'kill $SERVER 2>/dev/null || true; psql "$PG/postgres?sslmode=disable" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
@@ -31,15 +33,22 @@ seed=$("$BIN" bench seed --procedures "$PROCEDURES" --noise-workspaces "$NOISE" 
 echo "$seed" | head -1
 TOKEN=$(echo "$seed" | awk '/^token:/ {print $2}')
 
-PROCSVC_LOG_LEVEL=warn "$BIN" serve --addr "$ADDR" --response-cache-mb "$CACHE_MB" 2>/dev/null &
-SERVER=$!
-for _ in $(seq 1 50); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.2; done
-
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-pg_ticks() { local t=0; for p in $(pgrep -x postgres); do t=$((t + $(awk '{print $14 + $15}' /proc/$p/stat 2>/dev/null || echo 0))); done; echo $t; }
+# PostgreSQL's CPU: every live server process, plus what the postmaster has
+# reaped from exited ones (cutime/cstime), so short-lived backends count too.
+pg_ticks() {
+  local t=0 p
+  for p in $(pgrep -x postgres); do t=$((t + $(awk '{print $14 + $15}' /proc/$p/stat 2>/dev/null || echo 0))); done
+  for p in $(pgrep -x -o postgres); do t=$((t + $(awk '{print $16 + $17}' /proc/$p/stat 2>/dev/null || echo 0))); done
+  echo $t
+}
 hz=$(getconf CLK_TCK)
 
-printf '| api | clients | req/s | p50 | p90 | p99 | procsvc CPU ms/req | PostgreSQL CPU ms/req | errors |\n|---|---|---|---|---|---|---|---|---|\n'
+printf '| cache | api | clients | req/s | p50 | p90 | p99 | procsvc CPU ms/req | PostgreSQL CPU ms/req | errors |\n|---|---|---|---|---|---|---|---|---|---|\n'
+for cache in $CACHES; do
+PROCSVC_LOG_LEVEL=warn "$BIN" serve --addr "$ADDR" --response-cache-mb "$cache" ${SERVE_ARGS:-} 2>/dev/null &
+SERVER=$!
+for _ in $(seq 1 50); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.2; done
 for api in $APIS; do
   for c in $CLIENTS; do
     # warm the caches and connections, then measure
@@ -53,7 +62,9 @@ for api in $APIS; do
     errs=$(echo "$out" | grep -c '^errors\[' || true)
     app=$(awk -v d=$((a1 - a0)) -v n="$n" -v hz="$hz" 'BEGIN { printf "%.2f", d * 1000 / hz / n }')
     pg=$(awk -v d=$((p1 - p0)) -v n="$n" -v hz="$hz" 'BEGIN { printf "%.2f", d * 1000 / hz / n }')
-    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$api" "$c" "$rps" "$p50" "$p90" "$p99" "$app" "$pg" "$errs"
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$([ "$cache" = 0 ] && echo off || echo "${cache} MB")" "$api" "$c" "$rps" "$p50" "$p90" "$p99" "$app" "$pg" "$errs"
   done
 done
-echo "procsvc peak RSS: $(awk '/VmHWM/ {print $2, $3}' /proc/$SERVER/status)"
+echo "procsvc peak RSS (cache $cache): $(awk '/VmHWM/ {print $2, $3}' /proc/$SERVER/status)" >&2
+kill $SERVER; wait $SERVER 2>/dev/null || true
+done

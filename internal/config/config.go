@@ -17,6 +17,7 @@ type Config struct {
 	Addr              string
 	DatabaseURL       string
 	DBMaxConns        int
+	DBPrepare         bool
 	LogFormat         string
 	LogLevel          string
 	BootstrapToken    string
@@ -59,6 +60,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		LogFormat:         "json",
 		LogLevel:          "info",
 		ResponseCacheMB:   64,
+		DBPrepare:         true,
 		ShutdownTimeout:   20 * time.Second,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
@@ -73,6 +75,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		str(&c.DatabaseURL, "database-url", "DATABASE_URL", "postgres://… for PostgreSQL; sqlite://PATH for SQLite (default sqlite://data/procsvc.db)"),
 		num(&c.DBMaxConns, "db-max-conns", "PROCSVC_DB_MAX_CONNS", "database connection pool size (0: 20 on PostgreSQL, 8 on SQLite)"),
 		num(&c.ResponseCacheMB, "response-cache-mb", "PROCSVC_RESPONSE_CACHE_MB", "memory for cached read responses, keyed by workspace version (0 disables)"),
+		boolean(&c.DBPrepare, "db-prepare", "PROCSVC_DB_PREPARE", "PostgreSQL: send reads as prepared statements, planned once per connection; set false behind PgBouncer in transaction mode"),
 		str(&c.LogFormat, "log-format", "PROCSVC_LOG_FORMAT", "log format: json or text"),
 		str(&c.LogLevel, "log-level", "PROCSVC_LOG_LEVEL", "log level: debug, info, warn or error"),
 		boolean(&c.Migrate, "migrate", "PROCSVC_MIGRATE", "apply pending PostgreSQL migrations before serving (SQLite always migrates)"),

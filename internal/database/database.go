@@ -30,6 +30,11 @@ const DefaultURL = "sqlite://data/procsvc.db"
 type Options struct {
 	// MaxOpenConns caps the pool; 0 picks a default for the dialect.
 	MaxOpenConns int
+	// Prepare sends PostgreSQL reads outside transactions as prepared
+	// statements (cached per connection), so that the server plans each
+	// query shape once instead of on every request. Not for PgBouncer in
+	// transaction mode.
+	Prepare bool
 }
 
 // DB is an open database: the ent client, its dialect and a statement counter.
@@ -45,7 +50,12 @@ type DB struct {
 func (db *DB) Statements() int64 { return db.counter.n.Load() }
 
 // Close closes the client and the pool.
-func (db *DB) Close() error { return db.Client.Close() }
+func (db *DB) Close() error {
+	if db.counter.stmts != nil {
+		db.counter.stmts.close()
+	}
+	return db.Client.Close()
+}
 
 // Ping reports whether the database answers.
 func (db *DB) Ping(ctx context.Context) error { return db.SQL.PingContext(ctx) }
@@ -106,6 +116,9 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	}
 	drv = entsql.OpenDB(name, sqlDB)
 	c := &counter{Driver: drv}
+	if opts.Prepare && name == dialect.Postgres {
+		c.stmts = newStmtCache(sqlDB)
+	}
 	client := ent.NewClient(ent.Driver(c))
 	return &DB{Client: client, Dialect: name, SQL: sqlDB, counter: c}, nil
 }
@@ -228,6 +241,7 @@ type counter struct {
 	dialect.Driver
 	n      atomic.Int64
 	record atomic.Pointer[func(Statement)]
+	stmts  *stmtCache // nil unless Options.Prepare
 }
 
 func (c *counter) observe(query string, args any) {
@@ -245,6 +259,13 @@ func (c *counter) Exec(ctx context.Context, query string, args, v any) error {
 
 func (c *counter) Query(ctx context.Context, query string, args, v any) error {
 	c.observe(query, args)
+	if c.stmts != nil {
+		if vr, ok := v.(*entsql.Rows); ok {
+			if argv, ok := args.([]any); ok {
+				return c.stmts.query(ctx, query, argv, vr)
+			}
+		}
+	}
 	return c.Driver.Query(ctx, query, args, v)
 }
 

@@ -62,7 +62,8 @@ func Open(t testing.TB, dialect string) *database.DB {
 	default:
 		t.Fatalf("dbtest: unknown dialect %q", dialect)
 	}
-	db, err := database.Open(ctx, rawURL, database.Options{})
+	// Prepared statements are the server's default on PostgreSQL.
+	db, err := database.Open(ctx, rawURL, database.Options{Prepare: dialect == "postgres"})
 	if err != nil {
 		t.Fatalf("dbtest: open %s: %v", dialect, err)
 	}

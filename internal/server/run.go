@@ -29,7 +29,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	if cfg.AI.Provider == generate.ProviderOpenAI && cfg.WriteTimeout <= cfg.AI.Timeout {
 		log.Warn("--write-timeout is not longer than --ai-timeout: a slow generation outlives its response", "write_timeout", cfg.WriteTimeout.String(), "ai_timeout", cfg.AI.Timeout.String())
 	}
-	db, err := database.Open(ctx, cfg.DatabaseURL, database.Options{MaxOpenConns: cfg.DBMaxConns})
+	db, err := database.Open(ctx, cfg.DatabaseURL, database.Options{MaxOpenConns: cfg.DBMaxConns, Prepare: cfg.DBPrepare})
 	if err != nil {
 		return err
 	}
