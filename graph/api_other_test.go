@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/procsvc/procsvc/graph"
 	"github.com/procsvc/procsvc/internal/apitest"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
@@ -101,7 +102,7 @@ func namedIDs(ns []named) []string {
 // testNamedList checks a name-sorted list: order by name then id, search
 // (case-insensitive on what match says), totalCount and Relay pagination.
 func testNamedList(t *testing.T, s *apitest.Server, token, field string, match func(n named, q string) bool, searches ...string) {
-	all := listNamed(t, s, token, field, obj("first", core.MaxListPageSize))
+	all := listNamed(t, s, token, field, obj("first", graph.MaxPageSize))
 	if all.TotalCount != len(all.Nodes) || all.TotalCount < 4 {
 		t.Fatalf("%s: totalCount %d, %d nodes; the test needs at least 4", field, all.TotalCount, len(all.Nodes))
 	}
@@ -189,7 +190,7 @@ func testNamedList(t *testing.T, s *apitest.Server, token, field string, match f
 		vars  map[string]any
 		field string
 	}{
-		{"ErrFirstTooLarge", obj("first", core.MaxListPageSize+1), "first"},
+		{"ErrFirstTooLarge", obj("first", graph.MaxPageSize+1), "first"},
 		{"ErrLastNegative", obj("last", -2), "last"},
 		{"ErrAfterNotCursor", obj("after", "nope"), "after"},
 		{"ErrSearchTooLong", obj("search", strings.Repeat("q", core.MaxTitleLen+1)), "search"},
@@ -776,7 +777,7 @@ func TestMembers(t *testing.T) {
 			if got := getMember(t, id); got.RemovedAt == nil {
 				t.Fatalf("member(id) of a removed member: %s", dump(got))
 			}
-			for _, m := range listNamed(t, s, w.ViewToken, "members", obj("first", 500)).Nodes {
+			for _, m := range listNamed(t, s, w.ViewToken, "members", obj("first", graph.MaxPageSize)).Nodes {
 				if m.ID == id {
 					t.Fatal("a removed member is still listed")
 				}
@@ -808,7 +809,7 @@ func TestMembers(t *testing.T) {
 		addMember(t, s, w, "Bob Builder", "bob@builder.example", "MEMBER")
 		addMember(t, s, w, "Bob Builder", "bob2@builder.example", "MEMBER")
 		var all struct{ Members struct{ Nodes []memberT } }
-		ok(t, s.GraphQL(t, w.ViewToken, `{ members(first: 500) { nodes { `+memberFields+` } } }`, nil), &all)
+		ok(t, s.GraphQL(t, w.ViewToken, `{ members(first: 100) { nodes { `+memberFields+` } } }`, nil), &all)
 		emails := map[string]string{}
 		for _, m := range all.Members.Nodes {
 			emails[m.ID] = m.Email

@@ -18,9 +18,9 @@ const snapshotQuery = `{
 	workspace { id name key createdAt }
 	viewer { ` + memberFields + ` }
 	procedures(first: 100, orderBy: {field: NAME, direction: ASC}) { totalCount nodes { ` + procFields + ` } }
-	projects(first: 500) { totalCount nodes { ` + projectFields + ` } }
-	categories(first: 500) { totalCount nodes { ` + categoryFields + ` } }
-	members(first: 500) { totalCount nodes { ` + memberFields + ` } }
+	projects(first: 100) { totalCount nodes { ` + projectFields + ` } }
+	categories(first: 100) { totalCount nodes { ` + categoryFields + ` } }
+	members(first: 100) { totalCount nodes { ` + memberFields + ` } }
 	tokens { id name member { id } createdAt expiresAt revokedAt }
 }`
 
@@ -108,9 +108,9 @@ func TestTenancy(t *testing.T) {
 			{name: "ProjectsSearch", query: `{ projects(search: "acme") { totalCount nodes { id } } }`, data: `{"projects":{"totalCount":0,"nodes":[]}}`},
 			{name: "CategoriesSearch", query: `{ categories(search: "acme") { totalCount nodes { id } } }`, data: `{"categories":{"totalCount":0,"nodes":[]}}`},
 			{name: "MembersSearch", query: `{ members(search: "acme") { totalCount nodes { id } } }`, data: `{"members":{"totalCount":0,"nodes":[]}}`},
-			{name: "ProjectsList", query: `{ projects(first: 500) { totalCount nodes { id name } } }`},
-			{name: "CategoriesList", query: `{ categories(first: 500) { totalCount nodes { id name } } }`},
-			{name: "MembersList", query: `{ members(first: 500) { totalCount nodes { id name email } } }`},
+			{name: "ProjectsList", query: `{ projects(first: 100) { totalCount nodes { id name } } }`},
+			{name: "CategoriesList", query: `{ categories(first: 100) { totalCount nodes { id name } } }`},
+			{name: "MembersList", query: `{ members(first: 100) { totalCount nodes { id name email } } }`},
 			{name: "TokensList", query: `{ tokens { id name member { id name } } }`, admin: true},
 			{name: "Workspace", query: `{ workspace { id name key } }`, data: `{"workspace":{"id":"` + b.ID + `","name":"Beta","key":"BETA"}}`},
 			{name: "Viewer", query: `{ viewer { id workspaceId } }`, data: `{"viewer":{"id":"` + b.AdminID + `","workspaceId":"` + b.ID + `"}}`, admin: true},

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +30,9 @@ import (
 const (
 	MaxDepth      = 12
 	MaxComplexity = 2000
+	// MaxPageSize bounds first/last on every GraphQL connection. The core
+	// allows REST's other lists up to 500; GraphQL keeps DESIGN §7's 100.
+	MaxPageSize = 100
 )
 
 // NewServer returns the GraphQL executor over r: POST and GET transports,
@@ -44,6 +48,7 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics) *handler.Serve
 	srv.Use(extension.Introspection{})
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
 	srv.Use(depthLimit{max: MaxDepth})
+	srv.Use(pageSizeLimit{max: MaxPageSize})
 	srv.Use(extension.FixedComplexityLimit(MaxComplexity))
 	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 		oc := graphql.GetOperationContext(ctx)
@@ -71,6 +76,13 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics) *handler.Serve
 		return apperr.New(apperr.Internal, "internal error")
 	})
 	return srv
+}
+
+func init() {
+	// Operations refused by procsvc's own limits (depth, page size) are
+	// protocol errors like gqlgen's validation failures: answered with a
+	// 4xx status, not 200.
+	errcode.RegisterErrorType(string(apperr.ValidationFailed), errcode.KindProtocol)
 }
 
 // gqlgenCodes maps gqlgen's own error codes to ours.
@@ -107,6 +119,9 @@ func presentError(ctx context.Context, log *slog.Logger, err error) *gqlerror.Er
 			code = apperr.ValidationFailed
 		}
 		ae = &apperr.Error{Code: code, Message: ge.Message}
+		if fields, ok := ge.Extensions["fields"].([]apperr.FieldError); ok {
+			ae.Fields = fields
+		}
 	default:
 		ae = apperr.From(err)
 		code = ae.Code
@@ -232,4 +247,78 @@ func max2(a, b int) int {
 		return a
 	}
 	return b
+}
+
+// pageSizeLimit refuses first/last above max on any field, before any
+// resolver (and so any SQL) runs.
+type pageSizeLimit struct{ max int }
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.OperationContextMutator
+} = pageSizeLimit{}
+
+func (pageSizeLimit) ExtensionName() string                   { return "PageSizeLimit" }
+func (pageSizeLimit) Validate(graphql.ExecutableSchema) error { return nil }
+func (p pageSizeLimit) MutateOperationContext(_ context.Context, oc *graphql.OperationContext) *gqlerror.Error {
+	op := oc.Doc.Operations.ForName(oc.OperationName)
+	if op == nil {
+		return nil
+	}
+	return p.check(oc.Doc, op.SelectionSet, oc.Variables, 0)
+}
+
+func (p pageSizeLimit) check(doc *ast.QueryDocument, set ast.SelectionSet, vars map[string]any, depth int) *gqlerror.Error {
+	if depth > MaxDepth {
+		return nil // the depth limit answers
+	}
+	for _, sel := range set {
+		switch s := sel.(type) {
+		case *ast.Field:
+			args := s.ArgumentMap(vars)
+			for _, name := range []string{"first", "last"} {
+				if n, ok := asInt(args[name]); ok && n > int64(p.max) {
+					err := gqlerror.Errorf("%s: %s may be at most %d", s.Name, name, p.max)
+					err.Extensions = map[string]any{"code": string(apperr.ValidationFailed),
+						"fields": []apperr.FieldError{{Field: name, Message: fmt.Sprintf("must be at most %d", p.max)}}}
+					return err
+				}
+			}
+			if err := p.check(doc, s.SelectionSet, vars, depth+1); err != nil {
+				return err
+			}
+		case *ast.InlineFragment:
+			if err := p.check(doc, s.SelectionSet, vars, depth); err != nil {
+				return err
+			}
+		case *ast.FragmentSpread:
+			def := s.Definition
+			if def == nil {
+				def = doc.Fragments.ForName(s.Name)
+			}
+			if def != nil {
+				if err := p.check(doc, def.SelectionSet, vars, depth); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// asInt reads an Int argument, whether it came inline or through variables
+// (decoded as json.Number).
+func asInt(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	case float64:
+		return int64(n), true
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil
+	}
+	return 0, false
 }
