@@ -20,9 +20,11 @@ import (
 	"github.com/procsvc/procsvc/graph/model"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/loader"
 	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/middleware"
 	"github.com/procsvc/procsvc/internal/respcache"
+	"github.com/procsvc/procsvc/internal/viewer"
 )
 
 // Limits of one GraphQL operation (DESIGN §7). Both are checked before any
@@ -46,7 +48,7 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics) *handler.Serve
 	srv.AddTransport(transport.POST{})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(extension.Introspection{})
-	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
+	srv.Use(extension.AutomaticPersistedQuery{Cache: perWorkspace{lru.New[string](1000)}})
 	srv.Use(depthLimit{max: MaxDepth})
 	srv.Use(pageSizeLimit{max: MaxPageSize})
 	srv.Use(extension.FixedComplexityLimit(MaxComplexity))
@@ -60,6 +62,15 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics) *handler.Serve
 		middleware.Info(ctx).Route = route
 		if oc.Operation != nil && oc.Operation.Operation == ast.Query {
 			respcache.MarkCacheable(ctx, route)
+		}
+		return next(ctx)
+	})
+	// A mutation's root fields run one after another: each starts with
+	// fresh dataloaders, so that none renders an edge (a category, member,
+	// project or comments) loaded before an earlier root field changed it.
+	srv.AroundRootFields(func(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
+		if oc := graphql.GetOperationContext(ctx); oc.Operation != nil && oc.Operation.Operation == ast.Mutation {
+			loader.Reset(ctx)
 		}
 		return next(ctx)
 	})
@@ -83,6 +94,26 @@ func init() {
 	// protocol errors like gqlgen's validation failures: answered with a
 	// 4xx status, not 200.
 	errcode.RegisterErrorType(string(apperr.ValidationFailed), errcode.KindProtocol)
+}
+
+// perWorkspace keys a cache by the viewer's workspace as well, so that one
+// tenant's persisted queries (whose text may hold its data as literals) can
+// neither be run nor detected by another.
+type perWorkspace struct{ graphql.Cache[string] }
+
+func workspaceKey(ctx context.Context, key string) string {
+	if v := viewer.FromContext(ctx); v != nil {
+		return v.WorkspaceID.String() + "/" + key
+	}
+	return "-/" + key
+}
+
+func (c perWorkspace) Get(ctx context.Context, key string) (string, bool) {
+	return c.Cache.Get(ctx, workspaceKey(ctx, key))
+}
+
+func (c perWorkspace) Add(ctx context.Context, key, value string) {
+	c.Cache.Add(ctx, workspaceKey(ctx, key), value)
 }
 
 // gqlgenCodes maps gqlgen's own error codes to ours.

@@ -7,6 +7,7 @@ package graph
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/procsvc/procsvc/ent"
@@ -44,7 +45,7 @@ func (r *mutationResolver) CreateProcedure(ctx context.Context, input model.Crea
 }
 
 // UpdateProcedure is the resolver for the updateProcedure field.
-func (r *mutationResolver) UpdateProcedure(ctx context.Context, id string, input model.UpdateProcedureInput) (*ent.Procedure, error) {
+func (r *mutationResolver) UpdateProcedure(ctx context.Context, id string, input model.UpdateProcedureInput, ifUpdatedAt *time.Time) (*ent.Procedure, error) {
 	return primed(ctx)(r.Service.UpdateProcedure(ctx, id, core.UpdateProcedureInput{
 		Name:            optional(input.Name),
 		Priority:        optionalString(input.Priority),
@@ -58,7 +59,7 @@ func (r *mutationResolver) UpdateProcedure(ctx context.Context, id string, input
 		CaptureID:       optional(input.CaptureID),
 		DisplayVideo:    optional(input.DisplayVideo),
 		IsFineTunedData: optional(input.IsFineTunedData),
-	}))
+	}, core.Preconditions(ifUpdatedAt)...))
 }
 
 // MoveProcedure is the resolver for the moveProcedure field.
@@ -67,8 +68,8 @@ func (r *mutationResolver) MoveProcedure(ctx context.Context, id string, state *
 }
 
 // DeleteProcedure is the resolver for the deleteProcedure field.
-func (r *mutationResolver) DeleteProcedure(ctx context.Context, id string) (*model.DeletePayload, error) {
-	if err := r.Service.DeleteProcedure(ctx, id); err != nil {
+func (r *mutationResolver) DeleteProcedure(ctx context.Context, id string, ifUpdatedAt *time.Time) (*model.DeletePayload, error) {
+	if err := r.Service.DeleteProcedure(ctx, id, core.Preconditions(ifUpdatedAt)...); err != nil {
 		return nil, err
 	}
 	return deleted(id), nil
@@ -82,15 +83,15 @@ func (r *mutationResolver) CreateProject(ctx context.Context, input model.Create
 }
 
 // UpdateProject is the resolver for the updateProject field.
-func (r *mutationResolver) UpdateProject(ctx context.Context, id string, input model.UpdateProjectInput) (*ent.Project, error) {
+func (r *mutationResolver) UpdateProject(ctx context.Context, id string, input model.UpdateProjectInput, ifUpdatedAt *time.Time) (*ent.Project, error) {
 	return r.Service.UpdateProject(ctx, id, core.ProjectInput{
 		Name: optional(input.Name), StartedAt: optional(input.StartedAt), DueAt: optional(input.DueAt),
-	})
+	}, core.Preconditions(ifUpdatedAt)...)
 }
 
 // DeleteProject is the resolver for the deleteProject field.
-func (r *mutationResolver) DeleteProject(ctx context.Context, id string) (*model.DeletePayload, error) {
-	if err := r.Service.DeleteProject(ctx, id); err != nil {
+func (r *mutationResolver) DeleteProject(ctx context.Context, id string, ifUpdatedAt *time.Time) (*model.DeletePayload, error) {
+	if err := r.Service.DeleteProject(ctx, id, core.Preconditions(ifUpdatedAt)...); err != nil {
 		return nil, err
 	}
 	return deleted(id), nil
@@ -102,13 +103,13 @@ func (r *mutationResolver) CreateCategory(ctx context.Context, input model.Creat
 }
 
 // UpdateCategory is the resolver for the updateCategory field.
-func (r *mutationResolver) UpdateCategory(ctx context.Context, id string, input model.UpdateCategoryInput) (*ent.Category, error) {
-	return r.Service.UpdateCategory(ctx, id, optional(input.Name))
+func (r *mutationResolver) UpdateCategory(ctx context.Context, id string, input model.UpdateCategoryInput, ifUpdatedAt *time.Time) (*ent.Category, error) {
+	return r.Service.UpdateCategory(ctx, id, optional(input.Name), core.Preconditions(ifUpdatedAt)...)
 }
 
 // DeleteCategory is the resolver for the deleteCategory field.
-func (r *mutationResolver) DeleteCategory(ctx context.Context, id string) (*model.DeletePayload, error) {
-	if err := r.Service.DeleteCategory(ctx, id); err != nil {
+func (r *mutationResolver) DeleteCategory(ctx context.Context, id string, ifUpdatedAt *time.Time) (*model.DeletePayload, error) {
+	if err := r.Service.DeleteCategory(ctx, id, core.Preconditions(ifUpdatedAt)...); err != nil {
 		return nil, err
 	}
 	return deleted(id), nil

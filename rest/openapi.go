@@ -146,7 +146,12 @@ type operation struct {
 	body     string
 	response string
 	errors   []string
+	// etag: the 200 response carries the record's ETag.
+	etag bool
 }
+
+var ifMatch = obj{"name": "If-Match", "in": "header", "required": false, "schema": str,
+	"description": "the ETag of the record as last read; if it changed since, the write is refused with 412 precondition_failed and nothing changes"}
 
 func operations() map[string]operation {
 	procedureList := append(pageParams(20, 100),
@@ -161,24 +166,24 @@ func operations() map[string]operation {
 	read := []string{"400", "401", "404"}
 	write := []string{"400", "401", "403", "404", "409", "413", "415"}
 	return map[string]operation{
-		"GET /procedures":                {"List procedures", procedureList, "", "ProcedureList", []string{"400", "401"}},
-		"POST /procedures":               {"Create a procedure", nil, "CreateProcedure", "Procedure", append(write, "502")},
-		"GET /procedures/{id}":           {"Get a procedure by id or shortId", nil, "", "Procedure", read},
-		"PUT /procedures/{id}":           {"Update a procedure (only the fields sent)", nil, "UpdateProcedure", "Procedure", write},
-		"DELETE /procedures/{id}":        {"Delete a procedure and its comments", nil, "", "Deleted", []string{"400", "401", "403", "404"}},
-		"POST /procedures/{id}/comments": {"Comment on a procedure", nil, "AddComment", "Comment", write},
-		"GET /projects":                  {"List projects", pageParams(100, 500), "", "ProjectList", []string{"400", "401"}},
-		"POST /projects":                 {"Create a project", nil, "CreateProject", "Project", write},
-		"GET /projects/{id}":             {"Get a project", nil, "", "Project", read},
-		"PUT /projects/{id}":             {"Update a project", nil, "UpdateProject", "Project", write},
-		"DELETE /projects/{id}":          {"Delete an empty project", nil, "", "Deleted", []string{"400", "401", "403", "404", "409"}},
-		"GET /categories":                {"List categories", pageParams(100, 500), "", "CategoryList", []string{"400", "401"}},
-		"POST /categories":               {"Create a category", nil, "CreateCategory", "Category", write},
-		"GET /categories/{id}":           {"Get a category", nil, "", "Category", read},
-		"PUT /categories/{id}":           {"Rename a category", nil, "UpdateCategory", "Category", write},
-		"DELETE /categories/{id}":        {"Delete a category; its procedures become uncategorised", nil, "", "Deleted", []string{"400", "401", "403", "404"}},
-		"GET /members":                   {"List members", pageParams(100, 500), "", "MemberList", []string{"400", "401"}},
-		"GET /members/{id}":              {"Get a member", nil, "", "Member", read},
+		"GET /procedures":                {"List procedures", procedureList, "", "ProcedureList", []string{"400", "401"}, false},
+		"POST /procedures":               {"Create a procedure", nil, "CreateProcedure", "Procedure", append(write, "502"), true},
+		"GET /procedures/{id}":           {"Get a procedure by id or shortId", nil, "", "Procedure", read, true},
+		"PUT /procedures/{id}":           {"Update a procedure (only the fields sent)", []any{ifMatch}, "UpdateProcedure", "Procedure", append(write, "412"), true},
+		"DELETE /procedures/{id}":        {"Delete a procedure and its comments", []any{ifMatch}, "", "Deleted", []string{"400", "401", "403", "404", "412"}, false},
+		"POST /procedures/{id}/comments": {"Comment on a procedure", nil, "AddComment", "Comment", write, false},
+		"GET /projects":                  {"List projects", pageParams(100, 500), "", "ProjectList", []string{"400", "401"}, false},
+		"POST /projects":                 {"Create a project", nil, "CreateProject", "Project", write, true},
+		"GET /projects/{id}":             {"Get a project", nil, "", "Project", read, true},
+		"PUT /projects/{id}":             {"Update a project", []any{ifMatch}, "UpdateProject", "Project", append(write, "412"), true},
+		"DELETE /projects/{id}":          {"Delete an empty project", []any{ifMatch}, "", "Deleted", []string{"400", "401", "403", "404", "409", "412"}, false},
+		"GET /categories":                {"List categories", pageParams(100, 500), "", "CategoryList", []string{"400", "401"}, false},
+		"POST /categories":               {"Create a category", nil, "CreateCategory", "Category", write, true},
+		"GET /categories/{id}":           {"Get a category", nil, "", "Category", read, true},
+		"PUT /categories/{id}":           {"Rename a category", []any{ifMatch}, "UpdateCategory", "Category", append(write, "412"), true},
+		"DELETE /categories/{id}":        {"Delete a category; its procedures become uncategorised", []any{ifMatch}, "", "Deleted", []string{"400", "401", "403", "404", "412"}, false},
+		"GET /members":                   {"List members", pageParams(100, 500), "", "MemberList", []string{"400", "401"}, false},
+		"GET /members/{id}":              {"Get a member", nil, "", "Member", read, false},
 	}
 }
 
@@ -189,6 +194,7 @@ var errorDescriptions = map[string]string{
 	"404": "not_found",
 	"405": "method_not_allowed",
 	"409": "conflict",
+	"412": "precondition_failed",
 	"413": "payload_too_large",
 	"415": "unsupported_media_type",
 	"500": "internal",
@@ -214,7 +220,11 @@ func Document() map[string]any {
 			}
 			paths[rt.Path] = item
 		}
-		responses := obj{"200": okResponse(op.response)}
+		okResp := okResponse(op.response)
+		if op.etag {
+			okResp["headers"].(obj)["ETag"] = obj{"schema": str, "description": "send it back as If-Match to write only if the record is unchanged"}
+		}
+		responses := obj{"200": okResp}
 		for _, code := range append(op.errors, "405", "500", "503") {
 			responses[code] = errorResponse(errorDescriptions[code])
 		}

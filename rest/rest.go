@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 
@@ -118,6 +119,12 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	middleware.WriteError(w, r, a.log, err)
 }
 
+// withETag answers v with the record's ETag, for If-Match on a later write.
+func withETag(w http.ResponseWriter, updatedAt time.Time, v any) error {
+	w.Header().Set("ETag", core.ETag(updatedAt))
+	return ok(w, v)
+}
+
 func ok(w http.ResponseWriter, v any) error {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
@@ -157,6 +164,7 @@ func (a *API) writeProcedure(w http.ResponseWriter, r *http.Request, p *ent.Proc
 	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", core.ETag(p.UpdatedAt))
 	return ok(w, out)
 }
 
@@ -313,7 +321,11 @@ func (a *API) updateProcedure(w http.ResponseWriter, r *http.Request) error {
 	if err := b.finish(); err != nil {
 		return err
 	}
-	p, err := a.r.Mutation().UpdateProcedure(r.Context(), r.PathValue("id"), in)
+	ifMatch, err := core.ParseIfMatch(r.Header.Get("If-Match"))
+	if err != nil {
+		return err
+	}
+	p, err := a.r.Mutation().UpdateProcedure(r.Context(), r.PathValue("id"), in, ifMatch)
 	return a.writeProcedure(w, r, p, err)
 }
 
@@ -331,7 +343,11 @@ func enumField[T ~string](o graphql.Omittable[*string]) graphql.Omittable[*T] {
 }
 
 func (a *API) deleteProcedure(w http.ResponseWriter, r *http.Request) error {
-	if _, err := a.r.Mutation().DeleteProcedure(r.Context(), r.PathValue("id")); err != nil {
+	ifMatch, err := core.ParseIfMatch(r.Header.Get("If-Match"))
+	if err != nil {
+		return err
+	}
+	if _, err := a.r.Mutation().DeleteProcedure(r.Context(), r.PathValue("id"), ifMatch); err != nil {
 		return err
 	}
 	return ok(w, Deleted{Success: true})
@@ -392,7 +408,7 @@ func (a *API) createProject(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return ok(w, projectShape(p))
+	return withETag(w, p.UpdatedAt, projectShape(p))
 }
 
 func (a *API) getProject(w http.ResponseWriter, r *http.Request) error {
@@ -400,7 +416,7 @@ func (a *API) getProject(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return ok(w, projectShape(p))
+	return withETag(w, p.UpdatedAt, projectShape(p))
 }
 
 func (a *API) updateProject(w http.ResponseWriter, r *http.Request) error {
@@ -413,15 +429,23 @@ func (a *API) updateProject(w http.ResponseWriter, r *http.Request) error {
 	if err := b.finish(); err != nil {
 		return err
 	}
-	p, err := a.r.Mutation().UpdateProject(r.Context(), r.PathValue("id"), in)
+	ifMatch, err := core.ParseIfMatch(r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}
-	return ok(w, projectShape(p))
+	p, err := a.r.Mutation().UpdateProject(r.Context(), r.PathValue("id"), in, ifMatch)
+	if err != nil {
+		return err
+	}
+	return withETag(w, p.UpdatedAt, projectShape(p))
 }
 
 func (a *API) deleteProject(w http.ResponseWriter, r *http.Request) error {
-	if _, err := a.r.Mutation().DeleteProject(r.Context(), r.PathValue("id")); err != nil {
+	ifMatch, err := core.ParseIfMatch(r.Header.Get("If-Match"))
+	if err != nil {
+		return err
+	}
+	if _, err := a.r.Mutation().DeleteProject(r.Context(), r.PathValue("id"), ifMatch); err != nil {
 		return err
 	}
 	return ok(w, Deleted{Success: true})
@@ -456,7 +480,7 @@ func (a *API) createCategory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return ok(w, categoryShape(c))
+	return withETag(w, c.UpdatedAt, categoryShape(c))
 }
 
 func (a *API) getCategory(w http.ResponseWriter, r *http.Request) error {
@@ -464,7 +488,7 @@ func (a *API) getCategory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return ok(w, categoryShape(c))
+	return withETag(w, c.UpdatedAt, categoryShape(c))
 }
 
 func (a *API) updateCategory(w http.ResponseWriter, r *http.Request) error {
@@ -477,15 +501,23 @@ func (a *API) updateCategory(w http.ResponseWriter, r *http.Request) error {
 	if err := b.finish(); err != nil {
 		return err
 	}
-	c, err := a.r.Mutation().UpdateCategory(r.Context(), r.PathValue("id"), in)
+	ifMatch, err := core.ParseIfMatch(r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}
-	return ok(w, categoryShape(c))
+	c, err := a.r.Mutation().UpdateCategory(r.Context(), r.PathValue("id"), in, ifMatch)
+	if err != nil {
+		return err
+	}
+	return withETag(w, c.UpdatedAt, categoryShape(c))
 }
 
 func (a *API) deleteCategory(w http.ResponseWriter, r *http.Request) error {
-	if _, err := a.r.Mutation().DeleteCategory(r.Context(), r.PathValue("id")); err != nil {
+	ifMatch, err := core.ParseIfMatch(r.Header.Get("If-Match"))
+	if err != nil {
+		return err
+	}
+	if _, err := a.r.Mutation().DeleteCategory(r.Context(), r.PathValue("id"), ifMatch); err != nil {
 		return err
 	}
 	return ok(w, Deleted{Success: true})

@@ -13,7 +13,7 @@ var (
 		{Name: "id", Type: field.TypeUUID},
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "updated_at", Type: field.TypeTime},
-		{Name: "name", Type: field.TypeString, Size: 200},
+		{Name: "name", Type: field.TypeString},
 		{Name: "workspace_id", Type: field.TypeUUID},
 	}
 	// CategoriesTable holds the schema information for the "categories" table.
@@ -83,8 +83,8 @@ var (
 	// MembersColumns holds the columns for the "members" table.
 	MembersColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
-		{Name: "name", Type: field.TypeString, Size: 200},
-		{Name: "email", Type: field.TypeString, Size: 320},
+		{Name: "name", Type: field.TypeString},
+		{Name: "email", Type: field.TypeString},
 		{Name: "role", Type: field.TypeEnum, Enums: []string{"ADMIN", "MEMBER", "VIEWER"}, Default: "MEMBER"},
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "removed_at", Type: field.TypeTime, Nullable: true},
@@ -123,14 +123,14 @@ var (
 		{Name: "updated_at", Type: field.TypeTime},
 		{Name: "number", Type: field.TypeInt64},
 		{Name: "short_id", Type: field.TypeString},
-		{Name: "name", Type: field.TypeString, Size: 500},
+		{Name: "name", Type: field.TypeString},
 		{Name: "priority", Type: field.TypeEnum, Enums: []string{"LOW", "MEDIUM", "HIGH"}},
 		{Name: "state", Type: field.TypeEnum, Enums: []string{"TODO", "IN_PROGRESS", "COMPLETED", "WAITING"}},
 		{Name: "content", Type: field.TypeString, Nullable: true, Size: 2147483647},
 		{Name: "project_name", Type: field.TypeString, Default: ""},
 		{Name: "position", Type: field.TypeFloat64},
 		{Name: "due_at", Type: field.TypeTime},
-		{Name: "capture_id", Type: field.TypeString, Nullable: true, Size: 200},
+		{Name: "capture_id", Type: field.TypeString, Nullable: true},
 		{Name: "display_video", Type: field.TypeBool, Default: false},
 		{Name: "is_fine_tuned_data", Type: field.TypeBool, Default: false},
 		{Name: "category_id", Type: field.TypeUUID, Nullable: true},
@@ -239,7 +239,7 @@ var (
 		{Name: "id", Type: field.TypeUUID},
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "updated_at", Type: field.TypeTime},
-		{Name: "name", Type: field.TypeString, Size: 200},
+		{Name: "name", Type: field.TypeString},
 		{Name: "started_at", Type: field.TypeTime, Nullable: true},
 		{Name: "due_at", Type: field.TypeTime, Nullable: true},
 		{Name: "workspace_id", Type: field.TypeUUID},
@@ -268,7 +268,7 @@ var (
 	// TokensColumns holds the columns for the "tokens" table.
 	TokensColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
-		{Name: "name", Type: field.TypeString, Size: 200, Default: ""},
+		{Name: "name", Type: field.TypeString, Default: ""},
 		{Name: "secret_hash", Type: field.TypeString, Unique: true},
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "last_used_at", Type: field.TypeTime, Nullable: true},
@@ -300,7 +300,7 @@ var (
 	// WorkspacesColumns holds the columns for the "workspaces" table.
 	WorkspacesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
-		{Name: "name", Type: field.TypeString, Size: 200},
+		{Name: "name", Type: field.TypeString},
 		{Name: "key", Type: field.TypeString, Default: "PRC"},
 		{Name: "procedure_seq", Type: field.TypeInt64, Default: 0},
 		{Name: "version", Type: field.TypeInt64, Default: 0},

@@ -21,7 +21,7 @@ func (Category) Fields() []ent.Field {
 	return []ent.Field{
 		field.UUID("id", ids.New(ids.KindCategory)).Default(ids.Generator(ids.KindCategory)).Immutable(),
 		field.UUID("workspace_id", ids.New(ids.KindWorkspace)).Immutable(),
-		field.String("name").NotEmpty().MaxLen(200),
+		field.String("name").NotEmpty().Validate(maxChars(200)),
 	}
 }
 

@@ -20,8 +20,8 @@ func (Member) Fields() []ent.Field {
 	return []ent.Field{
 		field.UUID("id", ids.New(ids.KindMember)).Default(ids.Generator(ids.KindMember)).Immutable(),
 		field.UUID("workspace_id", ids.New(ids.KindWorkspace)).Immutable(),
-		field.String("name").NotEmpty().MaxLen(200),
-		field.String("email").NotEmpty().MaxLen(320).Comment("stored lower-cased; unique per workspace"),
+		field.String("name").NotEmpty().Validate(maxChars(200)),
+		field.String("email").NotEmpty().Validate(maxChars(320)).Comment("stored lower-cased; unique per workspace"),
 		field.Enum("role").Values("ADMIN", "MEMBER", "VIEWER").Default("MEMBER"),
 		field.Time("created_at").Default(nowUTC).Immutable(),
 		field.Time("removed_at").Optional().Nillable().Comment("set when the member is removed; their tokens stop working"),

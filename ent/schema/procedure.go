@@ -23,7 +23,7 @@ func (Procedure) Fields() []ent.Field {
 		field.UUID("workspace_id", ids.New(ids.KindWorkspace)).Immutable(),
 		field.Int64("number").Immutable().Comment("per-workspace sequence number"),
 		field.String("short_id").Immutable().Comment("workspace key and number, e.g. PRC-12"),
-		field.String("name").NotEmpty().MaxLen(500),
+		field.String("name").NotEmpty().Validate(maxChars(500)),
 		field.Enum("priority").Values("LOW", "MEDIUM", "HIGH"),
 		field.Enum("state").Values("TODO", "IN_PROGRESS", "COMPLETED", "WAITING"),
 		field.Text("content").Optional().Nillable(),
@@ -34,7 +34,7 @@ func (Procedure) Fields() []ent.Field {
 		field.String("project_name").Default("").Comment("copy of the project's name, kept by the core, so that sorting by project name is an index range"),
 		field.Float("position").Comment("order inside the (project, state) column"),
 		field.Time("due_at"),
-		field.String("capture_id").Optional().Nillable().MaxLen(200),
+		field.String("capture_id").Optional().Nillable().Validate(maxChars(200)),
 		field.Bool("display_video").Default(false),
 		field.Bool("is_fine_tuned_data").Default(false),
 	}

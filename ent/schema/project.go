@@ -21,7 +21,7 @@ func (Project) Fields() []ent.Field {
 	return []ent.Field{
 		field.UUID("id", ids.New(ids.KindProject)).Default(ids.Generator(ids.KindProject)).Immutable(),
 		field.UUID("workspace_id", ids.New(ids.KindWorkspace)).Immutable(),
-		field.String("name").NotEmpty().MaxLen(200),
+		field.String("name").NotEmpty().Validate(maxChars(200)),
 		field.Time("started_at").Optional().Nillable(),
 		field.Time("due_at").Optional().Nillable(),
 	}

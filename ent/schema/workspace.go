@@ -19,7 +19,7 @@ type Workspace struct{ ent.Schema }
 func (Workspace) Fields() []ent.Field {
 	return []ent.Field{
 		field.UUID("id", ids.New(ids.KindWorkspace)).Default(ids.Generator(ids.KindWorkspace)).Immutable(),
-		field.String("name").NotEmpty().MaxLen(200),
+		field.String("name").NotEmpty().Validate(maxChars(200)),
 		field.String("key").Default("PRC").Match(workspaceKey).Comment("prefix of procedure shortIds"),
 		field.Int64("procedure_seq").Default(0).Comment("last procedure number handed out; shortIds are never reused"),
 		field.Int64("version").Default(0).Comment("bumped by every write inside the workspace"),

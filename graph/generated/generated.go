@@ -113,18 +113,18 @@ type ComplexityRoot struct {
 		CreateProcedure func(childComplexity int, input model.CreateProcedureInput) int
 		CreateProject   func(childComplexity int, input model.CreateProjectInput) int
 		CreateToken     func(childComplexity int, input model.CreateTokenInput) int
-		DeleteCategory  func(childComplexity int, id string) int
+		DeleteCategory  func(childComplexity int, id string, ifUpdatedAt *time.Time) int
 		DeleteComment   func(childComplexity int, id string) int
-		DeleteProcedure func(childComplexity int, id string) int
-		DeleteProject   func(childComplexity int, id string) int
+		DeleteProcedure func(childComplexity int, id string, ifUpdatedAt *time.Time) int
+		DeleteProject   func(childComplexity int, id string, ifUpdatedAt *time.Time) int
 		MoveProcedure   func(childComplexity int, id string, state *procedure.State, afterID *string, beforeID *string) int
 		RemoveMember    func(childComplexity int, id string) int
 		RevokeToken     func(childComplexity int, id string) int
-		UpdateCategory  func(childComplexity int, id string, input model.UpdateCategoryInput) int
+		UpdateCategory  func(childComplexity int, id string, input model.UpdateCategoryInput, ifUpdatedAt *time.Time) int
 		UpdateComment   func(childComplexity int, id string, input model.UpdateCommentInput) int
 		UpdateMember    func(childComplexity int, id string, input model.UpdateMemberInput) int
-		UpdateProcedure func(childComplexity int, id string, input model.UpdateProcedureInput) int
-		UpdateProject   func(childComplexity int, id string, input model.UpdateProjectInput) int
+		UpdateProcedure func(childComplexity int, id string, input model.UpdateProcedureInput, ifUpdatedAt *time.Time) int
+		UpdateProject   func(childComplexity int, id string, input model.UpdateProjectInput, ifUpdatedAt *time.Time) int
 	}
 
 	PageInfo struct {
@@ -236,15 +236,15 @@ type CommentResolver interface {
 }
 type MutationResolver interface {
 	CreateProcedure(ctx context.Context, input model.CreateProcedureInput) (*ent.Procedure, error)
-	UpdateProcedure(ctx context.Context, id string, input model.UpdateProcedureInput) (*ent.Procedure, error)
+	UpdateProcedure(ctx context.Context, id string, input model.UpdateProcedureInput, ifUpdatedAt *time.Time) (*ent.Procedure, error)
 	MoveProcedure(ctx context.Context, id string, state *procedure.State, afterID *string, beforeID *string) (*ent.Procedure, error)
-	DeleteProcedure(ctx context.Context, id string) (*model.DeletePayload, error)
+	DeleteProcedure(ctx context.Context, id string, ifUpdatedAt *time.Time) (*model.DeletePayload, error)
 	CreateProject(ctx context.Context, input model.CreateProjectInput) (*ent.Project, error)
-	UpdateProject(ctx context.Context, id string, input model.UpdateProjectInput) (*ent.Project, error)
-	DeleteProject(ctx context.Context, id string) (*model.DeletePayload, error)
+	UpdateProject(ctx context.Context, id string, input model.UpdateProjectInput, ifUpdatedAt *time.Time) (*ent.Project, error)
+	DeleteProject(ctx context.Context, id string, ifUpdatedAt *time.Time) (*model.DeletePayload, error)
 	CreateCategory(ctx context.Context, input model.CreateCategoryInput) (*ent.Category, error)
-	UpdateCategory(ctx context.Context, id string, input model.UpdateCategoryInput) (*ent.Category, error)
-	DeleteCategory(ctx context.Context, id string) (*model.DeletePayload, error)
+	UpdateCategory(ctx context.Context, id string, input model.UpdateCategoryInput, ifUpdatedAt *time.Time) (*ent.Category, error)
+	DeleteCategory(ctx context.Context, id string, ifUpdatedAt *time.Time) (*model.DeletePayload, error)
 	AddComment(ctx context.Context, input model.AddCommentInput) (*ent.Comment, error)
 	UpdateComment(ctx context.Context, id string, input model.UpdateCommentInput) (*ent.Comment, error)
 	DeleteComment(ctx context.Context, id string) (*model.DeletePayload, error)
@@ -586,7 +586,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.DeleteCategory(childComplexity, args["id"].(string)), true
+		return e.ComplexityRoot.Mutation.DeleteCategory(childComplexity, args["id"].(string), args["ifUpdatedAt"].(*time.Time)), true
 	case "Mutation.deleteComment":
 		if e.ComplexityRoot.Mutation.DeleteComment == nil {
 			break
@@ -608,7 +608,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.DeleteProcedure(childComplexity, args["id"].(string)), true
+		return e.ComplexityRoot.Mutation.DeleteProcedure(childComplexity, args["id"].(string), args["ifUpdatedAt"].(*time.Time)), true
 	case "Mutation.deleteProject":
 		if e.ComplexityRoot.Mutation.DeleteProject == nil {
 			break
@@ -619,7 +619,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.DeleteProject(childComplexity, args["id"].(string)), true
+		return e.ComplexityRoot.Mutation.DeleteProject(childComplexity, args["id"].(string), args["ifUpdatedAt"].(*time.Time)), true
 	case "Mutation.moveProcedure":
 		if e.ComplexityRoot.Mutation.MoveProcedure == nil {
 			break
@@ -663,7 +663,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.UpdateCategory(childComplexity, args["id"].(string), args["input"].(model.UpdateCategoryInput)), true
+		return e.ComplexityRoot.Mutation.UpdateCategory(childComplexity, args["id"].(string), args["input"].(model.UpdateCategoryInput), args["ifUpdatedAt"].(*time.Time)), true
 	case "Mutation.updateComment":
 		if e.ComplexityRoot.Mutation.UpdateComment == nil {
 			break
@@ -696,7 +696,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.UpdateProcedure(childComplexity, args["id"].(string), args["input"].(model.UpdateProcedureInput)), true
+		return e.ComplexityRoot.Mutation.UpdateProcedure(childComplexity, args["id"].(string), args["input"].(model.UpdateProcedureInput), args["ifUpdatedAt"].(*time.Time)), true
 	case "Mutation.updateProject":
 		if e.ComplexityRoot.Mutation.UpdateProject == nil {
 			break
@@ -707,7 +707,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.UpdateProject(childComplexity, args["id"].(string), args["input"].(model.UpdateProjectInput)), true
+		return e.ComplexityRoot.Mutation.UpdateProject(childComplexity, args["id"].(string), args["input"].(model.UpdateProjectInput), args["ifUpdatedAt"].(*time.Time)), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -1641,21 +1641,27 @@ type CreateTokenPayload {
   secret: String!
 }
 
+"""
+Writes to procedures, projects and categories take an optional ifUpdatedAt:
+the record's updatedAt as the client last read it. If the record changed since,
+the write is refused with code precondition_failed and nothing changes
+(optimistic concurrency; REST's If-Match).
+"""
 type Mutation {
   createProcedure(input: CreateProcedureInput!): Procedure!
-  updateProcedure(id: ID!, input: UpdateProcedureInput!): Procedure!
+  updateProcedure(id: ID!, input: UpdateProcedureInput!, ifUpdatedAt: Time): Procedure!
   "Place a procedure in a column (its state, or the given one) between afterId (above) and beforeId (below); with neither, at the end."
   moveProcedure(id: ID!, state: ProcedureState, afterId: ID, beforeId: ID): Procedure!
   "Deletes the procedure and its comments."
-  deleteProcedure(id: ID!): DeletePayload!
+  deleteProcedure(id: ID!, ifUpdatedAt: Time): DeletePayload!
   createProject(input: CreateProjectInput!): Project!
-  updateProject(id: ID!, input: UpdateProjectInput!): Project!
+  updateProject(id: ID!, input: UpdateProjectInput!, ifUpdatedAt: Time): Project!
   "Refused with conflict while the project has procedures."
-  deleteProject(id: ID!): DeletePayload!
+  deleteProject(id: ID!, ifUpdatedAt: Time): DeletePayload!
   createCategory(input: CreateCategoryInput!): Category!
-  updateCategory(id: ID!, input: UpdateCategoryInput!): Category!
+  updateCategory(id: ID!, input: UpdateCategoryInput!, ifUpdatedAt: Time): Category!
   "Its procedures become uncategorised."
-  deleteCategory(id: ID!): DeletePayload!
+  deleteCategory(id: ID!, ifUpdatedAt: Time): DeletePayload!
   addComment(input: AddCommentInput!): Comment!
   updateComment(id: ID!, input: UpdateCommentInput!): Comment!
   deleteComment(id: ID!): DeletePayload!
@@ -2173,6 +2179,14 @@ func (ec *executionContext) field_Mutation_deleteCategory_args(ctx context.Conte
 		return nil, err
 	}
 	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "ifUpdatedAt",
+		func(ctx context.Context, v any) (*time.Time, error) {
+			return ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["ifUpdatedAt"] = arg1
 	return args, nil
 }
 
@@ -2201,6 +2215,14 @@ func (ec *executionContext) field_Mutation_deleteProcedure_args(ctx context.Cont
 		return nil, err
 	}
 	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "ifUpdatedAt",
+		func(ctx context.Context, v any) (*time.Time, error) {
+			return ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["ifUpdatedAt"] = arg1
 	return args, nil
 }
 
@@ -2215,6 +2237,14 @@ func (ec *executionContext) field_Mutation_deleteProject_args(ctx context.Contex
 		return nil, err
 	}
 	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "ifUpdatedAt",
+		func(ctx context.Context, v any) (*time.Time, error) {
+			return ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["ifUpdatedAt"] = arg1
 	return args, nil
 }
 
@@ -2303,6 +2333,14 @@ func (ec *executionContext) field_Mutation_updateCategory_args(ctx context.Conte
 		return nil, err
 	}
 	args["input"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "ifUpdatedAt",
+		func(ctx context.Context, v any) (*time.Time, error) {
+			return ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["ifUpdatedAt"] = arg2
 	return args, nil
 }
 
@@ -2369,6 +2407,14 @@ func (ec *executionContext) field_Mutation_updateProcedure_args(ctx context.Cont
 		return nil, err
 	}
 	args["input"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "ifUpdatedAt",
+		func(ctx context.Context, v any) (*time.Time, error) {
+			return ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["ifUpdatedAt"] = arg2
 	return args, nil
 }
 
@@ -2391,6 +2437,14 @@ func (ec *executionContext) field_Mutation_updateProject_args(ctx context.Contex
 		return nil, err
 	}
 	args["input"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "ifUpdatedAt",
+		func(ctx context.Context, v any) (*time.Time, error) {
+			return ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["ifUpdatedAt"] = arg2
 	return args, nil
 }
 
@@ -3684,7 +3738,7 @@ func (ec *executionContext) _Mutation_updateProcedure(ctx context.Context, field
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().UpdateProcedure(ctx, fc.Args["id"].(string), fc.Args["input"].(model.UpdateProcedureInput))
+			return ec.Resolvers.Mutation().UpdateProcedure(ctx, fc.Args["id"].(string), fc.Args["input"].(model.UpdateProcedureInput), fc.Args["ifUpdatedAt"].(*time.Time))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Procedure) graphql.Marshaler {
@@ -3772,7 +3826,7 @@ func (ec *executionContext) _Mutation_deleteProcedure(ctx context.Context, field
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().DeleteProcedure(ctx, fc.Args["id"].(string))
+			return ec.Resolvers.Mutation().DeleteProcedure(ctx, fc.Args["id"].(string), fc.Args["ifUpdatedAt"].(*time.Time))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.DeletePayload) graphql.Marshaler {
@@ -3860,7 +3914,7 @@ func (ec *executionContext) _Mutation_updateProject(ctx context.Context, field g
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().UpdateProject(ctx, fc.Args["id"].(string), fc.Args["input"].(model.UpdateProjectInput))
+			return ec.Resolvers.Mutation().UpdateProject(ctx, fc.Args["id"].(string), fc.Args["input"].(model.UpdateProjectInput), fc.Args["ifUpdatedAt"].(*time.Time))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Project) graphql.Marshaler {
@@ -3904,7 +3958,7 @@ func (ec *executionContext) _Mutation_deleteProject(ctx context.Context, field g
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().DeleteProject(ctx, fc.Args["id"].(string))
+			return ec.Resolvers.Mutation().DeleteProject(ctx, fc.Args["id"].(string), fc.Args["ifUpdatedAt"].(*time.Time))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.DeletePayload) graphql.Marshaler {
@@ -3992,7 +4046,7 @@ func (ec *executionContext) _Mutation_updateCategory(ctx context.Context, field 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().UpdateCategory(ctx, fc.Args["id"].(string), fc.Args["input"].(model.UpdateCategoryInput))
+			return ec.Resolvers.Mutation().UpdateCategory(ctx, fc.Args["id"].(string), fc.Args["input"].(model.UpdateCategoryInput), fc.Args["ifUpdatedAt"].(*time.Time))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Category) graphql.Marshaler {
@@ -4036,7 +4090,7 @@ func (ec *executionContext) _Mutation_deleteCategory(ctx context.Context, field 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().DeleteCategory(ctx, fc.Args["id"].(string))
+			return ec.Resolvers.Mutation().DeleteCategory(ctx, fc.Args["id"].(string), fc.Args["ifUpdatedAt"].(*time.Time))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.DeletePayload) graphql.Marshaler {

@@ -284,7 +284,7 @@ func (s *Service) CreateToken(ctx context.Context, in TokenInput) (*ent.Token, s
 		}
 	}
 	name := strings.TrimSpace(in.Name)
-	if len([]rune(name)) > MaxTitleLen {
+	if storable(val, "name", name) && len([]rune(name)) > MaxTitleLen {
 		val.Add("name", "must be at most %d characters", MaxTitleLen)
 	}
 	if in.ExpiresAt != nil && !in.ExpiresAt.After(s.now()) {

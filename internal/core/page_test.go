@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/procsvc/procsvc/internal/apperr"
 )
@@ -207,6 +208,27 @@ func TestPageInfo(t *testing.T) {
 			want := PageInfo{Offset: tc.page.Offset, HasNextPage: tc.next, HasPreviousPage: tc.prevous}
 			if got != want {
 				t.Fatalf("pageInfo = %+v; want %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestNextUpdatedAt(t *testing.T) {
+	base := time.Date(2026, 1, 2, 3, 4, 5, 123_456_000, time.UTC)
+	cases := []struct {
+		name      string
+		prev, now time.Time
+		want      time.Time
+	}{
+		{"LaterMillisecond", base, base.Add(5 * time.Millisecond), base.Add(5 * time.Millisecond)},
+		{"SameMillisecond", base, base.Add(300 * time.Microsecond), base.Truncate(time.Millisecond).Add(time.Millisecond)},
+		{"ClockBehind", base, base.Add(-time.Second), base.Truncate(time.Millisecond).Add(time.Millisecond)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := nextUpdatedAt(tc.prev, tc.now)
+			if !got.Equal(tc.want) || !got.Truncate(time.Millisecond).After(tc.prev.Truncate(time.Millisecond)) {
+				t.Fatalf("nextUpdatedAt(%v, %v) = %v, want %v", tc.prev, tc.now, got, tc.want)
 			}
 		})
 	}

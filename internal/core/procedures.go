@@ -235,16 +235,13 @@ func contentText(val *apperr.Validation, v any) *string {
 }
 
 func validContent(val *apperr.Validation, s string) {
-	switch {
-	case !utf8.ValidString(s):
-		val.Add("content", "must be valid UTF-8")
-	case utf8.RuneCountInString(s) > MaxContentLen:
+	if storable(val, "content", s) && utf8.RuneCountInString(s) > MaxContentLen {
 		val.Add("content", "must be at most %d characters", MaxContentLen)
 	}
 }
 
 func validCaptureID(val *apperr.Validation, s string) {
-	if utf8.RuneCountInString(s) > MaxTitleLen || !utf8.ValidString(s) {
+	if storable(val, "captureId", s) && utf8.RuneCountInString(s) > MaxTitleLen {
 		val.Add("captureId", "must be at most %d characters of text", MaxTitleLen)
 	}
 }
@@ -287,6 +284,22 @@ func (s *Service) checkRefs(ctx context.Context, categoryID, doerID, projectID *
 	return projectName, val.Err()
 }
 
+// projectNameIn reads a project's name inside a write's transaction. The
+// copy procedures keep for sorting must be the name as of the write: a
+// rename committed after checkRefs (which runs before the transaction, and
+// before content generation) would otherwise be missed for good. The
+// transaction holds the workspace's write lock, so no rename can follow.
+func projectNameIn(ctx context.Context, tx *ent.Tx, id uuid.UUID) (string, error) {
+	names, err := tx.Project.Query().Where(project.ID(id)).Select(project.FieldName).Strings(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(names) == 0 {
+		return "", apperr.Invalid("projectId", "no such project in this workspace")
+	}
+	return names[0], nil
+}
+
 // CreateProcedure validates in, optionally generates its content, and stores
 // it with the next shortId at the end of its (project, state) column.
 // Errors: unauthenticated, forbidden, validation_failed, generation_failed.
@@ -321,8 +334,7 @@ func (s *Service) CreateProcedure(ctx context.Context, in CreateProcedureInput) 
 	if err := val.Err(); err != nil {
 		return nil, err
 	}
-	projectName, err := s.checkRefs(ctx, &categoryID, &doerID, &projectID)
-	if err != nil {
+	if _, err := s.checkRefs(ctx, &categoryID, &doerID, &projectID); err != nil {
 		return nil, err
 	}
 	if in.GenerateProcedure {
@@ -342,6 +354,10 @@ func (s *Service) CreateProcedure(ctx context.Context, in CreateProcedureInput) 
 		}
 		state := procedure.State(in.State)
 		pos, err := endOfColumn(ctx, tx.Client(), projectID, state, uuid.Nil)
+		if err != nil {
+			return err
+		}
+		projectName, err := projectNameIn(ctx, tx, projectID)
 		if err != nil {
 			return err
 		}
@@ -447,7 +463,7 @@ func procedurePredicates(f ProcedureFilter) ([]predicate.Procedure, error) {
 	val := &apperr.Validation{}
 	var ps []predicate.Procedure
 	if q := strings.TrimSpace(f.Search); q != "" {
-		if utf8.RuneCountInString(q) > MaxTitleLen {
+		if storable(val, "search", q) && utf8.RuneCountInString(q) > MaxTitleLen {
 			val.Add("search", "must be at most %d characters", MaxTitleLen)
 		}
 		ps = append(ps, procedure.Or(
@@ -550,7 +566,7 @@ func (s *Service) FindProcedures(ctx context.Context, f ProcedureFilter, o Proce
 // UpdateProcedure changes the fields set in in. A change of state or project
 // without a position moves the procedure to the end of its new column.
 // Errors: unauthenticated, forbidden, not_found, validation_failed.
-func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProcedureInput) (*ent.Procedure, error) {
+func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProcedureInput, conds ...Precondition) (*ent.Procedure, error) {
 	v, err := require(ctx, viewer.RoleMember)
 	if err != nil {
 		return nil, err
@@ -639,17 +655,29 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 	if err := val.Err(); err != nil {
 		return nil, err
 	}
-	projectName, err := s.checkRefs(ctx, categoryID, doerID, projectID)
-	if err != nil {
+	if _, err := s.checkRefs(ctx, categoryID, doerID, projectID); err != nil {
 		return nil, err
-	}
-	if projectID != nil {
-		chain(func(u *ent.ProcedureUpdateOne) { u.SetProjectName(projectName) })
 	}
 	var updated *ent.Procedure
 	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
-		u := tx.Procedure.UpdateOneID(p.ID)
+		if err := recheck("procedure", conds, func() (time.Time, error) {
+			cur, err := tx.Procedure.Get(ctx, p.ID)
+			if err != nil {
+				return time.Time{}, err
+			}
+			return cur.UpdatedAt, nil
+		}); err != nil {
+			return err
+		}
+		u := tx.Procedure.UpdateOneID(p.ID).SetUpdatedAt(nextUpdatedAt(p.UpdatedAt, s.now()))
 		upd(u)
+		if projectID != nil {
+			name, err := projectNameIn(ctx, tx, *projectID)
+			if err != nil {
+				return err
+			}
+			u.SetProjectName(name)
+		}
 		switch {
 		case hasPosition:
 			u.SetPosition(position)
@@ -711,7 +739,8 @@ func (s *Service) MoveProcedure(ctx context.Context, id string, state *string, a
 		if err != nil {
 			return err
 		}
-		moved, err = tx.Procedure.UpdateOneID(p.ID).SetState(target).SetPosition(pos).Save(ctx)
+		moved, err = tx.Procedure.UpdateOneID(p.ID).SetState(target).SetPosition(pos).
+			SetUpdatedAt(nextUpdatedAt(p.UpdatedAt, s.now())).Save(ctx)
 		return err
 	})
 	if err != nil {
@@ -794,7 +823,7 @@ func placeBetween(ctx context.Context, c *ent.Client, p *ent.Procedure, state pr
 
 // DeleteProcedure removes a procedure and its comments.
 // Errors: unauthenticated, forbidden, not_found.
-func (s *Service) DeleteProcedure(ctx context.Context, id string) error {
+func (s *Service) DeleteProcedure(ctx context.Context, id string, conds ...Precondition) error {
 	v, err := require(ctx, viewer.RoleMember)
 	if err != nil {
 		return err
@@ -804,6 +833,15 @@ func (s *Service) DeleteProcedure(ctx context.Context, id string) error {
 		return err
 	}
 	return s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		if err := recheck("procedure", conds, func() (time.Time, error) {
+			cur, err := tx.Procedure.Get(ctx, p.ID)
+			if err != nil {
+				return time.Time{}, err
+			}
+			return cur.UpdatedAt, nil
+		}); err != nil {
+			return err
+		}
 		if _, err := tx.Comment.Delete().Where(comment.ProcedureID(p.ID)).Exec(ctx); err != nil {
 			return err
 		}

@@ -51,7 +51,7 @@ func (s *Service) listWindow(ctx context.Context, list string, f ListFilter, w W
 
 func searchTerm(val *apperr.Validation, s string) string {
 	s = strings.TrimSpace(s)
-	if len([]rune(s)) > MaxTitleLen {
+	if storable(val, "search", s) && len([]rune(s)) > MaxTitleLen {
 		val.Add("search", "must be at most %d characters", MaxTitleLen)
 	}
 	return s
@@ -152,7 +152,7 @@ func utc(t *time.Time) *time.Time {
 
 // UpdateProject changes the fields set in in.
 // Errors: unauthenticated, forbidden, not_found, validation_failed.
-func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput) (*ent.Project, error) {
+func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput, conds ...Precondition) (*ent.Project, error) {
 	v, err := require(ctx, viewer.RoleMember)
 	if err != nil {
 		return nil, err
@@ -179,7 +179,16 @@ func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput)
 	}
 	var updated *ent.Project
 	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
-		u := tx.Project.UpdateOneID(p.ID)
+		if err := recheck("project", conds, func() (time.Time, error) {
+			cur, err := tx.Project.Get(ctx, p.ID)
+			if err != nil {
+				return time.Time{}, err
+			}
+			return cur.UpdatedAt, nil
+		}); err != nil {
+			return err
+		}
+		u := tx.Project.UpdateOneID(p.ID).SetUpdatedAt(nextUpdatedAt(p.UpdatedAt, s.now()))
 		if hasName && name != p.Name {
 			u.SetName(name)
 			// Procedures keep a copy of their project's name for sorting.
@@ -216,7 +225,7 @@ func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput)
 // DeleteProject removes an empty project; one that still has procedures is
 // refused and nothing is deleted.
 // Errors: unauthenticated, forbidden, not_found, conflict.
-func (s *Service) DeleteProject(ctx context.Context, id string) error {
+func (s *Service) DeleteProject(ctx context.Context, id string, conds ...Precondition) error {
 	v, err := require(ctx, viewer.RoleMember)
 	if err != nil {
 		return err
@@ -226,6 +235,15 @@ func (s *Service) DeleteProject(ctx context.Context, id string) error {
 		return err
 	}
 	return s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		if err := recheck("project", conds, func() (time.Time, error) {
+			cur, err := tx.Project.Get(ctx, p.ID)
+			if err != nil {
+				return time.Time{}, err
+			}
+			return cur.UpdatedAt, nil
+		}); err != nil {
+			return err
+		}
 		busy, err := tx.Procedure.Query().Where(procedure.ProjectID(p.ID)).Exist(ctx)
 		if err != nil {
 			return err
@@ -320,7 +338,7 @@ func (s *Service) CreateCategory(ctx context.Context, name string) (*ent.Categor
 
 // UpdateCategory renames a category when name is set.
 // Errors: unauthenticated, forbidden, not_found, validation_failed.
-func (s *Service) UpdateCategory(ctx context.Context, id string, name Optional[string]) (*ent.Category, error) {
+func (s *Service) UpdateCategory(ctx context.Context, id string, name Optional[string], conds ...Precondition) (*ent.Category, error) {
 	v, err := require(ctx, viewer.RoleMember)
 	if err != nil {
 		return nil, err
@@ -337,13 +355,26 @@ func (s *Service) UpdateCategory(ctx context.Context, id string, name Optional[s
 	if err := val.Err(); err != nil {
 		return nil, err
 	}
-	if !ok {
+	if !ok && len(conds) == 0 {
 		return c, nil
 	}
 	var updated *ent.Category
 	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		if err := recheck("category", conds, func() (time.Time, error) {
+			cur, err := tx.Category.Get(ctx, c.ID)
+			if err != nil {
+				return time.Time{}, err
+			}
+			return cur.UpdatedAt, nil
+		}); err != nil {
+			return err
+		}
+		u := tx.Category.UpdateOneID(c.ID).SetUpdatedAt(nextUpdatedAt(c.UpdatedAt, s.now()))
+		if ok {
+			u.SetName(n)
+		}
 		var err error
-		updated, err = tx.Category.UpdateOneID(c.ID).SetName(n).Save(ctx)
+		updated, err = u.Save(ctx)
 		return err
 	})
 	if err != nil {
@@ -354,7 +385,7 @@ func (s *Service) UpdateCategory(ctx context.Context, id string, name Optional[s
 
 // DeleteCategory removes a category; its procedures become uncategorised.
 // Errors: unauthenticated, forbidden, not_found.
-func (s *Service) DeleteCategory(ctx context.Context, id string) error {
+func (s *Service) DeleteCategory(ctx context.Context, id string, conds ...Precondition) error {
 	v, err := require(ctx, viewer.RoleMember)
 	if err != nil {
 		return err
@@ -364,6 +395,15 @@ func (s *Service) DeleteCategory(ctx context.Context, id string) error {
 		return err
 	}
 	return s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+		if err := recheck("category", conds, func() (time.Time, error) {
+			cur, err := tx.Category.Get(ctx, c.ID)
+			if err != nil {
+				return time.Time{}, err
+			}
+			return cur.UpdatedAt, nil
+		}); err != nil {
+			return err
+		}
 		if err := tx.Procedure.Update().Where(procedure.CategoryID(c.ID)).ClearCategoryID().Exec(ctx); err != nil {
 			return err
 		}

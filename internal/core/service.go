@@ -146,6 +146,22 @@ const (
 	MaxCommentLen = 20_000
 )
 
+// storable reports a free-text value that PostgreSQL cannot store or compare
+// (invalid UTF-8, or a NUL character, which text columns refuse), recording
+// the error under field. SQLite would store it, so both databases refuse it
+// here alike.
+func storable(val *apperr.Validation, field, s string) bool {
+	switch {
+	case !utf8.ValidString(s):
+		val.Add(field, "must be valid UTF-8")
+	case strings.ContainsRune(s, 0):
+		val.Add(field, "must not contain NUL characters")
+	default:
+		return true
+	}
+	return false
+}
+
 func inWorkspace(kind string) error {
 	return apperr.New(apperr.ValidationFailed, "%s is not in this workspace", kind)
 }

@@ -168,6 +168,27 @@ func from(ctx context.Context) *entry {
 	return e
 }
 
+// Reset forgets everything the request's loaders have loaded or primed, so
+// that reads after a write see it. A GraphQL mutation runs its root fields
+// one after another; each starts with a Reset so that it never renders an
+// edge loaded before an earlier root field changed it.
+func Reset(ctx context.Context) {
+	e, _ := ctx.Value(ctxKey{}).(*entry)
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.Category.ClearAll()
+	e.Member.ClearAll()
+	e.Project.ClearAll()
+	e.Comments.ClearAll()
+	e.primed = primed{
+		categories: map[uuid.UUID]bool{}, members: map[uuid.UUID]bool{},
+		projects: map[uuid.UUID]bool{}, comments: map[uuid.UUID]bool{},
+	}
+}
+
 // For returns the request's loaders.
 func For(ctx context.Context) *Loaders { return from(ctx).Loaders }
 

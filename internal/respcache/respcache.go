@@ -36,12 +36,23 @@ type Cache struct {
 
 type entry struct {
 	contentType string
+	etag        string
 	route       string
 	body        []byte
 }
 
 // maxEntryBytes skips caching responses larger than this.
 const maxEntryBytes = 1 << 20
+
+// maxBodyBytes is the largest request body read into a cache key: the
+// server's body limit (middleware.MaxBodyBytes).
+const maxBodyBytes = 1 << 20
+
+// readCloser reads from Reader and closes Closer.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
 
 // New returns a cache holding at most maxBytes of response bodies.
 func New(maxBytes int64) *Cache {
@@ -101,9 +112,13 @@ func (c *Cache) Middleware(onHit func(ctx context.Context, route string)) func(h
 			}
 			var body []byte
 			if r.Method == http.MethodPost {
-				// Bodies were already read and bounded by the transport guard.
-				b, err := io.ReadAll(r.Body)
-				if err != nil {
+				// Only /graphql bodies are bounded before this middleware
+				// (by its transport guard); REST handlers bound theirs after
+				// it. So read at most maxBodyBytes: a larger body is handed
+				// on, unbuffered past that point, for the handler to refuse.
+				b, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+				if err != nil || len(b) > maxBodyBytes {
+					r.Body = readCloser{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
 					next.ServeHTTP(w, r)
 					return
 				}
@@ -119,6 +134,9 @@ func (c *Cache) Middleware(onHit func(ctx context.Context, route string)) func(h
 					onHit(r.Context(), e.route)
 				}
 				w.Header().Set("Content-Type", e.contentType)
+				if e.etag != "" {
+					w.Header().Set("ETag", e.etag)
+				}
 				w.Header().Set("X-Cache", "hit")
 				w.WriteHeader(http.StatusOK)
 				_, _ = w.Write(e.body)
@@ -133,7 +151,8 @@ func (c *Cache) Middleware(onHit func(ctx context.Context, route string)) func(h
 			if !cacheable || rec.status != http.StatusOK || rec.buf.Len() > maxEntryBytes || rec.overflow {
 				return
 			}
-			c.store(key, &entry{contentType: rec.Header().Get("Content-Type"), route: route, body: bytes.Clone(rec.buf.Bytes())})
+			c.store(key, &entry{contentType: rec.Header().Get("Content-Type"), etag: rec.Header().Get("ETag"),
+				route: route, body: bytes.Clone(rec.buf.Bytes())})
 		})
 	}
 }
@@ -158,6 +177,9 @@ func cacheKey(v *viewer.Viewer, r *http.Request, body []byte) string {
 	h.Write([]byte(r.Method))
 	h.Write([]byte{0})
 	h.Write([]byte(r.URL.RequestURI()))
+	h.Write([]byte{0})
+	// The response's media type may depend on Accept (GraphQL over HTTP).
+	h.Write([]byte(r.Header.Get("Accept")))
 	h.Write([]byte{0})
 	h.Write(body)
 	sum := h.Sum(nil)

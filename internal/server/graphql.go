@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
@@ -59,7 +60,13 @@ func guardGraphQL(writeErr middleware.ErrorWriter, next http.Handler) http.Handl
 				writeErr(w, r, err)
 				return
 			}
-			next.ServeHTTP(statusMapper{w}, r)
+			// A persisted query's operation is only known to gqlgen, whose
+			// GET transport refuses a mutation with a bare 406: answer
+			// that in DESIGN §6's shape too.
+			next.ServeHTTP(&getRefusal{ResponseWriter: w, refuse: func() {
+				w.Header().Set("Allow", "POST")
+				writeErr(w, r, apperr.New(apperr.MethodNotAllowed, "GET runs queries only; send mutation operations with POST"))
+			}}, r)
 			return
 		case http.MethodPost:
 		default:
@@ -128,10 +135,45 @@ func (s statusMapper) WriteHeader(code int) {
 
 func (s statusMapper) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
+// getRefusal is statusMapper for GET requests that also turns gqlgen's 406
+// (a GET whose operation is not a query) into refuse's answer, dropping
+// gqlgen's own body.
+type getRefusal struct {
+	http.ResponseWriter
+	refuse  func()
+	refused bool
+}
+
+func (g *getRefusal) WriteHeader(code int) {
+	switch code {
+	case http.StatusNotAcceptable:
+		g.refused = true
+		g.refuse()
+		return
+	case http.StatusUnprocessableEntity:
+		code = http.StatusBadRequest
+	}
+	g.ResponseWriter.WriteHeader(code)
+}
+
+func (g *getRefusal) Write(b []byte) (int, error) {
+	if g.refused {
+		return len(b), nil
+	}
+	return g.ResponseWriter.Write(b)
+}
+
+func (g *getRefusal) Unwrap() http.ResponseWriter { return g.ResponseWriter }
+
 // checkGraphQLGet validates a GET request's parameters the way the POST body
 // is validated, and refuses mutations, which GET must not run.
 func checkGraphQLGet(r *http.Request) error {
-	q := r.URL.Query()
+	// gqlgen parses the query string strictly and answers a failure in its
+	// own shape; refuse what it would refuse first.
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return apperr.New(apperr.BadRequest, "the query string cannot be parsed")
+	}
 	for _, name := range []string{"variables", "extensions"} {
 		if v := q.Get(name); v != "" {
 			var obj map[string]any

@@ -1,0 +1,105 @@
+package core
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/timefmt"
+)
+
+// Precondition guards a write with what the client last read: the write
+// happens only if the record's updatedAt is still one of UpdatedAt
+// (optimistic concurrency: REST's If-Match, GraphQL's ifUpdatedAt). It is
+// checked inside the write's transaction, after the workspace lock, so no
+// other write can slip in between the check and the write.
+type Precondition struct {
+	UpdatedAt []time.Time
+}
+
+// IfUpdatedAt is the precondition "the record still has this updatedAt".
+func IfUpdatedAt(t time.Time) Precondition { return Precondition{UpdatedAt: []time.Time{t}} }
+
+// holds compares at the millisecond precision clients see (timestamps are
+// rendered YYYY-MM-DDTHH:mm:ss.sssZ), so a value read from any response can be
+// sent back as is.
+func (p Precondition) holds(current time.Time) bool {
+	for _, t := range p.UpdatedAt {
+		if current.Truncate(time.Millisecond).Equal(t.Truncate(time.Millisecond)) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPreconditions answers precondition_failed when current does not
+// satisfy every condition.
+func checkPreconditions(kind string, current time.Time, conds []Precondition) error {
+	for _, c := range conds {
+		if !c.holds(current) {
+			return apperr.New(apperr.PreconditionFailed,
+				"the %s changed since it was read (its updatedAt is now %s); read it again and retry", kind, timefmt.Format(current))
+		}
+	}
+	return nil
+}
+
+// ETag is the entity tag of a record last updated at updatedAt (to the
+// millisecond, like every timestamp clients see).
+func ETag(updatedAt time.Time) string {
+	return `"` + strconv.FormatInt(updatedAt.UnixMilli(), 36) + `"`
+}
+
+// ParseIfMatch reads an If-Match header: one ETag returned by this API
+// (weak or strong; compared strongly), or "*" / nothing for no condition.
+// Errors: validation_failed naming If-Match.
+func ParseIfMatch(header string) (*time.Time, error) {
+	header = strings.TrimSpace(header)
+	if header == "" || header == "*" {
+		return nil, nil
+	}
+	tag := strings.TrimPrefix(header, "W/")
+	if len(tag) < 3 || len(tag) > 32 || tag[0] != '"' || tag[len(tag)-1] != '"' {
+		return nil, apperr.Invalid("If-Match", "must be one ETag returned by this API, or *")
+	}
+	millis, err := strconv.ParseInt(tag[1:len(tag)-1], 36, 64)
+	if err != nil {
+		return nil, apperr.Invalid("If-Match", "must be one ETag returned by this API, or *")
+	}
+	t := time.UnixMilli(millis).UTC()
+	return &t, nil
+}
+
+// Preconditions turns an optional expected updatedAt into the conditions of
+// a write (none when nil).
+func Preconditions(ifUpdatedAt *time.Time) []Precondition {
+	if ifUpdatedAt == nil {
+		return nil
+	}
+	return []Precondition{IfUpdatedAt(*ifUpdatedAt)}
+}
+
+// recheck reads the record's current updatedAt inside the write's
+// transaction (only when there are conditions) and checks them.
+func recheck(kind string, conds []Precondition, current func() (time.Time, error)) error {
+	if len(conds) == 0 {
+		return nil
+	}
+	t, err := current()
+	if err != nil {
+		return err
+	}
+	return checkPreconditions(kind, t, conds)
+}
+
+// nextUpdatedAt is the updatedAt of a record changed now that was last
+// changed at prev: now, but always at least a millisecond after prev, so
+// that every change is visible in the millisecond timestamps (and ETags)
+// clients compare.
+func nextUpdatedAt(prev, now time.Time) time.Time {
+	if floor := prev.Truncate(time.Millisecond).Add(time.Millisecond); now.Before(floor) {
+		return floor
+	}
+	return now
+}
