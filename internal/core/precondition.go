@@ -1,9 +1,12 @@
 package core
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/timefmt"
@@ -82,15 +85,16 @@ func Preconditions(ifUpdatedAt *time.Time) []Precondition {
 
 // recheck reads the record's current updatedAt inside the write's
 // transaction (only when there are conditions) and checks them.
-func recheck(kind string, conds []Precondition, current func() (time.Time, error)) error {
+func recheck[T any](ctx context.Context, kind string, conds []Precondition,
+	get func(context.Context, uuid.UUID) (T, error), id uuid.UUID, updatedAt func(T) time.Time) error {
 	if len(conds) == 0 {
 		return nil
 	}
-	t, err := current()
+	cur, err := get(ctx, id)
 	if err != nil {
 		return err
 	}
-	return checkPreconditions(kind, t, conds)
+	return checkPreconditions(kind, updatedAt(cur), conds)
 }
 
 // nextUpdatedAt is the updatedAt of a record changed now that was last

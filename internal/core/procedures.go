@@ -660,13 +660,7 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 	}
 	var updated *ent.Procedure
 	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
-		if err := recheck("procedure", conds, func() (time.Time, error) {
-			cur, err := tx.Procedure.Get(ctx, p.ID)
-			if err != nil {
-				return time.Time{}, err
-			}
-			return cur.UpdatedAt, nil
-		}); err != nil {
+		if err := recheck(ctx, "procedure", conds, tx.Procedure.Get, p.ID, func(e *ent.Procedure) time.Time { return e.UpdatedAt }); err != nil {
 			return err
 		}
 		u := tx.Procedure.UpdateOneID(p.ID).SetUpdatedAt(nextUpdatedAt(p.UpdatedAt, s.now()))
@@ -833,13 +827,7 @@ func (s *Service) DeleteProcedure(ctx context.Context, id string, conds ...Preco
 		return err
 	}
 	return s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
-		if err := recheck("procedure", conds, func() (time.Time, error) {
-			cur, err := tx.Procedure.Get(ctx, p.ID)
-			if err != nil {
-				return time.Time{}, err
-			}
-			return cur.UpdatedAt, nil
-		}); err != nil {
+		if err := recheck(ctx, "procedure", conds, tx.Procedure.Get, p.ID, func(e *ent.Procedure) time.Time { return e.UpdatedAt }); err != nil {
 			return err
 		}
 		if _, err := tx.Comment.Delete().Where(comment.ProcedureID(p.ID)).Exec(ctx); err != nil {

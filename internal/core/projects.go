@@ -179,13 +179,7 @@ func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput,
 	}
 	var updated *ent.Project
 	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
-		if err := recheck("project", conds, func() (time.Time, error) {
-			cur, err := tx.Project.Get(ctx, p.ID)
-			if err != nil {
-				return time.Time{}, err
-			}
-			return cur.UpdatedAt, nil
-		}); err != nil {
+		if err := recheck(ctx, "project", conds, tx.Project.Get, p.ID, func(e *ent.Project) time.Time { return e.UpdatedAt }); err != nil {
 			return err
 		}
 		u := tx.Project.UpdateOneID(p.ID).SetUpdatedAt(nextUpdatedAt(p.UpdatedAt, s.now()))
@@ -235,13 +229,7 @@ func (s *Service) DeleteProject(ctx context.Context, id string, conds ...Precond
 		return err
 	}
 	return s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
-		if err := recheck("project", conds, func() (time.Time, error) {
-			cur, err := tx.Project.Get(ctx, p.ID)
-			if err != nil {
-				return time.Time{}, err
-			}
-			return cur.UpdatedAt, nil
-		}); err != nil {
+		if err := recheck(ctx, "project", conds, tx.Project.Get, p.ID, func(e *ent.Project) time.Time { return e.UpdatedAt }); err != nil {
 			return err
 		}
 		busy, err := tx.Procedure.Query().Where(procedure.ProjectID(p.ID)).Exist(ctx)
@@ -360,13 +348,7 @@ func (s *Service) UpdateCategory(ctx context.Context, id string, name Optional[s
 	}
 	var updated *ent.Category
 	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
-		if err := recheck("category", conds, func() (time.Time, error) {
-			cur, err := tx.Category.Get(ctx, c.ID)
-			if err != nil {
-				return time.Time{}, err
-			}
-			return cur.UpdatedAt, nil
-		}); err != nil {
+		if err := recheck(ctx, "category", conds, tx.Category.Get, c.ID, func(e *ent.Category) time.Time { return e.UpdatedAt }); err != nil {
 			return err
 		}
 		u := tx.Category.UpdateOneID(c.ID).SetUpdatedAt(nextUpdatedAt(c.UpdatedAt, s.now()))
@@ -395,13 +377,7 @@ func (s *Service) DeleteCategory(ctx context.Context, id string, conds ...Precon
 		return err
 	}
 	return s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
-		if err := recheck("category", conds, func() (time.Time, error) {
-			cur, err := tx.Category.Get(ctx, c.ID)
-			if err != nil {
-				return time.Time{}, err
-			}
-			return cur.UpdatedAt, nil
-		}); err != nil {
+		if err := recheck(ctx, "category", conds, tx.Category.Get, c.ID, func(e *ent.Category) time.Time { return e.UpdatedAt }); err != nil {
 			return err
 		}
 		if err := tx.Procedure.Update().Where(procedure.CategoryID(c.ID)).ClearCategoryID().Exec(ctx); err != nil {

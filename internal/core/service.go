@@ -9,7 +9,6 @@ package core
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -161,10 +160,3 @@ func storable(val *apperr.Validation, field, s string) bool {
 	}
 	return false
 }
-
-func inWorkspace(kind string) error {
-	return apperr.New(apperr.ValidationFailed, "%s is not in this workspace", kind)
-}
-
-// errorf wraps an unexpected storage error.
-func errorf(format string, args ...any) error { return apperr.Map(fmt.Errorf(format, args...)) }
