@@ -7,10 +7,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -123,14 +125,23 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	return &DB{Client: client, Dialect: name, SQL: sqlDB, counter: c}, nil
 }
 
+// entSchemaMu serialises every use of ent's schema planner in this process.
+// The table descriptions it plans from (ent/migrate.Tables) are package-level,
+// and planning rewrites them: ent v0.14's Atlas.setupTables fills each table's
+// column map and appends index back-references. Two migrations at once, of
+// any two databases, crash the process with "concurrent map writes".
+var entSchemaMu sync.Mutex
+
 // Migrate brings the schema up to date: ent's automatic migration for the
 // embedded SQLite database, the versioned migrations (ApplyMigrations) for
-// PostgreSQL.
+// PostgreSQL. It is safe to call concurrently, on any number of databases.
 func (db *DB) Migrate(ctx context.Context) error {
 	if db.Dialect == dialect.Postgres {
 		_, err := db.ApplyMigrations(ctx)
 		return err
 	}
+	entSchemaMu.Lock()
+	defer entSchemaMu.Unlock()
 	if err := db.Client.Schema.Create(ctx); err != nil {
 		return fmt.Errorf("database: migrate: %w", err)
 	}
@@ -152,6 +163,15 @@ func (db *DB) Ready(ctx context.Context) error {
 		return fmt.Errorf("%w (pending: %s)", ErrSchemaBehind, strings.Join(pending, ", "))
 	}
 	return nil
+}
+
+// WriteSchemaDiff writes to w the DDL that ent's automatic migration would
+// run against this database (nothing when the schema is current). It shares
+// Migrate's lock: planning rewrites ent's package-level tables.
+func (db *DB) WriteSchemaDiff(ctx context.Context, w io.Writer) error {
+	entSchemaMu.Lock()
+	defer entSchemaMu.Unlock()
+	return db.Client.Schema.WriteTo(ctx, w)
 }
 
 // postgresDSN pins the session time zone to UTC so that every timestamp

@@ -42,7 +42,7 @@ func TestMigrationsMatchTheEntSchema(t *testing.T) {
 		t.Fatalf("applied %v, want %v", applied, pending)
 	}
 	var diff bytes.Buffer
-	if err := db.Client.Schema.WriteTo(ctx, &diff); err != nil {
+	if err := db.WriteSchemaDiff(ctx, &diff); err != nil {
 		t.Fatal(err)
 	}
 	if ddl := strings.TrimSpace(strings.NewReplacer("BEGIN;", "", "COMMIT;", "").Replace(diff.String())); ddl != "" {
