@@ -38,12 +38,18 @@ func (s *Service) AddComment(ctx context.Context, procedureID, body string) (*en
 	if err := val.Err(); err != nil {
 		return nil, err
 	}
-	p, err := s.Procedure(ctx, procedureID)
+	where, err := procedureKey(procedureID)
 	if err != nil {
 		return nil, err
 	}
 	var created *ent.Comment
-	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+	err = s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
+		// Read as of the lock: a procedure deleted while the comment waited
+		// is not_found, never a foreign-key conflict.
+		p, err := findProcedure(ctx, tx.Client(), where)
+		if err != nil {
+			return err
+		}
 		created, err = tx.Comment.Create().SetProcedureID(p.ID).SetAuthorID(v.MemberID).SetText(body).Save(ctx)
 		return err
 	})
@@ -81,8 +87,15 @@ func (s *Service) UpdateComment(ctx context.Context, id, body string) (*ent.Comm
 		return nil, err
 	}
 	var updated *ent.Comment
-	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+	err = s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, me *viewer.Viewer) error {
+		// An admin demoted while waiting may no longer edit others' comments.
+		if err := mayEditComment(me, c); err != nil {
+			return err
+		}
 		updated, err = tx.Comment.UpdateOneID(c.ID).SetText(body).Save(ctx)
+		if ent.IsNotFound(err) {
+			return apperr.NotFoundf("comment")
+		}
 		return err
 	})
 	if err != nil {
@@ -105,7 +118,10 @@ func (s *Service) DeleteComment(ctx context.Context, id string) error {
 	if err := mayEditComment(v, c); err != nil {
 		return err
 	}
-	return s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+	return s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, me *viewer.Viewer) error {
+		if err := mayEditComment(me, c); err != nil {
+			return err
+		}
 		n, err := tx.Comment.Delete().Where(comment.ID(c.ID)).Exec(ctx)
 		if err == nil && n == 0 {
 			return apperr.NotFoundf("comment")

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/token"
@@ -144,7 +146,7 @@ func (s *Service) AddMember(ctx context.Context, in MemberInput) (*ent.Member, e
 		return nil, err
 	}
 	var created *ent.Member
-	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+	err = s.inTx(ctx, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) error {
 		taken, err := tx.Member.Query().Where(member.Email(email)).Exist(ctx)
 		if err != nil {
 			return err
@@ -177,19 +179,30 @@ func guardLastAdmin(ctx context.Context, tx *ent.Tx, m *ent.Member) error {
 	return nil
 }
 
+// currentMember reads a current (not removed) member through c: the
+// client, or a write's tx.Client() to read it as of the workspace lock.
+// Errors: not_found.
+func currentMember(ctx context.Context, c *ent.Client, id uuid.UUID) (*ent.Member, error) {
+	m, err := c.Member.Query().Where(member.ID(id), member.RemovedAtIsNil()).Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, apperr.NotFoundf("member")
+	}
+	return m, apperr.Map(err)
+}
+
 // UpdateMember renames a member or changes its role.
 // Errors: unauthenticated, forbidden, not_found, validation_failed, conflict.
+//
+// The member is read inside the write's transaction: its role as of the
+// lock decides whether the last-admin guard applies.
 func (s *Service) UpdateMember(ctx context.Context, id string, in MemberInput) (*ent.Member, error) {
 	v, err := require(ctx, viewer.RoleAdmin)
 	if err != nil {
 		return nil, err
 	}
-	m, err := s.Member(ctx, id)
+	mid, err := lookupID(ids.KindMember, "member", id)
 	if err != nil {
 		return nil, err
-	}
-	if m.RemovedAt != nil {
-		return nil, apperr.NotFoundf("member")
 	}
 	val := &apperr.Validation{}
 	name, hasName := required(val, "name", in.Name)
@@ -205,10 +218,17 @@ func (s *Service) UpdateMember(ctx context.Context, id string, in MemberInput) (
 		role = validRole(val, r)
 	}
 	if err := val.Err(); err != nil {
+		if _, nf := currentMember(ctx, s.client, mid); nf != nil {
+			return nil, nf
+		}
 		return nil, err
 	}
 	var updated *ent.Member
-	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+	err = s.inTx(ctx, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) error {
+		m, err := currentMember(ctx, tx.Client(), mid)
+		if err != nil {
+			return err
+		}
 		u := tx.Member.UpdateOneID(m.ID)
 		if hasName {
 			u.SetName(name)
@@ -229,22 +249,26 @@ func (s *Service) UpdateMember(ctx context.Context, id string, in MemberInput) (
 }
 
 // RemoveMember removes a member: their tokens stop working at once (answering
-// disconnected), while procedures and comments keep naming them.
+// disconnected), while procedures and comments keep naming them. Their
+// writes still waiting on the workspace lock answer disconnected too (inTx
+// re-reads the acting member), and from then on no procedure can be assigned
+// to them (checkRefs in the transaction).
 // Errors: unauthenticated, forbidden, not_found, conflict (last admin).
 func (s *Service) RemoveMember(ctx context.Context, id string) (*ent.Member, error) {
 	v, err := require(ctx, viewer.RoleAdmin)
 	if err != nil {
 		return nil, err
 	}
-	m, err := s.Member(ctx, id)
+	mid, err := lookupID(ids.KindMember, "member", id)
 	if err != nil {
 		return nil, err
 	}
-	if m.RemovedAt != nil {
-		return nil, apperr.NotFoundf("member")
-	}
 	var removed *ent.Member
-	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+	err = s.inTx(ctx, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) error {
+		m, err := currentMember(ctx, tx.Client(), mid)
+		if err != nil {
+			return err
+		}
 		if err := guardLastAdmin(ctx, tx, m); err != nil {
 			return err
 		}
@@ -293,16 +317,17 @@ func (s *Service) CreateToken(ctx context.Context, in TokenInput) (*ent.Token, s
 	if err := val.Err(); err != nil {
 		return nil, "", err
 	}
-	ok, err := s.client.Member.Query().Where(member.ID(memberID), member.RemovedAtIsNil()).Exist(ctx)
-	if err != nil {
-		return nil, "", apperr.Map(err)
-	}
-	if !ok {
-		return nil, "", apperr.Invalid("memberId", "no such member in this workspace")
-	}
 	secret, hash := auth.NewSecret()
 	var created *ent.Token
-	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+	err = s.inTx(ctx, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) error {
+		// As of the lock: never a token for a member removed meanwhile.
+		ok, err := tx.Member.Query().Where(member.ID(memberID), member.RemovedAtIsNil()).Exist(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return apperr.Invalid("memberId", "no such member in this workspace")
+		}
 		created, err = tx.Token.Create().SetMemberID(memberID).SetName(name).SetSecretHash(hash).
 			SetNillableExpiresAt(utc(in.ExpiresAt)).Save(ctx)
 		return err
@@ -346,8 +371,16 @@ func (s *Service) RevokeToken(ctx context.Context, id string) (*ent.Token, error
 		return t, nil
 	}
 	var revoked *ent.Token
-	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
-		revoked, err = tx.Token.UpdateOneID(t.ID).SetRevokedAt(s.now()).Save(ctx)
+	err = s.inTx(ctx, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) error {
+		// Only a token still unrevoked as of the lock: a concurrent
+		// revocation keeps its revokedAt.
+		if err := tx.Token.Update().Where(token.ID(t.ID), token.RevokedAtIsNil()).SetRevokedAt(s.now()).Exec(ctx); err != nil {
+			return err
+		}
+		revoked, err = tx.Token.Get(ctx, t.ID)
+		if ent.IsNotFound(err) {
+			return apperr.NotFoundf("token")
+		}
 		return err
 	})
 	if err != nil {

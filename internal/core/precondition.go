@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/timefmt"
 )
@@ -84,13 +85,18 @@ func Preconditions(ifUpdatedAt *time.Time) []Precondition {
 }
 
 // recheck reads the record's current updatedAt inside the write's
-// transaction (only when there are conditions) and checks them.
+// transaction (only when there are conditions) and checks them. A record
+// gone meanwhile is not_found. Writes that read the row in the transaction
+// anyway (every update) call checkPreconditions on that row instead.
 func recheck[T any](ctx context.Context, kind string, conds []Precondition,
 	get func(context.Context, uuid.UUID) (T, error), id uuid.UUID, updatedAt func(T) time.Time) error {
 	if len(conds) == 0 {
 		return nil
 	}
 	cur, err := get(ctx, id)
+	if ent.IsNotFound(err) {
+		return apperr.NotFoundf(kind)
+	}
 	if err != nil {
 		return err
 	}
@@ -100,7 +106,10 @@ func recheck[T any](ctx context.Context, kind string, conds []Precondition,
 // nextUpdatedAt is the updatedAt of a record changed now that was last
 // changed at prev: now, but always at least a millisecond after prev, so
 // that every change is visible in the millisecond timestamps (and ETags)
-// clients compare.
+// clients compare. prev must be read inside the write's transaction, after
+// the workspace lock: from a row read before it, two writers that waited on
+// the lock together would store the same updatedAt (one ETag for two
+// versions, and a lost update behind If-Match).
 func nextUpdatedAt(prev, now time.Time) time.Time {
 	if floor := prev.Truncate(time.Millisecond).Add(time.Millisecond); now.Before(floor) {
 		return floor

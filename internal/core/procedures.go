@@ -246,14 +246,22 @@ func validCaptureID(val *apperr.Validation, s string) {
 	}
 }
 
-// checkRefs confirms that the referenced category, doer and project exist in
-// the viewer's workspace (the tenancy interceptor hides all others), naming
-// the offending field otherwise. It returns the project's name, which
-// procedures keep a copy of for sorting.
-func (s *Service) checkRefs(ctx context.Context, categoryID, doerID, projectID *uuid.UUID) (projectName string, err error) {
+// checkRefs confirms that the referenced category, doer (a current member)
+// and project exist in the viewer's workspace (the tenancy interceptor hides
+// all others), naming every offending field otherwise. It returns the
+// project's name, which procedures keep a copy of for sorting.
+//
+// Writes run it with tx.Client() inside their transaction, after the
+// workspace lock: a category or project deleted, or a doer removed, while
+// the write waited is then refused like a sequential execution would refuse
+// it (validation_failed naming the field), never stored (a removed doer) or
+// answered as a bare foreign-key conflict, and the project name copied is
+// the name as of the write. It may also run before the transaction to fail
+// fast ahead of costly work (content generation), never instead.
+func checkRefs(ctx context.Context, c *ent.Client, categoryID, doerID, projectID *uuid.UUID) (projectName string, err error) {
 	val := &apperr.Validation{}
 	if categoryID != nil {
-		ok, err := s.client.Category.Query().Where(category.ID(*categoryID)).Exist(ctx)
+		ok, err := c.Category.Query().Where(category.ID(*categoryID)).Exist(ctx)
 		if err != nil {
 			return "", apperr.Map(err)
 		}
@@ -262,7 +270,7 @@ func (s *Service) checkRefs(ctx context.Context, categoryID, doerID, projectID *
 		}
 	}
 	if doerID != nil {
-		ok, err := s.client.Member.Query().Where(member.ID(*doerID), member.RemovedAtIsNil()).Exist(ctx)
+		ok, err := c.Member.Query().Where(member.ID(*doerID), member.RemovedAtIsNil()).Exist(ctx)
 		if err != nil {
 			return "", apperr.Map(err)
 		}
@@ -271,7 +279,7 @@ func (s *Service) checkRefs(ctx context.Context, categoryID, doerID, projectID *
 		}
 	}
 	if projectID != nil {
-		names, err := s.client.Project.Query().Where(project.ID(*projectID)).Select(project.FieldName).Strings(ctx)
+		names, err := c.Project.Query().Where(project.ID(*projectID)).Select(project.FieldName).Strings(ctx)
 		if err != nil {
 			return "", apperr.Map(err)
 		}
@@ -282,22 +290,6 @@ func (s *Service) checkRefs(ctx context.Context, categoryID, doerID, projectID *
 		}
 	}
 	return projectName, val.Err()
-}
-
-// projectNameIn reads a project's name inside a write's transaction. The
-// copy procedures keep for sorting must be the name as of the write: a
-// rename committed after checkRefs (which runs before the transaction, and
-// before content generation) would otherwise be missed for good. The
-// transaction holds the workspace's write lock, so no rename can follow.
-func projectNameIn(ctx context.Context, tx *ent.Tx, id uuid.UUID) (string, error) {
-	names, err := tx.Project.Query().Where(project.ID(id)).Select(project.FieldName).Strings(ctx)
-	if err != nil {
-		return "", err
-	}
-	if len(names) == 0 {
-		return "", apperr.Invalid("projectId", "no such project in this workspace")
-	}
-	return names[0], nil
 }
 
 // CreateProcedure validates in, optionally generates its content, and stores
@@ -334,12 +326,13 @@ func (s *Service) CreateProcedure(ctx context.Context, in CreateProcedureInput) 
 	if err := val.Err(); err != nil {
 		return nil, err
 	}
-	if _, err := s.checkRefs(ctx, &categoryID, &doerID, &projectID); err != nil {
-		return nil, err
-	}
 	if in.GenerateProcedure {
 		// Generation is a network call: it runs before, never inside, the
-		// write transaction.
+		// write transaction. Bad references fail before paying for it; the
+		// transaction checks them again, as of the write.
+		if _, err := checkRefs(ctx, s.client, &categoryID, &doerID, &projectID); err != nil {
+			return nil, err
+		}
 		generated, err := s.generate(ctx, name, content, in)
 		if err != nil {
 			return nil, err
@@ -347,17 +340,17 @@ func (s *Service) CreateProcedure(ctx context.Context, in CreateProcedureInput) 
 		content = &generated
 	}
 	var created *ent.Procedure
-	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+	err = s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
+		projectName, err := checkRefs(ctx, tx.Client(), &categoryID, &doerID, &projectID)
+		if err != nil {
+			return err
+		}
 		ws, err := tx.Workspace.UpdateOneID(v.WorkspaceID).AddProcedureSeq(1).Save(ctx)
 		if err != nil {
 			return err
 		}
 		state := procedure.State(in.State)
 		pos, err := endOfColumn(ctx, tx.Client(), projectID, state, uuid.Nil)
-		if err != nil {
-			return err
-		}
-		projectName, err := projectNameIn(ctx, tx, projectID)
 		if err != nil {
 			return err
 		}
@@ -440,17 +433,31 @@ func (s *Service) Procedure(ctx context.Context, idOrShortID string) (*ent.Proce
 	if _, err := require(ctx, viewer.RoleViewer); err != nil {
 		return nil, err
 	}
-	q := s.client.Procedure.Query()
-	if shortIDPattern.MatchString(idOrShortID) {
-		q.Where(procedure.ShortID(strings.ToUpper(idOrShortID)))
-	} else {
-		id, err := lookupID(ids.KindProcedure, "procedure", idOrShortID)
-		if err != nil {
-			return nil, err
-		}
-		q.Where(procedure.ID(id))
+	where, err := procedureKey(idOrShortID)
+	if err != nil {
+		return nil, err
 	}
-	p, err := q.Only(ctx)
+	return findProcedure(ctx, s.client, where)
+}
+
+// procedureKey is the predicate selecting the procedure an id or shortId
+// names. Errors: not_found (it cannot name a procedure).
+func procedureKey(idOrShortID string) (predicate.Procedure, error) {
+	if shortIDPattern.MatchString(idOrShortID) {
+		return procedure.ShortID(strings.ToUpper(idOrShortID)), nil
+	}
+	id, err := lookupID(ids.KindProcedure, "procedure", idOrShortID)
+	if err != nil {
+		return nil, err
+	}
+	return procedure.ID(id), nil
+}
+
+// findProcedure reads the procedure where selects through c: the client, or
+// a write's tx.Client() to read it as of the workspace lock.
+// Errors: not_found.
+func findProcedure(ctx context.Context, c *ent.Client, where predicate.Procedure) (*ent.Procedure, error) {
+	p, err := c.Procedure.Query().Where(where).Only(ctx)
 	if ent.IsNotFound(err) {
 		return nil, apperr.NotFoundf("procedure")
 	}
@@ -565,13 +572,19 @@ func (s *Service) FindProcedures(ctx context.Context, f ProcedureFilter, o Proce
 
 // UpdateProcedure changes the fields set in in. A change of state or project
 // without a position moves the procedure to the end of its new column.
-// Errors: unauthenticated, forbidden, not_found, validation_failed.
+// Errors: unauthenticated, forbidden, not_found, validation_failed,
+// precondition_failed.
+//
+// The procedure is read once, inside the write's transaction: its
+// updatedAt, state and project as of the workspace lock are what the write
+// builds on. Only an invalid body reads it before, to answer not_found first
+// as it always has.
 func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProcedureInput, conds ...Precondition) (*ent.Procedure, error) {
 	v, err := require(ctx, viewer.RoleMember)
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.Procedure(ctx, id)
+	where, err := procedureKey(id)
 	if err != nil {
 		return nil, err
 	}
@@ -589,11 +602,12 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 		validPriority(val, "priority", pr)
 		chain(func(u *ent.ProcedureUpdateOne) { u.SetPriority(procedure.Priority(pr)) })
 	}
-	state := p.State
+	var newState *procedure.State
 	if st, ok := required(val, "state", in.State); ok {
 		validState(val, "state", st)
-		state = procedure.State(st)
-		chain(func(u *ent.ProcedureUpdateOne) { u.SetState(procedure.State(st)) })
+		state := procedure.State(st)
+		newState = &state
+		chain(func(u *ent.ProcedureUpdateOne) { u.SetState(state) })
 	}
 	if in.Content.Set {
 		if in.Content.Value == nil {
@@ -621,11 +635,10 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 			chain(func(u *ent.ProcedureUpdateOne) { u.SetDoerID(id) })
 		}
 	}
-	project := p.ProjectID
 	if raw, ok := required(val, "projectId", in.ProjectID); ok {
 		if projectID = optionalID(val, "projectId", raw); projectID != nil {
-			project = *projectID
-			chain(func(u *ent.ProcedureUpdateOne) { u.SetProjectID(project) })
+			id := *projectID
+			chain(func(u *ent.ProcedureUpdateOne) { u.SetProjectID(id) })
 		} else if raw == "" {
 			val.Add("projectId", "is required")
 		}
@@ -653,24 +666,35 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 		chain(func(u *ent.ProcedureUpdateOne) { u.SetIsFineTunedData(b) })
 	}
 	if err := val.Err(); err != nil {
-		return nil, err
-	}
-	if _, err := s.checkRefs(ctx, categoryID, doerID, projectID); err != nil {
+		if _, nf := findProcedure(ctx, s.client, where); nf != nil {
+			return nil, nf
+		}
 		return nil, err
 	}
 	var updated *ent.Procedure
-	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
-		if err := recheck(ctx, "procedure", conds, tx.Procedure.Get, p.ID, func(e *ent.Procedure) time.Time { return e.UpdatedAt }); err != nil {
+	err = s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
+		p, err := findProcedure(ctx, tx.Client(), where)
+		if err != nil {
 			return err
+		}
+		projectName, err := checkRefs(ctx, tx.Client(), categoryID, doerID, projectID)
+		if err != nil {
+			return err
+		}
+		if err := checkPreconditions("procedure", p.UpdatedAt, conds); err != nil {
+			return err
+		}
+		state, project := p.State, p.ProjectID
+		if newState != nil {
+			state = *newState
+		}
+		if projectID != nil {
+			project = *projectID
 		}
 		u := tx.Procedure.UpdateOneID(p.ID).SetUpdatedAt(nextUpdatedAt(p.UpdatedAt, s.now()))
 		upd(u)
 		if projectID != nil {
-			name, err := projectNameIn(ctx, tx, *projectID)
-			if err != nil {
-				return err
-			}
-			u.SetProjectName(name)
+			u.SetProjectName(projectName)
 		}
 		switch {
 		case hasPosition:
@@ -696,20 +720,25 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 // (below); with neither it goes to the end. When two neighbours leave no room
 // between them, the column is renumbered.
 // Errors: unauthenticated, forbidden, not_found, validation_failed.
+//
+// Like UpdateProcedure, it reads the procedure (its state, project and
+// updatedAt) inside the write's transaction, and before it only to answer
+// an invalid request.
 func (s *Service) MoveProcedure(ctx context.Context, id string, state *string, afterID, beforeID *string) (*ent.Procedure, error) {
 	v, err := require(ctx, viewer.RoleMember)
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.Procedure(ctx, id)
+	where, err := procedureKey(id)
 	if err != nil {
 		return nil, err
 	}
 	val := &apperr.Validation{}
-	target := p.State
+	var target *procedure.State
 	if state != nil {
 		validState(val, "state", *state)
-		target = procedure.State(*state)
+		st := procedure.State(*state)
+		target = &st
 	}
 	var after, before *uuid.UUID
 	if afterID != nil {
@@ -718,22 +747,33 @@ func (s *Service) MoveProcedure(ctx context.Context, id string, state *string, a
 	if beforeID != nil {
 		before = optionalID(val, "beforeId", *beforeID)
 	}
-	if after != nil && *after == p.ID {
-		val.Add("afterId", "a procedure cannot be placed next to itself")
-	}
-	if before != nil && *before == p.ID {
-		val.Add("beforeId", "a procedure cannot be placed next to itself")
-	}
-	if err := val.Err(); err != nil {
-		return nil, err
+	if val.Err() != nil {
+		p, err := findProcedure(ctx, s.client, where)
+		if err != nil {
+			return nil, err
+		}
+		notNextToItself(val, p.ID, after, before)
+		return nil, val.Err()
 	}
 	var moved *ent.Procedure
-	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
-		pos, err := placeBetween(ctx, tx.Client(), p, target, after, before)
+	err = s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
+		p, err := findProcedure(ctx, tx.Client(), where)
 		if err != nil {
 			return err
 		}
-		moved, err = tx.Procedure.UpdateOneID(p.ID).SetState(target).SetPosition(pos).
+		val := &apperr.Validation{}
+		if notNextToItself(val, p.ID, after, before); val.Err() != nil {
+			return val.Err()
+		}
+		column := p.State
+		if target != nil {
+			column = *target
+		}
+		pos, err := placeBetween(ctx, tx.Client(), p, column, after, before)
+		if err != nil {
+			return err
+		}
+		moved, err = tx.Procedure.UpdateOneID(p.ID).SetState(column).SetPosition(pos).
 			SetUpdatedAt(nextUpdatedAt(p.UpdatedAt, s.now())).Save(ctx)
 		return err
 	})
@@ -741,6 +781,16 @@ func (s *Service) MoveProcedure(ctx context.Context, id string, state *string, a
 		return nil, err
 	}
 	return moved.Unwrap(), nil
+}
+
+// notNextToItself refuses placing procedure id next to itself.
+func notNextToItself(val *apperr.Validation, id uuid.UUID, after, before *uuid.UUID) {
+	if after != nil && *after == id {
+		val.Add("afterId", "a procedure cannot be placed next to itself")
+	}
+	if before != nil && *before == id {
+		val.Add("beforeId", "a procedure cannot be placed next to itself")
+	}
 }
 
 // minGap is the smallest gap placeBetween will split; below it the column is
@@ -816,18 +866,22 @@ func placeBetween(ctx context.Context, c *ent.Client, p *ent.Procedure, state pr
 }
 
 // DeleteProcedure removes a procedure and its comments.
-// Errors: unauthenticated, forbidden, not_found.
+// Errors: unauthenticated, forbidden, not_found, precondition_failed.
 func (s *Service) DeleteProcedure(ctx context.Context, id string, conds ...Precondition) error {
 	v, err := require(ctx, viewer.RoleMember)
 	if err != nil {
 		return err
 	}
-	p, err := s.Procedure(ctx, id)
+	where, err := procedureKey(id)
 	if err != nil {
 		return err
 	}
-	return s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
-		if err := recheck(ctx, "procedure", conds, tx.Procedure.Get, p.ID, func(e *ent.Procedure) time.Time { return e.UpdatedAt }); err != nil {
+	return s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
+		p, err := findProcedure(ctx, tx.Client(), where)
+		if err != nil {
+			return err
+		}
+		if err := checkPreconditions("procedure", p.UpdatedAt, conds); err != nil {
 			return err
 		}
 		if _, err := tx.Comment.Delete().Where(comment.ProcedureID(p.ID)).Exec(ctx); err != nil {

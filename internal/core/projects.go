@@ -128,7 +128,7 @@ func (s *Service) CreateProject(ctx context.Context, in ProjectInput) (*ent.Proj
 		return nil, err
 	}
 	var created *ent.Project
-	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+	err = s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
 		var err error
 		created, err = tx.Project.Create().SetName(name).
 			SetNillableStartedAt(utc(in.StartedAt.Value)).
@@ -151,35 +151,63 @@ func utc(t *time.Time) *time.Time {
 }
 
 // UpdateProject changes the fields set in in.
-// Errors: unauthenticated, forbidden, not_found, validation_failed.
+// Errors: unauthenticated, forbidden, not_found, validation_failed,
+// precondition_failed.
+//
+// The project is read inside the write's transaction: its updatedAt, name
+// and the dates the body leaves alone (dueAt must not precede startedAt) are
+// those as of the workspace lock. Only an invalid body reads it before, to
+// answer not_found first as it always has.
 func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput, conds ...Precondition) (*ent.Project, error) {
 	v, err := require(ctx, viewer.RoleMember)
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.Project(ctx, id)
+	pid, err := lookupID(ids.KindProject, "project", id)
 	if err != nil {
 		return nil, err
 	}
-	val := &apperr.Validation{}
-	name, hasName := required(val, "name", in.Name)
-	if hasName {
-		name = text(val, "name", name, MaxTitleLen)
+	// validate checks in against p; with p nil, it skips what needs the row.
+	var name string
+	var hasName bool
+	validate := func(p *ent.Project) error {
+		val := &apperr.Validation{}
+		name, hasName = required(val, "name", in.Name)
+		if hasName {
+			name = text(val, "name", name, MaxTitleLen)
+		}
+		started, due := in.StartedAt.Value, in.DueAt.Value
+		if p != nil && !in.StartedAt.Set {
+			started = p.StartedAt
+		}
+		if p != nil && !in.DueAt.Set {
+			due = p.DueAt
+		}
+		if p != nil || (in.StartedAt.Set && in.DueAt.Set) {
+			validProjectDates(val, started, due)
+		}
+		return val.Err()
 	}
-	started, due := p.StartedAt, p.DueAt
-	if in.StartedAt.Set {
-		started = in.StartedAt.Value
-	}
-	if in.DueAt.Set {
-		due = in.DueAt.Value
-	}
-	validProjectDates(val, started, due)
-	if err := val.Err(); err != nil {
-		return nil, err
+	if validate(nil) != nil {
+		p, err := s.Project(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return nil, validate(p)
 	}
 	var updated *ent.Project
-	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
-		if err := recheck(ctx, "project", conds, tx.Project.Get, p.ID, func(e *ent.Project) time.Time { return e.UpdatedAt }); err != nil {
+	err = s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
+		p, err := tx.Project.Get(ctx, pid)
+		if ent.IsNotFound(err) {
+			return apperr.NotFoundf("project")
+		}
+		if err != nil {
+			return err
+		}
+		if err := validate(p); err != nil {
+			return err
+		}
+		if err := checkPreconditions("project", p.UpdatedAt, conds); err != nil {
 			return err
 		}
 		u := tx.Project.UpdateOneID(p.ID).SetUpdatedAt(nextUpdatedAt(p.UpdatedAt, s.now()))
@@ -206,7 +234,6 @@ func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput,
 				u.SetDueAt(*t)
 			}
 		}
-		var err error
 		updated, err = u.Save(ctx)
 		return err
 	})
@@ -218,28 +245,29 @@ func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput,
 
 // DeleteProject removes an empty project; one that still has procedures is
 // refused and nothing is deleted.
-// Errors: unauthenticated, forbidden, not_found, conflict.
+// Errors: unauthenticated, forbidden, not_found, conflict,
+// precondition_failed.
 func (s *Service) DeleteProject(ctx context.Context, id string, conds ...Precondition) error {
 	v, err := require(ctx, viewer.RoleMember)
 	if err != nil {
 		return err
 	}
-	p, err := s.Project(ctx, id)
+	pid, err := lookupID(ids.KindProject, "project", id)
 	if err != nil {
 		return err
 	}
-	return s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
-		if err := recheck(ctx, "project", conds, tx.Project.Get, p.ID, func(e *ent.Project) time.Time { return e.UpdatedAt }); err != nil {
+	return s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
+		if err := recheck(ctx, "project", conds, tx.Project.Get, pid, func(e *ent.Project) time.Time { return e.UpdatedAt }); err != nil {
 			return err
 		}
-		busy, err := tx.Procedure.Query().Where(procedure.ProjectID(p.ID)).Exist(ctx)
+		busy, err := tx.Procedure.Query().Where(procedure.ProjectID(pid)).Exist(ctx)
 		if err != nil {
 			return err
 		}
 		if busy {
 			return apperr.New(apperr.Conflict, "the project still has procedures; move or delete them first")
 		}
-		n, err := tx.Project.Delete().Where(project.ID(p.ID)).Exec(ctx)
+		n, err := tx.Project.Delete().Where(project.ID(pid)).Exec(ctx)
 		if err == nil && n == 0 {
 			return apperr.NotFoundf("project")
 		}
@@ -313,7 +341,7 @@ func (s *Service) CreateCategory(ctx context.Context, name string) (*ent.Categor
 		return nil, err
 	}
 	var created *ent.Category
-	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
+	err = s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
 		var err error
 		created, err = tx.Category.Create().SetName(name).Save(ctx)
 		return err
@@ -325,13 +353,17 @@ func (s *Service) CreateCategory(ctx context.Context, name string) (*ent.Categor
 }
 
 // UpdateCategory renames a category when name is set.
-// Errors: unauthenticated, forbidden, not_found, validation_failed.
+// Errors: unauthenticated, forbidden, not_found, validation_failed,
+// precondition_failed.
+//
+// The category is read inside the write's transaction (its updatedAt as of
+// the workspace lock); before it only for an invalid body or a no-op.
 func (s *Service) UpdateCategory(ctx context.Context, id string, name Optional[string], conds ...Precondition) (*ent.Category, error) {
 	v, err := require(ctx, viewer.RoleMember)
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.Category(ctx, id)
+	cid, err := lookupID(ids.KindCategory, "category", id)
 	if err != nil {
 		return nil, err
 	}
@@ -340,22 +372,32 @@ func (s *Service) UpdateCategory(ctx context.Context, id string, name Optional[s
 	if ok {
 		n = text(val, "name", n, MaxTitleLen)
 	}
-	if err := val.Err(); err != nil {
-		return nil, err
-	}
-	if !ok && len(conds) == 0 {
+	if err := val.Err(); err != nil || (!ok && len(conds) == 0) {
+		c, nf := s.Category(ctx, id)
+		if nf != nil {
+			return nil, nf
+		}
+		if err != nil {
+			return nil, err
+		}
 		return c, nil
 	}
 	var updated *ent.Category
-	err = s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
-		if err := recheck(ctx, "category", conds, tx.Category.Get, c.ID, func(e *ent.Category) time.Time { return e.UpdatedAt }); err != nil {
+	err = s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
+		c, err := tx.Category.Get(ctx, cid)
+		if ent.IsNotFound(err) {
+			return apperr.NotFoundf("category")
+		}
+		if err != nil {
+			return err
+		}
+		if err := checkPreconditions("category", c.UpdatedAt, conds); err != nil {
 			return err
 		}
 		u := tx.Category.UpdateOneID(c.ID).SetUpdatedAt(nextUpdatedAt(c.UpdatedAt, s.now()))
 		if ok {
 			u.SetName(n)
 		}
-		var err error
 		updated, err = u.Save(ctx)
 		return err
 	})
@@ -366,24 +408,24 @@ func (s *Service) UpdateCategory(ctx context.Context, id string, name Optional[s
 }
 
 // DeleteCategory removes a category; its procedures become uncategorised.
-// Errors: unauthenticated, forbidden, not_found.
+// Errors: unauthenticated, forbidden, not_found, precondition_failed.
 func (s *Service) DeleteCategory(ctx context.Context, id string, conds ...Precondition) error {
 	v, err := require(ctx, viewer.RoleMember)
 	if err != nil {
 		return err
 	}
-	c, err := s.Category(ctx, id)
+	cid, err := lookupID(ids.KindCategory, "category", id)
 	if err != nil {
 		return err
 	}
-	return s.inTx(ctx, v, func(tx *ent.Tx, _ *ent.Workspace) error {
-		if err := recheck(ctx, "category", conds, tx.Category.Get, c.ID, func(e *ent.Category) time.Time { return e.UpdatedAt }); err != nil {
+	return s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
+		if err := recheck(ctx, "category", conds, tx.Category.Get, cid, func(e *ent.Category) time.Time { return e.UpdatedAt }); err != nil {
 			return err
 		}
-		if err := tx.Procedure.Update().Where(procedure.CategoryID(c.ID)).ClearCategoryID().Exec(ctx); err != nil {
+		if err := tx.Procedure.Update().Where(procedure.CategoryID(cid)).ClearCategoryID().Exec(ctx); err != nil {
 			return err
 		}
-		n, err := tx.Category.Delete().Where(category.ID(c.ID)).Exec(ctx)
+		n, err := tx.Category.Delete().Where(category.ID(cid)).Exec(ctx)
 		if err == nil && n == 0 {
 			return apperr.NotFoundf("category")
 		}

@@ -16,6 +16,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/ent/member"
+	"github.com/procsvc/procsvc/ent/token"
+	"github.com/procsvc/procsvc/ent/workspace"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/ids"
 	"github.com/procsvc/procsvc/internal/viewer"
@@ -41,6 +44,10 @@ type Service struct {
 	generator Generator
 	now       func() time.Time
 	totals    *totals
+	// beforeTx, when set, runs where a write waits for its workspace lock:
+	// after the checks made before the transaction, before it begins.
+	// Tests commit a concurrent change there (see export_test.go).
+	beforeTx func(ctx context.Context)
 }
 
 // Option configures a Service.
@@ -78,18 +85,51 @@ func require(ctx context.Context, min viewer.Role) (*viewer.Viewer, error) {
 }
 
 // inTx runs fn in a transaction that first bumps the workspace's version.
-// The bump takes the workspace row's write lock, so writes inside one
-// workspace are serialised (shortIds and positions cannot race) and any cache
-// keyed by the version is invalidated atomically with the write.
-func (s *Service) inTx(ctx context.Context, v *viewer.Viewer, fn func(tx *ent.Tx, ws *ent.Workspace) error) error {
+//
+// The bump is the transaction's first statement and takes the workspace
+// row's write lock, so writes inside one workspace are serialised (shortIds
+// and positions cannot race) and any cache keyed by the version is
+// invalidated atomically with the write. On PostgreSQL the UPDATE takes the
+// row lock, and every later statement (READ COMMITTED) sees what was
+// committed before it was granted. On SQLite the DSN sets _txlock=immediate,
+// so the transaction begins with BEGIN IMMEDIATE: the database's write lock
+// is taken before any read, and concurrent writers wait on busy_timeout
+// instead of failing (see internal/database).
+//
+// After the lock, inTx re-reads the acting member (and, for a token viewer,
+// the token) in one statement: a member removed or a token revoked while
+// the request waited answers disconnected, like authentication would now; a
+// member whose role fell below min answers forbidden. fn receives the viewer
+// with the role as of the lock.
+//
+// Everything a write stores must be derived from what fn reads through tx,
+// never from rows read before inTx: updatedAt (nextUpdatedAt of the row as
+// of the lock), state and project for positions, preconditions, and the
+// references a body names (checkRefs in the transaction). Reads made before
+// inTx only answer early (not_found, validation) and may be stale by the
+// time the lock is granted.
+func (s *Service) inTx(ctx context.Context, v *viewer.Viewer, min viewer.Role, fn func(tx *ent.Tx, me *viewer.Viewer) error) error {
+	if s.beforeTx != nil {
+		s.beforeTx(ctx)
+	}
 	tx, err := s.client.Tx(ctx)
 	if err != nil {
 		return apperr.Map(err)
 	}
-	ws, err := tx.Workspace.UpdateOneID(v.WorkspaceID).AddVersion(1).Save(ctx)
-	if err == nil {
-		err = fn(tx, ws)
-	}
+	err = func() error {
+		n, err := tx.Workspace.Update().Where(workspace.ID(v.WorkspaceID)).AddVersion(1).Save(ctx)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
+		}
+		me, err := actingViewer(ctx, tx, v, min)
+		if err != nil {
+			return err
+		}
+		return fn(tx, me)
+	}()
 	if err != nil {
 		_ = tx.Rollback()
 		return apperr.Map(err)
@@ -98,6 +138,30 @@ func (s *Service) inTx(ctx context.Context, v *viewer.Viewer, fn func(tx *ent.Tx
 		return apperr.Map(err)
 	}
 	return nil
+}
+
+// actingViewer re-reads v's member (and token, when v has one) inside a
+// write transaction, in one statement: the member must still belong to the
+// workspace with a role of at least min, and the token must not be revoked.
+// Errors: disconnected (removed member, revoked token), forbidden.
+func actingViewer(ctx context.Context, tx *ent.Tx, v *viewer.Viewer, min viewer.Role) (*viewer.Viewer, error) {
+	q := tx.Member.Query().Where(member.ID(v.MemberID), member.RemovedAtIsNil())
+	if v.TokenID != uuid.Nil {
+		q.Where(member.HasTokensWith(token.ID(v.TokenID), token.RevokedAtIsNil()))
+	}
+	roles, err := q.Select(member.FieldRole).Strings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(roles) == 0 {
+		return nil, apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
+	}
+	me := *v
+	me.Role = viewer.Role(roles[0])
+	if !me.Role.AtLeast(min) {
+		return nil, apperr.New(apperr.Forbidden, "this action needs the %s role", min)
+	}
+	return &me, nil
 }
 
 // parseID parses a client-supplied id for field. An id that is not a UUID is
