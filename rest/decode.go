@@ -14,6 +14,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/jsontext"
 	"github.com/procsvc/procsvc/internal/middleware"
 	"github.com/procsvc/procsvc/internal/timefmt"
 )
@@ -27,8 +28,9 @@ type body struct {
 }
 
 // readBody enforces the transport rules for a JSON body: Content-Type, size,
-// well-formed JSON, and an object at the top.
-// Errors: unsupported_media_type, payload_too_large, bad_request.
+// well-formed JSON, an object at the top, and text that is valid Unicode.
+// Errors: unsupported_media_type, payload_too_large, bad_request,
+// validation_failed (naming the field whose text is not valid UTF-8).
 func readBody(w http.ResponseWriter, r *http.Request) (*body, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
@@ -52,11 +54,36 @@ func readBody(w http.ResponseWriter, r *http.Request) (*body, error) {
 	if trimmed[0] != '{' {
 		return nil, apperr.New(apperr.BadRequest, "the request body must be a JSON object")
 	}
+	if err := checkText(trimmed); err != nil {
+		return nil, err
+	}
 	fields := map[string]json.RawMessage{}
 	if err := json.Unmarshal(trimmed, &fields); err != nil {
 		return nil, apperr.New(apperr.BadRequest, "the request body is not valid JSON")
 	}
 	return &body{fields: fields, used: map[string]bool{}, val: &apperr.Validation{}}, nil
+}
+
+// checkText refuses a body with a string that is not valid Unicode (bytes
+// that are not UTF-8, an unpaired surrogate escape such as "\ud800"), which
+// decoding would silently turn into U+FFFD. The error names the top-level
+// field holding it, and the full path when it is nested (in content).
+func checkText(raw []byte) error {
+	err := jsontext.Check(raw)
+	var bad *jsontext.Error
+	if !errors.As(err, &bad) {
+		return nil
+	}
+	field := "body"
+	if len(bad.Path) > 0 {
+		if name, _ := bad.Path[0].(string); name != "" {
+			field = name
+		}
+	}
+	if len(bad.Path) <= 1 {
+		return apperr.Invalid(field, "%s", bad.Message())
+	}
+	return apperr.Invalid(field, "%s (at %s)", bad.Message(), bad.Field())
 }
 
 // ignore marks read-only fields that a client may echo back (GET, modify,

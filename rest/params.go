@@ -23,6 +23,42 @@ func newParams(q url.Values) *params {
 	return &params{q: q, used: map[string]bool{}, val: &apperr.Validation{}}
 }
 
+// checkQuery refuses a query string that does not parse, which
+// url.URL.Query would silently shorten (dropping a "state=WAITING;" pair,
+// or one with a bad percent-escape, and so listing everything). Every REST
+// request passes through it before its handler reads any parameter.
+// Errors: validation_failed naming the parameter.
+func checkQuery(raw string) error {
+	if _, err := url.ParseQuery(raw); err == nil {
+		return nil
+	}
+	for _, pair := range strings.Split(raw, "&") {
+		key, value, _ := strings.Cut(pair, "=")
+		name, keyErr := url.QueryUnescape(key)
+		if keyErr != nil || name == "" {
+			name = key
+		}
+		if len(name) > 64 {
+			name = name[:64] + "…"
+		}
+		name = strings.ToValidUTF8(name, "\uFFFD")
+		if name == "" {
+			name = "query"
+		}
+		switch {
+		case strings.Contains(pair, ";"):
+			return apperr.Invalid(name, `is malformed: ";" does not separate parameters; use "&" (or send ";" as %%3B)`)
+		case keyErr != nil:
+			return apperr.Invalid(name, "has a malformed name: %% must start an escape such as %%25")
+		default:
+			if _, err := url.QueryUnescape(value); err != nil {
+				return apperr.Invalid(name, "has a malformed value: %% must start an escape such as %%25")
+			}
+		}
+	}
+	return apperr.Invalid("query", "the query string cannot be parsed")
+}
+
 // get returns the value of the first of names present (aliases). Giving a
 // parameter twice, or two of its aliases, is an error.
 func (p *params) get(names ...string) (string, bool) {

@@ -80,6 +80,10 @@ func (a *API) Register(mux *http.ServeMux, authenticate func(http.Handler) http.
 		rt := rt
 		allowed[rt.Path] = append(allowed[rt.Path], rt.Method)
 		mux.Handle(rt.Method+" "+rt.Path, authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := checkQuery(r.URL.RawQuery); err != nil {
+				a.fail(w, r, err)
+				return
+			}
 			if rt.Method == http.MethodGet {
 				respcache.MarkCacheable(r.Context(), rt.Path)
 			}

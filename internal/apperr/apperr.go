@@ -130,8 +130,10 @@ func NotFoundf(kind string) *Error {
 
 // From turns any error into an *Error. Storage errors are mapped once here:
 // not-found, constraint and validation errors of ent get their codes; context
-// cancellation becomes unavailable; anything else is internal, with the cause
-// kept for the log.
+// cancellation and the database faults a retry can overcome (unreachable or
+// restarting server, lost connection, statement or lock timeout,
+// serialization failure, busy SQLite; see storageFault) become unavailable;
+// anything else is internal, with the cause kept for the log.
 func From(err error) *Error {
 	if err == nil {
 		return nil
@@ -155,6 +157,9 @@ func From(err error) *Error {
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return &Error{Code: Unavailable, Message: "the request could not be completed in time", Err: err}
+	}
+	if msg := storageFault(err); msg != "" {
+		return &Error{Code: Unavailable, Message: msg, Err: err}
 	}
 	return &Error{Code: Internal, Message: "internal error", Err: err}
 }

@@ -11,9 +11,11 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
+	"log/slog"
 	"strings"
 	"time"
 
+	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
 
 	"github.com/procsvc/procsvc/ent/token"
@@ -60,15 +62,39 @@ func ValidSecret(s string) bool {
 // busy client must not turn every read into a write.
 const lastUsedGranularity = time.Minute
 
+// TouchLockWait bounds how long recording a token's use may wait for a lock
+// (the workspace row, which every write holds while it runs). Past it the
+// write is skipped, the request goes on, and a later request records the
+// use: a transaction left open on the workspace must not hold up reads.
+const TouchLockWait = 100 * time.Millisecond
+
 // Authenticator resolves Authorization headers against the token table.
 type Authenticator struct {
 	db  *database.DB
 	now func() time.Time
+	log *slog.Logger
+}
+
+// Option configures an Authenticator.
+type Option func(*Authenticator)
+
+// WithLogger sets where skipped lastUsedAt writes are reported (default
+// slog.Default()).
+func WithLogger(log *slog.Logger) Option {
+	return func(a *Authenticator) {
+		if log != nil {
+			a.log = log
+		}
+	}
 }
 
 // New returns an Authenticator over db.
-func New(db *database.DB) *Authenticator {
-	return &Authenticator{db: db, now: func() time.Time { return time.Now().UTC() }}
+func New(db *database.DB, opts ...Option) *Authenticator {
+	a := &Authenticator{db: db, now: func() time.Time { return time.Now().UTC() }, log: slog.Default()}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
 }
 
 // ParseBearer extracts the secret of an "Authorization: Bearer <secret>" header.
@@ -133,15 +159,33 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*viewe
 	if !used.Valid || now.Sub(used.Time) > lastUsedGranularity {
 		// lastUsedAt is workspace data (the tokens list shows it), so its
 		// change bumps the version like any write; this request then uses
-		// no version-keyed cache.
-		sys := viewer.System(ctx)
-		if err := a.db.Client.Token.Update().Where(token.ID(v.TokenID)).SetLastUsedAt(now).Exec(sys); err != nil {
-			return nil, apperr.Map(err)
-		}
-		if err := a.db.Client.Workspace.Update().Where(workspace.ID(v.WorkspaceID)).AddVersion(1).Exec(sys); err != nil {
-			return nil, apperr.Map(err)
-		}
+		// no version-keyed cache (whether or not the bump committed: a
+		// failed commit may have).
 		v.VersionKnown = false
+		if err := a.touch(ctx, &v, now); err != nil {
+			// Bookkeeping only: the request goes on, and the next one
+			// within the minute tries again.
+			a.log.WarnContext(ctx, "token use not recorded", "token_id", v.TokenID.String(),
+				"code", apperr.CodeOf(err), "error", err.Error())
+		}
 	}
 	return &v, nil
+}
+
+// touch records the token's use at now and bumps the workspace version, in
+// one transaction that locks the workspace row first (as every write of the
+// core does) and gives up after TouchLockWait rather than wait behind
+// another transaction.
+func (a *Authenticator) touch(ctx context.Context, v *viewer.Viewer, now time.Time) error {
+	return a.db.TryWrite(ctx, TouchLockWait, func(ctx context.Context, tx dialect.Tx) error {
+		b := entsql.Dialect(a.db.Dialect)
+		query, args := b.Update(workspace.Table).Add(workspace.FieldVersion, 1).
+			Where(entsql.EQ(workspace.FieldID, v.WorkspaceID)).Query()
+		if err := tx.Exec(ctx, query, args, nil); err != nil {
+			return err
+		}
+		query, args = b.Update(token.Table).Set(token.FieldLastUsedAt, now).
+			Where(entsql.EQ(token.FieldID, v.TokenID)).Query()
+		return tx.Exec(ctx, query, args, nil)
+	})
 }

@@ -15,6 +15,7 @@ import (
 // Config is every setting of `procsvc serve`.
 type Config struct {
 	Addr              string
+	MetricsAddr       string
 	DatabaseURL       string
 	DBMaxConns        int
 	DBPrepare         bool
@@ -29,6 +30,12 @@ type Config struct {
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 	AI                AI
+
+	// PostgreSQL session settings of every pooled connection (0: the
+	// server's own, normally none).
+	DBLockTimeout              time.Duration
+	DBStatementTimeout         time.Duration
+	DBIdleInTransactionTimeout time.Duration
 }
 
 // AI configures content generation (internal/generate).
@@ -67,15 +74,23 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		AI:                AI{Provider: "template", Timeout: 60 * time.Second, MaxRetries: 2},
+
+		DBLockTimeout:              5 * time.Second,
+		DBStatementTimeout:         30 * time.Second,
+		DBIdleInTransactionTimeout: 60 * time.Second,
 	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
 	settings := []setting{
 		str(&c.Addr, "addr", "PROCSVC_ADDR", "listen address"),
+		str(&c.MetricsAddr, "metrics-addr", "PROCSVC_METRICS_ADDR", "internal listen address of /metrics, with GraphQL operation names as labels (default: /metrics on --addr, without them)"),
 		str(&c.DatabaseURL, "database-url", "DATABASE_URL", "postgres://… for PostgreSQL; sqlite://PATH for SQLite (default sqlite://data/procsvc.db)"),
 		num(&c.DBMaxConns, "db-max-conns", "PROCSVC_DB_MAX_CONNS", "database connection pool size (0: 20 on PostgreSQL, 8 on SQLite)"),
 		num(&c.ResponseCacheMB, "response-cache-mb", "PROCSVC_RESPONSE_CACHE_MB", "memory for cached read responses, keyed by workspace version (0 disables)"),
 		boolean(&c.DBPrepare, "db-prepare", "PROCSVC_DB_PREPARE", "PostgreSQL: send reads as prepared statements, planned once per connection; set false behind PgBouncer in transaction mode"),
+		dur(&c.DBLockTimeout, "db-lock-timeout", "PROCSVC_DB_LOCK_TIMEOUT", "PostgreSQL lock_timeout: a statement waiting longer for a lock fails, answered 503 (0 disables; PgBouncer needs 0 for all three --db-*-timeout settings or ignore_startup_parameters)"),
+		dur(&c.DBStatementTimeout, "db-statement-timeout", "PROCSVC_DB_STATEMENT_TIMEOUT", "PostgreSQL statement_timeout: a statement running longer is cancelled, answered 503 (0 disables)"),
+		dur(&c.DBIdleInTransactionTimeout, "db-idle-in-transaction-timeout", "PROCSVC_DB_IDLE_IN_TRANSACTION_TIMEOUT", "PostgreSQL idle_in_transaction_session_timeout: the server ends a session of procsvc's idle this long inside a transaction, releasing its locks (0 disables)"),
 		str(&c.LogFormat, "log-format", "PROCSVC_LOG_FORMAT", "log format: json or text"),
 		str(&c.LogLevel, "log-level", "PROCSVC_LOG_LEVEL", "log level: debug, info, warn or error"),
 		boolean(&c.Migrate, "migrate", "PROCSVC_MIGRATE", "apply pending PostgreSQL migrations before serving (SQLite always migrates)"),
@@ -134,6 +149,17 @@ func (c *Config) validate() error {
 	}
 	if c.DBMaxConns < 0 || c.DBMaxConns > 1000 {
 		errs = append(errs, fmt.Errorf("invalid pool size %d: use 0 to 1000 (--db-max-conns, PROCSVC_DB_MAX_CONNS)", c.DBMaxConns))
+	}
+	for name, d := range map[string]time.Duration{
+		"--db-lock-timeout (PROCSVC_DB_LOCK_TIMEOUT)":                               c.DBLockTimeout,
+		"--db-statement-timeout (PROCSVC_DB_STATEMENT_TIMEOUT)":                     c.DBStatementTimeout,
+		"--db-idle-in-transaction-timeout (PROCSVC_DB_IDLE_IN_TRANSACTION_TIMEOUT)": c.DBIdleInTransactionTimeout,
+	} {
+		// PostgreSQL counts in milliseconds; a shorter non-zero value would
+		// silently disable the setting.
+		if d != 0 && (d < time.Millisecond || d%time.Millisecond != 0) {
+			errs = append(errs, fmt.Errorf("%s must be 0 (disabled) or a positive whole number of milliseconds, got %s", name, d))
+		}
 	}
 	for name, d := range map[string]time.Duration{
 		"--shutdown-timeout": c.ShutdownTimeout, "--read-header-timeout": c.ReadHeaderTimeout,

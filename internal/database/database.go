@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/procsvc/procsvc/ent"
 	_ "github.com/procsvc/procsvc/ent/runtime" // registers schema hooks and interceptors
+	"github.com/procsvc/procsvc/internal/apperr"
 )
 
 // DefaultURL is the embedded database used when none is configured.
@@ -37,6 +39,38 @@ type Options struct {
 	// query shape once instead of on every request. Not for PgBouncer in
 	// transaction mode.
 	Prepare bool
+	// LockTimeout, StatementTimeout and IdleInTransactionTimeout set
+	// PostgreSQL's lock_timeout, statement_timeout and
+	// idle_in_transaction_session_timeout on every connection of the pool
+	// (sent as startup parameters), so that a request waiting on a lock held
+	// by a stuck session, or running away, fails (answered unavailable)
+	// instead of hanging, and a session of procsvc's left idle inside a
+	// transaction is ended by the server. 0 leaves the server's setting; a
+	// setting already present in the URL wins. Migrate runs without them.
+	// SQLite ignores them: its busy timeout bounds lock waits.
+	LockTimeout              time.Duration
+	StatementTimeout         time.Duration
+	IdleInTransactionTimeout time.Duration
+}
+
+// sessionParams returns the PostgreSQL settings of o, in milliseconds.
+func (o Options) sessionParams() map[string]string {
+	p := map[string]string{}
+	for name, d := range map[string]time.Duration{
+		"lock_timeout":                        o.LockTimeout,
+		"statement_timeout":                   o.StatementTimeout,
+		"idle_in_transaction_session_timeout": o.IdleInTransactionTimeout,
+	} {
+		if d <= 0 {
+			continue
+		}
+		ms := d.Milliseconds()
+		if ms == 0 {
+			ms = 1 // 0 would disable it
+		}
+		p[name] = strconv.FormatInt(ms, 10)
+	}
+	return p
 }
 
 // DB is an open database: the ent client, its dialect and a statement counter.
@@ -45,6 +79,9 @@ type DB struct {
 	Dialect string
 	SQL     *sql.DB
 	counter *counter
+	// migrateDSN, when set, is the PostgreSQL DSN without the session
+	// timeouts of Options, for Migrate.
+	migrateDSN string
 }
 
 // Statements returns how many SQL statements have been sent so far. Tests use
@@ -59,8 +96,34 @@ func (db *DB) Close() error {
 	return db.Client.Close()
 }
 
-// Ping reports whether the database answers.
-func (db *DB) Ping(ctx context.Context) error { return db.SQL.PingContext(ctx) }
+// pingAttempts bounds Ping's retries on broken connections. Each failed
+// attempt discards the connection it used and every idle one, so the next
+// attempt dials afresh: a third attempt only happens when a fresh connection
+// broke too.
+const pingAttempts = 3
+
+// Ping reports whether a request would get an answer from the database now.
+// It runs SELECT 1 through the pool, as requests do, so it waits for a free
+// connection like them. A pooled connection the server dropped (backends
+// terminated, a restart, a failover, a proxy that went away) does not fail
+// it: database/sql's own Ping gives up on the first dead pooled connection,
+// so after the server had terminated every backend it kept failing until it
+// had drawn each dead connection once, while requests, retried on fresh
+// connections, succeeded. Errors: what the last attempt got, or ctx's.
+func (db *DB) Ping(ctx context.Context) error {
+	var err error
+	for range pingAttempts {
+		var one int
+		if err = db.SQL.QueryRowContext(ctx, "SELECT 1").Scan(&one); err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || !apperr.ConnectionLost(err) {
+			return err
+		}
+		db.counter.lost(err)
+	}
+	return err
+}
 
 // Open connects to rawURL: a postgres:// or postgresql:// URL selects
 // PostgreSQL; sqlite://PATH, file:PATH or a bare path selects SQLite
@@ -79,7 +142,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	switch {
 	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
 		name = dialect.Postgres
-		dsn, perr := postgresDSN(rawURL)
+		dsn, perr := postgresDSN(rawURL, opts.sessionParams())
 		if perr != nil {
 			return nil, perr
 		}
@@ -118,11 +181,21 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	}
 	drv = entsql.OpenDB(name, sqlDB)
 	c := &counter{Driver: drv}
-	if opts.Prepare && name == dialect.Postgres {
-		c.stmts = newStmtCache(sqlDB)
+	db := &DB{Dialect: name, SQL: sqlDB, counter: c}
+	if name == dialect.Postgres {
+		c.pool, c.maxIdle = sqlDB, maxOpen
+		if opts.Prepare {
+			c.stmts = newStmtCache(sqlDB)
+		}
+		if len(opts.sessionParams()) > 0 {
+			if db.migrateDSN, err = postgresDSN(rawURL, nil); err != nil {
+				sqlDB.Close()
+				return nil, err
+			}
+		}
 	}
-	client := ent.NewClient(ent.Driver(c))
-	return &DB{Client: client, Dialect: name, SQL: sqlDB, counter: c}, nil
+	db.Client = ent.NewClient(ent.Driver(c))
+	return db, nil
 }
 
 // entSchemaMu serialises every use of ent's schema planner in this process.
@@ -137,6 +210,19 @@ var entSchemaMu sync.Mutex
 // PostgreSQL. It is safe to call concurrently, on any number of databases.
 func (db *DB) Migrate(ctx context.Context) error {
 	if db.Dialect == dialect.Postgres {
+		if db.migrateDSN != "" {
+			// Waiting for another replica's migration lock, or building an
+			// index on a large table, may rightly take longer than any
+			// request: migrate over connections without the timeouts.
+			sqlDB, err := sql.Open("postgres", db.migrateDSN)
+			if err != nil {
+				return err
+			}
+			defer sqlDB.Close()
+			sqlDB.SetMaxOpenConns(2)
+			_, err = (&DB{Dialect: db.Dialect, SQL: sqlDB}).ApplyMigrations(ctx)
+			return err
+		}
 		_, err := db.ApplyMigrations(ctx)
 		return err
 	}
@@ -175,8 +261,11 @@ func (db *DB) WriteSchemaDiff(ctx context.Context, w io.Writer) error {
 }
 
 // postgresDSN pins the session time zone to UTC so that every timestamp
-// read back is UTC whatever the server's setting.
-func postgresDSN(raw string) (string, error) {
+// read back is UTC whatever the server's setting, and adds the session
+// settings of params (lib/pq sends URL parameters it does not know as
+// startup parameters, which the server applies like SET). Settings the URL
+// already has are kept.
+func postgresDSN(raw string, params map[string]string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", fmt.Errorf("database: invalid PostgreSQL URL: %w", redact(err))
@@ -184,6 +273,11 @@ func postgresDSN(raw string) (string, error) {
 	q := u.Query()
 	if q.Get("timezone") == "" {
 		q.Set("timezone", "UTC")
+	}
+	for k, v := range params {
+		if !q.Has(k) {
+			q.Set(k, v)
+		}
 	}
 	u.RawQuery = q.Encode()
 	return u.String(), nil
@@ -221,7 +315,11 @@ func sqliteDSN(raw string) (dsn string, memory bool, err error) {
 	memory = path == ":memory:"
 	params := url.Values{}
 	params.Add("_pragma", "foreign_keys(1)")
-	params.Add("_pragma", "busy_timeout(10000)")
+	if !hasBusyTimeout(query) {
+		// modernc runs a URL's own busy_timeout pragma in no set order
+		// with this one: add it only when the URL has none.
+		params.Add("_pragma", "busy_timeout(10000)")
+	}
 	params.Set("_time_format", "sqlite")
 	params.Set("_txlock", "immediate")
 	if !memory {
@@ -238,6 +336,23 @@ func sqliteDSN(raw string) (dsn string, memory bool, err error) {
 		dsn += "&" + query
 	}
 	return dsn, memory, nil
+}
+
+// hasBusyTimeout reports whether a SQLite URL's query sets the busy timeout.
+func hasBusyTimeout(query string) bool {
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return false
+	}
+	if q.Has("_busy_timeout") || q.Has("_timeout") {
+		return true
+	}
+	for _, p := range q["_pragma"] {
+		if strings.HasPrefix(strings.ToLower(strings.TrimSpace(p)), "busy_timeout") {
+			return true
+		}
+	}
+	return false
 }
 
 // Statement is one SQL statement as sent, for tests that inspect plans.
@@ -262,6 +377,25 @@ type counter struct {
 	n      atomic.Int64
 	record atomic.Pointer[func(Statement)]
 	stmts  *stmtCache // nil unless Options.Prepare
+	// pool and maxIdle are set on PostgreSQL only, for lost: an SQLite
+	// :memory: database lives in its one connection.
+	pool    *sql.DB
+	maxIdle int
+}
+
+// lost is told of every failed statement. When err says a connection
+// broke, the server has most likely dropped every connection opened before
+// (a restart, a failover, backends terminated, a proxy gone): the idle
+// connections are closed at once, so that the next requests dial afresh
+// instead of each drawing a dead connection first. database/sql retries
+// only driver.ErrBadConn on another connection; a broken connection that
+// reports a network error fails its request.
+func (c *counter) lost(err error) {
+	if c.pool == nil || !apperr.ConnectionLost(err) {
+		return
+	}
+	c.pool.SetMaxIdleConns(-1)
+	c.pool.SetMaxIdleConns(c.maxIdle)
 }
 
 func (c *counter) observe(query string, args any) {
@@ -274,7 +408,7 @@ func (c *counter) observe(query string, args any) {
 
 func (c *counter) Exec(ctx context.Context, query string, args, v any) error {
 	c.observe(query, args)
-	return c.Driver.Exec(ctx, query, args, v)
+	return c.check(c.Driver.Exec(ctx, query, args, v))
 }
 
 func (c *counter) Query(ctx context.Context, query string, args, v any) error {
@@ -282,19 +416,27 @@ func (c *counter) Query(ctx context.Context, query string, args, v any) error {
 	if c.stmts != nil {
 		if vr, ok := v.(*entsql.Rows); ok {
 			if argv, ok := args.([]any); ok {
-				return c.stmts.query(ctx, query, argv, vr)
+				return c.check(c.stmts.query(ctx, query, argv, vr))
 			}
 		}
 	}
-	return c.Driver.Query(ctx, query, args, v)
+	return c.check(c.Driver.Query(ctx, query, args, v))
+}
+
+// check passes err on, after telling lost of it.
+func (c *counter) check(err error) error {
+	if err != nil {
+		c.lost(err)
+	}
+	return err
 }
 
 func (c *counter) Tx(ctx context.Context) (dialect.Tx, error) {
 	tx, err := c.Driver.Tx(ctx)
 	if err != nil {
-		return nil, err
+		return nil, c.check(err)
 	}
-	return &countingTx{Tx: tx, n: &c.n}, nil
+	return &countingTx{Tx: tx, c: c}, nil
 }
 
 func (c *counter) BeginTx(ctx context.Context, opts *entsql.TxOptions) (dialect.Tx, error) {
@@ -302,25 +444,27 @@ func (c *counter) BeginTx(ctx context.Context, opts *entsql.TxOptions) (dialect.
 		BeginTx(context.Context, *entsql.TxOptions) (dialect.Tx, error)
 	}).BeginTx(ctx, opts)
 	if err != nil {
-		return nil, err
+		return nil, c.check(err)
 	}
-	return &countingTx{Tx: tx, n: &c.n}, nil
+	return &countingTx{Tx: tx, c: c}, nil
 }
 
 type countingTx struct {
 	dialect.Tx
-	n *atomic.Int64
+	c *counter
 }
 
 func (t *countingTx) Exec(ctx context.Context, query string, args, v any) error {
-	t.n.Add(1)
-	return t.Tx.Exec(ctx, query, args, v)
+	t.c.n.Add(1)
+	return t.c.check(t.Tx.Exec(ctx, query, args, v))
 }
 
 func (t *countingTx) Query(ctx context.Context, query string, args, v any) error {
-	t.n.Add(1)
-	return t.Tx.Query(ctx, query, args, v)
+	t.c.n.Add(1)
+	return t.c.check(t.Tx.Query(ctx, query, args, v))
 }
+
+func (t *countingTx) Commit() error { return t.c.check(t.Tx.Commit()) }
 
 // Driver returns the counting driver, for hand-built statements that must be
 // counted like ent's own.

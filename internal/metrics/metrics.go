@@ -1,6 +1,13 @@
 // Package metrics defines procsvc's Prometheus metrics and serves them at
 // /metrics: HTTP requests by route, method and status; GraphQL errors by
 // code; the database pool; the Go runtime and the process.
+//
+// Every label is bounded whatever clients send: methods outside the
+// standard set are "other", routes are ServeMux templates ("unmatched" for
+// any unknown path), statuses are the handlers' own, and GraphQL operation
+// names, which belong to the tenants, are labels only in a registry made
+// WithOperationNames, which is served on the internal metrics listener alone
+// (see README, Operating it).
 package metrics
 
 import (
@@ -8,34 +15,49 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/procsvc/procsvc/internal/apperr"
 )
 
 // Metrics is one registry of procsvc's metrics. Each server owns one, so
 // tests that run several servers in one process do not mix their counts.
 type Metrics struct {
-	mu            sync.Mutex
-	operations    map[string]bool
-	registry      *prometheus.Registry
-	requests      *prometheus.CounterVec
-	duration      *prometheus.HistogramVec
-	graphqlErrors *prometheus.CounterVec
+	mu             sync.Mutex
+	operations     map[string]bool
+	operationNames bool
+	registry       *prometheus.Registry
+	requests       *prometheus.CounterVec
+	duration       *prometheus.HistogramVec
+	graphqlErrors  *prometheus.CounterVec
 }
 
+// Option configures New.
+type Option func(*Metrics)
+
+// WithOperationNames labels GraphQL requests with their operation names
+// ("graphql:<name>", at most maxOperations of them). The names are chosen by
+// every tenant's clients, so a registry made with this option must be served
+// only where operators alone can read it: the server never mounts it on the
+// API listener.
+func WithOperationNames() Option { return func(m *Metrics) { m.operationNames = true } }
+
 // New returns a registry with the runtime and process collectors and, when
-// db is set, the connection pool's statistics.
-func New(db *sql.DB) *Metrics {
+// db is set, the connection pool's statistics. Without WithOperationNames
+// every GraphQL request is counted under the route "/graphql".
+func New(db *sql.DB, opts ...Option) *Metrics {
 	m := &Metrics{
 		operations: map[string]bool{},
 		registry:   prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "procsvc_http_requests_total",
-			Help: "HTTP requests by route (REST route template or GraphQL operation), method and status.",
+			Help: "HTTP requests by route (REST route template, /graphql, or graphql:<operation> on the internal listener), method and status.",
 		}, []string{"route", "method", "status"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "procsvc_http_request_duration_seconds",
@@ -47,6 +69,9 @@ func New(db *sql.DB) *Metrics {
 			Help: "GraphQL errors by code.",
 		}, []string{"code"}),
 	}
+	for _, o := range opts {
+		o(m)
+	}
 	m.registry.MustRegister(m.requests, m.duration, m.graphqlErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if db != nil {
@@ -55,6 +80,10 @@ func New(db *sql.DB) *Metrics {
 	return m
 }
 
+// OperationNames reports whether m labels requests with GraphQL operation
+// names, and so must not be served on the API listener.
+func (m *Metrics) OperationNames() bool { return m != nil && m.operationNames }
+
 // maxOperations bounds the distinct GraphQL operation names used as labels:
 // names come from clients, and a label per random name would grow the
 // registry without bound.
@@ -62,9 +91,10 @@ const maxOperations = 200
 
 var operationName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
-// OperationLabel returns the route label of a GraphQL operation name:
-// the name itself for the first maxOperations well-formed names, else
-// "anonymous" or "other".
+// OperationLabel returns the route label of a GraphQL operation name (for
+// the access log, and for the metrics WithOperationNames): the name itself
+// for the first maxOperations well-formed names, else "anonymous" or
+// "other".
 func (m *Metrics) OperationLabel(name string) string {
 	if name == "" {
 		return "anonymous"
@@ -84,14 +114,68 @@ func (m *Metrics) OperationLabel(name string) string {
 	return name
 }
 
+// graphQLRoutePrefix is the prefix graph.NewServer gives the route of an executed
+// GraphQL operation ("graphql:" + OperationLabel); GraphQLRoute is the route
+// every GraphQL request shares when operation names are not labels (the
+// same label as a request refused before the executor ran).
+const (
+	graphQLRoutePrefix = "graphql:"
+	GraphQLRoute       = "/graphql"
+)
+
+// methods are the label values of the method label; any other method a
+// client sends (the server accepts any token) is "other".
+var methods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
+}
+
+// MethodLabel returns the method label of method.
+func MethodLabel(method string) string {
+	if methods[method] {
+		return method
+	}
+	return "other"
+}
+
+// StatusLabel returns the status label of status: the code for a valid
+// HTTP status (100–599), else "other".
+func StatusLabel(status int) string {
+	if status < 100 || status > 599 {
+		return "other"
+	}
+	return strconv.Itoa(status)
+}
+
+// routeLabel returns the route label of route: GraphQL operations collapse
+// to GraphQLRoute unless m labels operation names.
+func (m *Metrics) routeLabel(route string) string {
+	if !m.operationNames && strings.HasPrefix(route, graphQLRoutePrefix) {
+		return GraphQLRoute
+	}
+	return route
+}
+
 // ObserveRequest records one finished HTTP request.
 func (m *Metrics) ObserveRequest(route, method string, status int, d time.Duration) {
 	if m == nil {
 		return
 	}
-	s := strconv.Itoa(status)
-	m.requests.WithLabelValues(route, method, s).Inc()
-	m.duration.WithLabelValues(route, method, s).Observe(d.Seconds())
+	labels := []string{m.routeLabel(route), MethodLabel(method), StatusLabel(status)}
+	m.requests.WithLabelValues(labels...).Inc()
+	m.duration.WithLabelValues(labels...).Observe(d.Seconds())
+}
+
+// errorCodes are the extensions.code values GraphQL errors carry besides
+// apperr's codes (automatic persisted queries).
+var errorCodes = map[string]bool{"PERSISTED_QUERY_NOT_FOUND": true, "PERSISTED_QUERY_NOT_SUPPORTED": true}
+
+// codeLabel bounds the code label to known codes.
+func codeLabel(code string) string {
+	if errorCodes[code] || code == string(apperr.Internal) || apperr.HTTPStatus(apperr.Code(code)) != http.StatusInternalServerError {
+		return code
+	}
+	return "other"
 }
 
 // GraphQLError records one GraphQL error of code.
@@ -99,7 +183,7 @@ func (m *Metrics) GraphQLError(code string) {
 	if m == nil {
 		return
 	}
-	m.graphqlErrors.WithLabelValues(code).Inc()
+	m.graphqlErrors.WithLabelValues(codeLabel(code)).Inc()
 }
 
 // Handler serves the registry in the Prometheus text format.

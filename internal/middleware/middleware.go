@@ -51,6 +51,20 @@ func WithRequestID(next http.Handler) http.Handler {
 	})
 }
 
+// SecurityHeaders gives every response X-Content-Type-Options: nosniff and,
+// unless the handler sets its own (the playground's hashed assets),
+// Cache-Control: no-store: API answers are per token and must not be kept
+// by browsers or shared caches. It wraps the whole handler, so errors,
+// panics turned into errors and cached replays carry them too.
+func SecurityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
 // ErrorBody is DESIGN §6's error body.
 type ErrorBody struct {
 	Code      apperr.Code         `json:"code"`

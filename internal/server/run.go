@@ -14,6 +14,7 @@ import (
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/generate"
+	"github.com/procsvc/procsvc/internal/metrics"
 )
 
 // Run serves cfg until ctx is cancelled, then drains in-flight requests for
@@ -29,7 +30,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	if cfg.AI.Provider == generate.ProviderOpenAI && cfg.WriteTimeout <= cfg.AI.Timeout {
 		log.Warn("--write-timeout is not longer than --ai-timeout: a slow generation outlives its response", "write_timeout", cfg.WriteTimeout.String(), "ai_timeout", cfg.AI.Timeout.String())
 	}
-	db, err := database.Open(ctx, cfg.DatabaseURL, database.Options{MaxOpenConns: cfg.DBMaxConns, Prepare: cfg.DBPrepare})
+	db, err := database.Open(ctx, cfg.DatabaseURL, database.Options{MaxOpenConns: cfg.DBMaxConns, Prepare: cfg.DBPrepare,
+		LockTimeout: cfg.DBLockTimeout, StatementTimeout: cfg.DBStatementTimeout, IdleInTransactionTimeout: cfg.DBIdleInTransactionTimeout})
 	if err != nil {
 		return err
 	}
@@ -46,8 +48,17 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	if err := bootstrap(ctx, svc, cfg.BootstrapToken, out); err != nil {
 		return err
 	}
+	var m *metrics.Metrics
+	if cfg.MetricsAddr != "" {
+		m = metrics.New(db.SQL, metrics.WithOperationNames())
+		stop, err := serveMetrics(cfg, m, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	srv := &http.Server{
-		Handler:           NewHandler(Deps{DB: db, Service: svc, Log: log, ResponseCacheBytes: int64(cfg.ResponseCacheMB) << 20, RequestTimeout: cfg.WriteTimeout}),
+		Handler:           NewHandler(Deps{DB: db, Service: svc, Log: log, Metrics: m, ResponseCacheBytes: int64(cfg.ResponseCacheMB) << 20, RequestTimeout: cfg.WriteTimeout}),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.WriteTimeout,

@@ -24,7 +24,9 @@ type Deps struct {
 	DB      *database.DB
 	Service *core.Service
 	Log     *slog.Logger
-	// Metrics, when nil, is a fresh registry over DB's pool.
+	// Metrics, when nil, is a fresh registry over DB's pool. It is served at
+	// /metrics unless it labels GraphQL operation names (the tenants'), in
+	// which case the caller serves it on an internal listener (MetricsHandler).
 	Metrics *metrics.Metrics
 	// ResponseCacheBytes bounds the read-response cache; 0 disables it.
 	ResponseCacheBytes int64
@@ -62,12 +64,17 @@ func NewHandler(d Deps) http.Handler {
 	mux.Handle(playground.Path, pg)
 	mux.Handle(playground.Path+"/", pg)
 	mux.HandleFunc("GET /{$}", serveIndex)
-	mux.Handle("GET /metrics", d.Metrics.Handler())
+	if !d.Metrics.OperationNames() {
+		mux.Handle("GET /metrics", d.Metrics.Handler())
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		middleware.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		// Ready means a request would get an answer: SELECT 1 through the
+		// pool, on a fresh connection when a pooled one turns out dead,
+		// with time to dial one (see database.DB.Ping).
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := d.DB.Ping(ctx); err != nil {
 			restErr(w, r, &apperr.Error{Code: apperr.Unavailable, Message: "the database is not answering", Err: err})
@@ -82,7 +89,7 @@ func NewHandler(d Deps) http.Handler {
 	if d.RequestTimeout > 0 {
 		h = withDeadline(d.RequestTimeout, h)
 	}
-	return middleware.WithRequestID(middleware.Observe(d.Log, d.Metrics)(h))
+	return middleware.SecurityHeaders(middleware.WithRequestID(middleware.Observe(d.Log, d.Metrics)(h)))
 }
 
 // withDeadline gives each request's context a deadline just short of the

@@ -20,9 +20,23 @@ func AppendFormat(b []byte, t time.Time) []byte { return t.UTC().AppendFormat(b,
 // ErrInvalid is returned for text that is not an accepted timestamp.
 var ErrInvalid = errors.New("must be an RFC 3339 timestamp (e.g. 2026-01-02T15:04:05.000Z) or a date (YYYY-MM-DD)")
 
+// Earliest and Latest bound the instants Parse accepts. A time before 1970 is
+// almost always a client's mistake (0001-01-01T00:00:00Z is the zero value
+// of Go's time.Time and of .NET's DateTime, 1900-01-01 a spreadsheet's), and
+// one after 9999 has no four-digit year for Layout. Accepting the zero time
+// would also make it indistinguishable from an absent value downstream.
+var (
+	Earliest = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	Latest   = time.Date(9999, 12, 31, 23, 59, 59, 999_999_000, time.UTC)
+)
+
+// ErrOutOfRange is returned for a well-formed timestamp outside
+// [Earliest, Latest].
+var ErrOutOfRange = errors.New("must be a time from 1970-01-01 to 9999-12-31 (UTC)")
+
 // Parse accepts RFC 3339 with or without a fraction and with any offset, or a
 // bare date (midnight UTC), and returns UTC truncated to microseconds, the
-// precision both databases keep.
+// precision both databases keep. Errors: ErrInvalid, ErrOutOfRange.
 func Parse(s string) (time.Time, error) {
 	if len(s) > 64 {
 		return time.Time{}, ErrInvalid
@@ -40,8 +54,8 @@ func Parse(s string) (time.Time, error) {
 
 func normalize(t time.Time) (time.Time, error) {
 	t = t.UTC().Truncate(time.Microsecond)
-	if t.Year() < 1 || t.Year() > 9999 {
-		return time.Time{}, ErrInvalid
+	if t.Before(Earliest) || t.After(Latest) {
+		return time.Time{}, ErrOutOfRange
 	}
 	return t, nil
 }

@@ -10,8 +10,10 @@ import (
 )
 
 func TestParse(t *testing.T) {
-	// invalid marks cases that must fail; it is not a time Parse can return.
+	// invalid and outOfRange mark cases that must fail with ErrInvalid and
+	// ErrOutOfRange; they are not times Parse can return.
 	invalid := time.Date(1, 2, 3, 4, 5, 6, 7, time.FixedZone("invalid", 1))
+	outOfRange := time.Date(1, 2, 3, 4, 5, 6, 7, time.FixedZone("outOfRange", 2))
 	utc := func(y int, mo time.Month, d, h, mi, s, ns int) time.Time {
 		return time.Date(y, mo, d, h, mi, s, ns, time.UTC)
 	}
@@ -31,7 +33,9 @@ func TestParse(t *testing.T) {
 		{"fraction with offset", "2026-01-02T15:04:05.999999999+01:00", utc(2026, 1, 2, 14, 4, 5, 999_999_000)},
 		{"date only is midnight utc", "2026-01-02", utc(2026, 1, 2, 0, 0, 0, 0)},
 		{"leap day", "2024-02-29", utc(2024, 2, 29, 0, 0, 0, 0)},
-		{"first representable year", "0001-01-01T00:00:00Z", utc(1, 1, 1, 0, 0, 0, 0)},
+		{"earliest accepted instant", "1970-01-01T00:00:00Z", utc(1970, 1, 1, 0, 0, 0, 0)},
+		{"earliest accepted date", "1970-01-01", utc(1970, 1, 1, 0, 0, 0, 0)},
+		{"offset brings into range", "1969-12-31T23:00:00-01:00", utc(1970, 1, 1, 0, 0, 0, 0)},
 		{"last representable instant", "9999-12-31T23:59:59.999999Z", utc(9999, 12, 31, 23, 59, 59, 999_999_000)},
 
 		{"empty", "", invalid},
@@ -45,18 +49,29 @@ func TestParse(t *testing.T) {
 		{"surrounding spaces", " 2026-01-02 ", invalid},
 		{"unix seconds", "1767366245", invalid},
 		{"over 64 characters", "2026-01-02T15:04:05." + strings.Repeat("1", 50) + "Z", invalid},
-		{"year zero", "0000-01-01T00:00:00Z", invalid},
-		{"year zero as a date", "0000-06-01", invalid},
-		{"offset pushes before year 1", "0001-01-01T00:30:00+01:00", invalid},
-		{"offset pushes past year 9999", "9999-12-31T23:30:00-01:00", invalid},
 		{"five-digit year", "10000-01-01T00:00:00Z", invalid},
+
+		{"go's zero time", "0001-01-01T00:00:00Z", outOfRange},
+		{"go's zero time as a date", "0001-01-01", outOfRange},
+		{"just after go's zero time", "0001-01-01T00:00:00.001Z", outOfRange},
+		{"year zero", "0000-01-01T00:00:00Z", outOfRange},
+		{"year zero as a date", "0000-06-01", outOfRange},
+		{"spreadsheet epoch", "1900-01-01", outOfRange},
+		{"a microsecond before 1970", "1969-12-31T23:59:59.999999Z", outOfRange},
+		{"offset pushes before 1970", "1970-01-01T00:30:00+01:00", outOfRange},
+		{"offset pushes before year 1", "0001-01-01T00:30:00+01:00", outOfRange},
+		{"offset pushes past year 9999", "9999-12-31T23:30:00-01:00", outOfRange},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := timefmt.Parse(tc.in)
-			if tc.want == invalid {
-				if !errors.Is(err, timefmt.ErrInvalid) {
-					t.Fatalf("Parse(%q) = %v, %v; want ErrInvalid", tc.in, got, err)
+			if tc.want == invalid || tc.want == outOfRange {
+				want := timefmt.ErrInvalid
+				if tc.want == outOfRange {
+					want = timefmt.ErrOutOfRange
+				}
+				if !errors.Is(err, want) {
+					t.Fatalf("Parse(%q) = %v, %v; want %v", tc.in, got, err, want)
 				}
 				if !got.IsZero() {
 					t.Fatalf("Parse(%q) returned %v with its error; want the zero time", tc.in, got)

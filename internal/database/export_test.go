@@ -1,0 +1,5 @@
+package database
+
+// MigrationLock is the advisory lock key of ApplyMigrations, for tests that
+// hold it.
+const MigrationLock = migrationLock
