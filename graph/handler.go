@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,27 +26,21 @@ import (
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
-// Limits of one GraphQL operation (DESIGN §7). Both are checked before any
-// resolver runs, so an over-limit query costs no SQL.
-const (
-	MaxDepth      = 12
-	MaxComplexity = 2000
-	// MaxPageSize bounds first/last on every GraphQL connection. The core
-	// allows REST's other lists up to 500; GraphQL keeps DESIGN §7's 100.
-	MaxPageSize = 100
-)
-
 // NewServer returns the GraphQL executor over r: POST and GET transports,
-// automatic persisted queries, depth and complexity limits, and one error
-// shape (extensions.code and extensions.requestId) for every failure.
+// automatic persisted queries, the limits of limits.go, and one error shape
+// (extensions.code and extensions.requestId) for every failure.
 func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics) *handler.Server {
 	cfg := generated.Config{Resolvers: r}
 	setComplexity(&cfg.Complexity)
 	srv := handler.New(generated.NewExecutableSchema(cfg))
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
-	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	queries := lru.New[*ast.QueryDocument](1000)
+	srv.SetQueryCache(queries)
+	srv.SetParserTokenLimit(MaxTokens)
 	srv.Use(extension.Introspection{})
+	// Before persisted queries: see documentLimits.
+	srv.Use(documentLimits{validated: queries})
 	srv.Use(extension.AutomaticPersistedQuery{Cache: perWorkspace{lru.New[string](1000)}})
 	srv.Use(depthLimit{max: MaxDepth})
 	srv.Use(pageSizeLimit{max: MaxPageSize})
@@ -90,11 +83,15 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics) *handler.Serve
 }
 
 func init() {
-	// Operations refused by procsvc's own limits (depth, page size) are
-	// protocol errors like gqlgen's validation failures: answered with a
-	// 4xx status, not 200.
+	// Operations refused by procsvc's own limits and by gqlgen's complexity
+	// limit are protocol errors like gqlgen's validation failures: answered
+	// with a 4xx status, not 200, and without data.
 	errcode.RegisterErrorType(string(apperr.ValidationFailed), errcode.KindProtocol)
+	errcode.RegisterErrorType(complexityLimitCode, errcode.KindProtocol)
 }
+
+// complexityLimitCode is the code of gqlgen's complexity refusals.
+const complexityLimitCode = "COMPLEXITY_LIMIT_EXCEEDED"
 
 // perWorkspace keys a cache by the viewer's workspace as well, so that one
 // tenant's persisted queries (whose text may hold its data as literals) can
@@ -118,9 +115,9 @@ func (c perWorkspace) Add(ctx context.Context, key, value string) {
 
 // gqlgenCodes maps gqlgen's own error codes to ours.
 var gqlgenCodes = map[string]apperr.Code{
-	errcode.ParseFailed:         apperr.BadRequest,
-	errcode.ValidationFailed:    apperr.ValidationFailed,
-	"COMPLEXITY_LIMIT_EXCEEDED": apperr.ValidationFailed,
+	errcode.ParseFailed:      apperr.BadRequest,
+	errcode.ValidationFailed: apperr.ValidationFailed,
+	complexityLimitCode:      apperr.ValidationFailed,
 }
 
 // presentError gives every GraphQL error DESIGN §6's code and request id.
@@ -220,136 +217,4 @@ func setComplexity(c *generated.ComplexityRoot) {
 	c.Query.Projects, c.Query.Categories, c.Query.Members = list, list, list
 	c.Query.Nodes = func(child int, ids []string) int { return child + len(ids) }
 	c.Procedure.Comments = func(child int) int { return child + 10 }
-}
-
-// depthLimit refuses operations nested deeper than max fields.
-type depthLimit struct{ max int }
-
-var _ interface {
-	graphql.HandlerExtension
-	graphql.OperationContextMutator
-} = depthLimit{}
-
-func (depthLimit) ExtensionName() string                   { return "DepthLimit" }
-func (depthLimit) Validate(graphql.ExecutableSchema) error { return nil }
-func (d depthLimit) MutateOperationContext(_ context.Context, oc *graphql.OperationContext) *gqlerror.Error {
-	op := oc.Doc.Operations.ForName(oc.OperationName)
-	if op == nil {
-		return nil
-	}
-	if depth := selectionDepth(op.SelectionSet, 0, d.max); depth > d.max {
-		err := gqlerror.Errorf("operation is nested %d levels deep, deeper than the limit of %d", depth, d.max)
-		err.Extensions = map[string]any{"code": string(apperr.ValidationFailed)}
-		return err
-	}
-	return nil
-}
-
-// selectionDepth returns the depth of set, stopping once it passes max (so
-// fragment cycles, which validation already rejects, cannot loop).
-func selectionDepth(set ast.SelectionSet, depth, max int) int {
-	if depth > max {
-		return depth
-	}
-	deepest := depth
-	for _, sel := range set {
-		var d int
-		switch s := sel.(type) {
-		case *ast.Field:
-			if len(s.SelectionSet) == 0 {
-				d = depth + 1
-			} else {
-				d = selectionDepth(s.SelectionSet, depth+1, max)
-			}
-		case *ast.InlineFragment:
-			d = selectionDepth(s.SelectionSet, depth, max)
-		case *ast.FragmentSpread:
-			if s.Definition != nil {
-				d = selectionDepth(s.Definition.SelectionSet, depth, max)
-			}
-		}
-		deepest = max2(deepest, d)
-	}
-	return deepest
-}
-
-func max2(a, b int) int {
-	if a > b {
-		return a
-	}
-	return b
-}
-
-// pageSizeLimit refuses first/last above max on any field, before any
-// resolver (and so any SQL) runs.
-type pageSizeLimit struct{ max int }
-
-var _ interface {
-	graphql.HandlerExtension
-	graphql.OperationContextMutator
-} = pageSizeLimit{}
-
-func (pageSizeLimit) ExtensionName() string                   { return "PageSizeLimit" }
-func (pageSizeLimit) Validate(graphql.ExecutableSchema) error { return nil }
-func (p pageSizeLimit) MutateOperationContext(_ context.Context, oc *graphql.OperationContext) *gqlerror.Error {
-	op := oc.Doc.Operations.ForName(oc.OperationName)
-	if op == nil {
-		return nil
-	}
-	return p.check(oc.Doc, op.SelectionSet, oc.Variables, 0)
-}
-
-func (p pageSizeLimit) check(doc *ast.QueryDocument, set ast.SelectionSet, vars map[string]any, depth int) *gqlerror.Error {
-	if depth > MaxDepth {
-		return nil // the depth limit answers
-	}
-	for _, sel := range set {
-		switch s := sel.(type) {
-		case *ast.Field:
-			args := s.ArgumentMap(vars)
-			for _, name := range []string{"first", "last"} {
-				if n, ok := asInt(args[name]); ok && n > int64(p.max) {
-					err := gqlerror.Errorf("%s: %s may be at most %d", s.Name, name, p.max)
-					err.Extensions = map[string]any{"code": string(apperr.ValidationFailed),
-						"fields": []apperr.FieldError{{Field: name, Message: fmt.Sprintf("must be at most %d", p.max)}}}
-					return err
-				}
-			}
-			if err := p.check(doc, s.SelectionSet, vars, depth+1); err != nil {
-				return err
-			}
-		case *ast.InlineFragment:
-			if err := p.check(doc, s.SelectionSet, vars, depth); err != nil {
-				return err
-			}
-		case *ast.FragmentSpread:
-			def := s.Definition
-			if def == nil {
-				def = doc.Fragments.ForName(s.Name)
-			}
-			if def != nil {
-				if err := p.check(doc, def.SelectionSet, vars, depth); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// asInt reads an Int argument, whether it came inline or through variables
-// (decoded as json.Number).
-func asInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return n, true
-	case int:
-		return int64(n), true
-	case float64:
-		return int64(n), true
-	case json.Number:
-		i, err := n.Int64()
-		return i, err == nil
-	}
-	return 0, false
 }

@@ -91,13 +91,19 @@ func Body(ctx context.Context, log *slog.Logger, err error) ErrorBody {
 // WriteError answers err with DESIGN §6's body and the code's status.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	body := Body(r.Context(), log, err)
-	switch body.Code {
+	SetErrorHeaders(w, body.Code)
+	WriteJSON(w, apperr.HTTPStatus(body.Code), body)
+}
+
+// SetErrorHeaders sets the headers an error answer of code carries on both
+// faces: the challenge of a 401, and when to retry a 503 or a 429.
+func SetErrorHeaders(w http.ResponseWriter, code apperr.Code) {
+	switch code {
 	case apperr.Unauthenticated:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="procsvc"`)
 	case apperr.Unavailable, apperr.RateLimited:
 		w.Header().Set("Retry-After", "1")
 	}
-	WriteJSON(w, apperr.HTTPStatus(body.Code), body)
 }
 
 // WriteJSON writes v as a JSON response.

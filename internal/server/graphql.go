@@ -13,7 +13,9 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
 
+	"github.com/procsvc/procsvc/graph"
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/jsontext"
 	"github.com/procsvc/procsvc/internal/middleware"
 )
 
@@ -27,12 +29,11 @@ func graphqlError(log *slog.Logger) middleware.ErrorWriter {
 		if len(body.Fields) > 0 {
 			ext["fields"] = body.Fields
 		}
-		if body.Code == apperr.Unauthenticated {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="procsvc"`)
-		}
+		middleware.SetErrorHeaders(w, body.Code)
+		// The request was not executed, so the body has no data key
+		// (GraphQL over HTTP).
 		middleware.WriteJSON(w, apperr.HTTPStatus(body.Code), map[string]any{
 			"errors": []map[string]any{{"message": body.Message, "extensions": ext}},
-			"data":   nil,
 		})
 	}
 }
@@ -63,7 +64,7 @@ func guardGraphQL(writeErr middleware.ErrorWriter, next http.Handler) http.Handl
 			// A persisted query's operation is only known to gqlgen, whose
 			// GET transport refuses a mutation with a bare 406: answer
 			// that in DESIGN §6's shape too.
-			next.ServeHTTP(&getRefusal{ResponseWriter: w, refuse: func() {
+			next.ServeHTTP(&getRefusal{statusMapper: statusMapper{ResponseWriter: w}, refuse: func() {
 				w.Header().Set("Allow", "POST")
 				writeErr(w, r, apperr.New(apperr.MethodNotAllowed, "GET runs queries only; send mutation operations with POST"))
 			}}, r)
@@ -95,7 +96,7 @@ func guardGraphQL(writeErr middleware.ErrorWriter, next http.Handler) http.Handl
 		}
 		r.Body = io.NopCloser(bytes.NewReader(raw))
 		r.ContentLength = int64(len(raw))
-		next.ServeHTTP(statusMapper{w}, r)
+		next.ServeHTTP(&statusMapper{ResponseWriter: w}, r)
 	})
 }
 
@@ -119,51 +120,99 @@ func decodeGraphQLRequest(raw []byte) error {
 	if req.Query == "" && req.Extensions["persistedQuery"] == nil {
 		return apperr.New(apperr.BadRequest, "the request has no query")
 	}
+	return checkText(trimmed, req.Query)
+}
+
+// checkText refuses text that is not valid Unicode (bytes that are not
+// UTF-8, unpaired surrogate escapes such as "\ud800") in a request's JSON
+// (variables above all) or in its document's string literals: decoding
+// would silently turn it into U+FFFD. Errors: validation_failed naming the
+// input field, as gqlgen's own coercion errors name it.
+func checkText(body []byte, query string) error {
+	var bad *jsontext.Error
+	if errors.As(jsontext.Check(body), &bad) || errors.As(jsontext.CheckGraphQL(query), &bad) {
+		field := bad.Name()
+		if field == "" {
+			field = "query"
+		}
+		return apperr.Invalid(field, "%s", bad.Message())
+	}
 	return nil
 }
 
 // statusMapper answers gqlgen's 422 (a document that does not parse or
-// validate) with DESIGN §6's 400; the body already carries the code.
-type statusMapper struct{ http.ResponseWriter }
+// validate, or an operation over a limit) with 400, as docs/api.md says;
+// the body already carries the code. Every 4xx gqlgen answers is for a
+// request it did not execute, whose body gets no data key (GraphQL over
+// HTTP).
+type statusMapper struct {
+	http.ResponseWriter
+	notExecuted bool
+}
 
-func (s statusMapper) WriteHeader(code int) {
+func (s *statusMapper) WriteHeader(code int) {
 	if code == http.StatusUnprocessableEntity {
 		code = http.StatusBadRequest
 	}
+	s.notExecuted = code >= 400 && code < 500
 	s.ResponseWriter.WriteHeader(code)
 }
 
-func (s statusMapper) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+func (s *statusMapper) Write(b []byte) (int, error) {
+	if !s.notExecuted {
+		return s.ResponseWriter.Write(b)
+	}
+	if _, err := s.ResponseWriter.Write(withoutData(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+func (s *statusMapper) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// withoutData drops the data key of a GraphQL response body that gqlgen
+// writes (in one piece) for a request it did not execute. Anything else is
+// returned as it is.
+func withoutData(b []byte) []byte {
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(b, &body); err != nil {
+		return b
+	}
+	if _, ok := body["data"]; !ok {
+		return b
+	}
+	delete(body, "data")
+	out, err := json.Marshal(body)
+	if err != nil {
+		return b
+	}
+	return out
+}
 
 // getRefusal is statusMapper for GET requests that also turns gqlgen's 406
 // (a GET whose operation is not a query) into refuse's answer, dropping
 // gqlgen's own body.
 type getRefusal struct {
-	http.ResponseWriter
+	statusMapper
 	refuse  func()
 	refused bool
 }
 
 func (g *getRefusal) WriteHeader(code int) {
-	switch code {
-	case http.StatusNotAcceptable:
+	if code == http.StatusNotAcceptable {
 		g.refused = true
 		g.refuse()
 		return
-	case http.StatusUnprocessableEntity:
-		code = http.StatusBadRequest
 	}
-	g.ResponseWriter.WriteHeader(code)
+	g.statusMapper.WriteHeader(code)
 }
 
 func (g *getRefusal) Write(b []byte) (int, error) {
 	if g.refused {
 		return len(b), nil
 	}
-	return g.ResponseWriter.Write(b)
+	return g.statusMapper.Write(b)
 }
-
-func (g *getRefusal) Unwrap() http.ResponseWriter { return g.ResponseWriter }
 
 // checkGraphQLGet validates a GET request's parameters the way the POST body
 // is validated, and refuses mutations, which GET must not run.
@@ -180,18 +229,25 @@ func checkGraphQLGet(r *http.Request) error {
 			if err := json.Unmarshal([]byte(v), &obj); err != nil {
 				return apperr.Invalid(name, "must be a JSON object")
 			}
+			if err := checkText([]byte(v), ""); err != nil {
+				return err
+			}
 		}
 	}
 	query := q.Get("query")
+	if err := checkText(nil, query); err != nil {
+		return err
+	}
 	if query == "" {
 		if q.Get("extensions") == "" {
 			return apperr.New(apperr.BadRequest, "a GET request needs a query parameter")
 		}
 		return nil
 	}
-	doc, err := parser.ParseQuery(&ast.Source{Input: query})
+	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: query}, graph.MaxTokens)
 	if err != nil {
-		// The executor reports syntax errors in full.
+		// The executor reports syntax errors in full, and refuses
+		// documents over the token limit.
 		return nil
 	}
 	op := doc.Operations.ForName(q.Get("operationName"))

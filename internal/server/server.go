@@ -40,7 +40,7 @@ func NewHandler(d Deps) http.Handler {
 	if d.Metrics == nil {
 		d.Metrics = metrics.New(d.DB.SQL)
 	}
-	authn := auth.New(d.DB)
+	authn := auth.New(d.DB, auth.WithLogger(d.Log))
 	resolver := graph.NewResolver(d.Service)
 	gqlErr := graphqlError(d.Log)
 	restErr := func(w http.ResponseWriter, r *http.Request, err error) { middleware.WriteError(w, r, d.Log, err) }
