@@ -120,27 +120,26 @@ var gqlgenCodes = map[string]apperr.Code{
 	complexityLimitCode:      apperr.ValidationFailed,
 }
 
-// presentError gives every GraphQL error DESIGN §6's code and request id.
-// Resolver errors carry an *apperr.Error; gqlgen's parse and validation
-// errors are mapped by their code; persisted-query misses keep the code APQ
-// clients look for; anything else is internal and logged.
+// presentError gives every GraphQL error docs/design.md §6's code and
+// request id, building its body where REST builds its own
+// (middleware.Body, which logs internal errors). Resolver errors carry an
+// *apperr.Error; gqlgen's parse and validation errors are mapped by their
+// code; persisted-query misses keep the code APQ clients look for; anything
+// else is internal.
 func presentError(ctx context.Context, log *slog.Logger, err error) *gqlerror.Error {
 	gerr := graphql.DefaultErrorPresenter(ctx, err)
-	code := apperr.Internal
 	var ae *apperr.Error
 	var ge *gqlerror.Error
-	switch {
-	case errors.As(err, &ae):
-		code = ae.Code
-	case errors.As(err, &ge) && ge.Err == nil:
+	if !errors.As(err, &ae) && errors.As(err, &ge) && ge.Err == nil {
 		raw, _ := ge.Extensions["code"].(string)
-		switch mapped, known := gqlgenCodes[raw]; {
-		case known:
-			code = mapped
-		case raw == "PERSISTED_QUERY_NOT_FOUND" || raw == "PERSISTED_QUERY_NOT_SUPPORTED":
+		if raw == "PERSISTED_QUERY_NOT_FOUND" || raw == "PERSISTED_QUERY_NOT_SUPPORTED" {
 			gerr.Extensions = map[string]any{"code": raw, "requestId": middleware.RequestID(ctx)}
 			return gerr
-		case apperr.HTTPStatus(apperr.Code(raw)) != 500:
+		}
+		code, known := gqlgenCodes[raw]
+		switch {
+		case known:
+		case apperr.Known(apperr.Code(raw)) && apperr.Code(raw) != apperr.Internal:
 			code = apperr.Code(raw)
 		default:
 			// Errors gqlgen raises while coercing arguments and variables.
@@ -150,24 +149,16 @@ func presentError(ctx context.Context, log *slog.Logger, err error) *gqlerror.Er
 		if fields, ok := ge.Extensions["fields"].([]apperr.FieldError); ok {
 			ae.Fields = fields
 		}
-	default:
-		ae = apperr.From(err)
-		code = ae.Code
+		err = ae
 	}
-	body := middleware.Body(ctx, log, ae)
-	if code == apperr.Internal && ae.Err == nil && ae.Message != "internal error" {
-		log.ErrorContext(ctx, "graphql error", "request_id", body.RequestID, "error", err.Error())
-	}
-	gerr.Message = body.Message
-	gerr.Extensions = map[string]any{"code": string(body.Code), "requestId": body.RequestID}
+	body := middleware.Body(ctx, log, err)
 	if len(body.Fields) == 0 && body.Code == apperr.ValidationFailed {
 		if f := inputField(ctx, gerr.Path); f != "" {
 			body.Fields = []apperr.FieldError{{Field: f, Message: body.Message}}
 		}
 	}
-	if len(body.Fields) > 0 {
-		gerr.Extensions["fields"] = body.Fields
-	}
+	gerr.Message = body.Message
+	gerr.Extensions = extensions(body)
 	return gerr
 }
 

@@ -3,8 +3,6 @@ package graph
 import (
 	"context"
 
-	"github.com/google/uuid"
-
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/graph/model"
 	"github.com/procsvc/procsvc/internal/apperr"
@@ -18,8 +16,8 @@ const maxNodes = 100
 // exactly one table is read. Ids that name nothing visible resolve to null,
 // as Relay expects; other failures are errors.
 func (r *Resolver) node(ctx context.Context, id string) (model.Node, error) {
-	uid, err := uuid.Parse(id)
-	if err != nil || len(id) != 36 {
+	uid, err := ids.Parse(id)
+	if err != nil {
 		return nil, nil
 	}
 	var (
@@ -64,10 +62,6 @@ func (r *Resolver) node(ctx context.Context, id string) (model.Node, error) {
 		}
 		return nil, nerr
 	}
-	if n == nil {
-		return nil, nil
-	}
-	// A typed nil pointer inside the interface would render as an object.
 	return n, nil
 }
 

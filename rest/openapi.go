@@ -5,6 +5,10 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/procsvc/procsvc/ent/member"
+	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/internal/core"
 )
 
 // The OpenAPI 3.1 document is built from the same route table the router
@@ -43,12 +47,26 @@ func keys(o obj) []string {
 	return out
 }
 
-func enum(values ...string) obj { return obj{"type": "string", "enum": values} }
+func enum[T ~string](values ...T) obj {
+	names := make([]string, len(values))
+	for i, v := range values {
+		names[i] = string(v)
+	}
+	return obj{"type": "string", "enum": names}
+}
+
+// The enumerations, from the ent schema and the core that validate them.
+var (
+	priorities     = enum(procedure.PriorityValues()...)
+	states         = enum(procedure.StateValues()...)
+	roles          = enum(member.RoleValues()...)
+	sortDirections = enum("asc", "desc")
+)
 
 func schemas() obj {
 	procedureProps := obj{
 		"id": uuidStr, "shortId": nullable(str), "name": str,
-		"priority": enum("LOW", "MEDIUM", "HIGH"), "state": enum("TODO", "IN_PROGRESS", "COMPLETED", "WAITING"),
+		"priority": priorities, "state": states,
 		"content": nullable(str), "categoryId": nullable(uuidStr), "doerId": nullable(uuidStr), "creatorId": uuidStr,
 		"position": number, "dueAt": timestamp, "createdAt": timestamp, "updatedAt": timestamp,
 		"projectId": uuidStr, "workspaceId": uuidStr, "captureId": nullable(str),
@@ -61,7 +79,7 @@ func schemas() obj {
 	projectProps := obj{"id": uuidStr, "name": str, "workspaceId": uuidStr, "startedAt": nullable(timestamp),
 		"dueAt": nullable(timestamp), "createdAt": timestamp, "updatedAt": timestamp}
 	categoryProps := obj{"id": uuidStr, "name": str, "workspaceId": uuidStr, "createdAt": timestamp, "updatedAt": timestamp}
-	memberProps := obj{"id": uuidStr, "name": str, "email": str, "role": enum("ADMIN", "MEMBER", "VIEWER"),
+	memberProps := obj{"id": uuidStr, "name": str, "email": str, "role": roles,
 		"workspaceId": uuidStr, "createdAt": timestamp}
 	commentProps := obj{"id": uuidStr, "procedureId": uuidStr, "authorId": uuidStr, "text": str, "createdAt": timestamp, "updatedAt": timestamp}
 	list := func(item string) obj {
@@ -96,17 +114,17 @@ func schemas() obj {
 			"fields": obj{"type": "array", "items": object([]string{"field", "message"}, obj{"field": str, "message": str})},
 		}),
 		"CreateProcedure": object([]string{"name", "priority", "state", "dueAt", "categoryId", "doerId", "projectId"}, readOnly(obj{
-			"name": str, "priority": enum("LOW", "MEDIUM", "HIGH"), "state": enum("TODO", "IN_PROGRESS", "COMPLETED", "WAITING"),
+			"name": str, "priority": priorities, "state": states,
 			"dueAt": timeInput, "categoryId": str, "doerId": str, "projectId": str,
 			"content":           obj{"description": "a string, any JSON value (stored as its JSON text), or null"},
 			"generateProcedure": boolean,
-			"contentType":       enum("code", "standard", "api", "process"),
-			"docStyle":          enum("technical", "simplified", "detailed"),
-			"language":          enum("typescript", "javascript", "python", "java", "csharp", "other"),
+			"contentType":       enum(core.ContentTypes...),
+			"docStyle":          enum(core.DocStyles...),
+			"language":          enum(core.Languages...),
 			"captureId":         nullable(str), "displayVideo": boolean, "isFineTunedData": boolean,
 		}, "position", "workspaceId")),
 		"UpdateProcedure": object(nil, readOnly(obj{
-			"name": str, "priority": enum("LOW", "MEDIUM", "HIGH"), "state": enum("TODO", "IN_PROGRESS", "COMPLETED", "WAITING"),
+			"name": str, "priority": priorities, "state": states,
 			"content": nullable(str), "categoryId": nullable(str), "doerId": nullable(str), "projectId": str,
 			"dueAt": timeInput, "position": number, "captureId": nullable(str), "displayVideo": boolean, "isFineTunedData": boolean,
 		}, "id", "shortId", "creatorId", "createdAt", "updatedAt", "workspaceId", "category", "doer", "project", "comments")),
@@ -154,12 +172,12 @@ var ifMatch = obj{"name": "If-Match", "in": "header", "required": false, "schema
 	"description": "the ETag of the record as last read; if it changed since, the write is refused with 412 precondition_failed and nothing changes"}
 
 func operations() map[string]operation {
-	procedureList := append(pageParams(20, 100),
-		query("sortBy", "sort field, default createdAt", enum("createdAt", "dueAt", "project.name", "name")),
-		query("sortOrder", "default desc", enum("asc", "desc")), query("order", "alias of sortOrder", enum("asc", "desc")),
+	procedureList := append(pageParams(core.DefaultProcedurePageSize, core.MaxProcedurePageSize),
+		query("sortBy", "sort field, default "+string(core.DefaultProcedureOrder.Field), enum(core.ProcedureSorts...)),
+		query("sortOrder", "default desc", sortDirections), query("order", "alias of sortOrder", sortDirections),
 		query("categoryId", "", str), query("doerId", "", str), query("projectId", "", str),
-		query("state", "", enum("TODO", "IN_PROGRESS", "COMPLETED", "WAITING")),
-		query("priority", "", enum("LOW", "MEDIUM", "HIGH")),
+		query("state", "", states),
+		query("priority", "", priorities),
 		query("startedAt", "dueAt on or after (timestamp)", timeInput),
 		query("dueAt", "dueAt on or before (timestamp)", timeInput),
 	)
@@ -172,17 +190,17 @@ func operations() map[string]operation {
 		"PUT /procedures/{id}":           {"Update a procedure (only the fields sent)", []any{ifMatch}, "UpdateProcedure", "Procedure", append(write, "412"), true},
 		"DELETE /procedures/{id}":        {"Delete a procedure and its comments", []any{ifMatch}, "", "Deleted", []string{"400", "401", "403", "404", "412"}, false},
 		"POST /procedures/{id}/comments": {"Comment on a procedure", nil, "AddComment", "Comment", write, false},
-		"GET /projects":                  {"List projects", pageParams(100, 500), "", "ProjectList", []string{"400", "401"}, false},
+		"GET /projects":                  {"List projects", pageParams(core.DefaultListPageSize, core.MaxListPageSize), "", "ProjectList", []string{"400", "401"}, false},
 		"POST /projects":                 {"Create a project", nil, "CreateProject", "Project", write, true},
 		"GET /projects/{id}":             {"Get a project", nil, "", "Project", read, true},
 		"PUT /projects/{id}":             {"Update a project", []any{ifMatch}, "UpdateProject", "Project", append(write, "412"), true},
 		"DELETE /projects/{id}":          {"Delete an empty project", []any{ifMatch}, "", "Deleted", []string{"400", "401", "403", "404", "409", "412"}, false},
-		"GET /categories":                {"List categories", pageParams(100, 500), "", "CategoryList", []string{"400", "401"}, false},
+		"GET /categories":                {"List categories", pageParams(core.DefaultListPageSize, core.MaxListPageSize), "", "CategoryList", []string{"400", "401"}, false},
 		"POST /categories":               {"Create a category", nil, "CreateCategory", "Category", write, true},
 		"GET /categories/{id}":           {"Get a category", nil, "", "Category", read, true},
 		"PUT /categories/{id}":           {"Rename a category", []any{ifMatch}, "UpdateCategory", "Category", append(write, "412"), true},
 		"DELETE /categories/{id}":        {"Delete a category; its procedures become uncategorised", []any{ifMatch}, "", "Deleted", []string{"400", "401", "403", "404", "412"}, false},
-		"GET /members":                   {"List members", pageParams(100, 500), "", "MemberList", []string{"400", "401"}, false},
+		"GET /members":                   {"List members", pageParams(core.DefaultListPageSize, core.MaxListPageSize), "", "MemberList", []string{"400", "401"}, false},
 		"GET /members/{id}":              {"Get a member", nil, "", "Member", read, false},
 	}
 }

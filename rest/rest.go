@@ -1,17 +1,15 @@
-// Package rest serves SPEC's REST endpoints for legacy clients. It is an
-// adapter only: each handler decodes the request, calls the same GraphQL
-// resolver methods the /graphql endpoint runs, and encodes SPEC's shapes. No
-// business rule lives here.
+// Package rest serves docs/contract.md's REST endpoints for legacy clients.
+// It is an adapter only: each handler decodes the request, calls the same
+// GraphQL resolver methods the /graphql endpoint runs, and encodes the
+// contract's shapes. No business rule lives here.
 package rest
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 
@@ -115,27 +113,13 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// Fail answers err with DESIGN §6's body; exported for the authentication
-// middleware of REST paths.
-func (a *API) Fail(w http.ResponseWriter, r *http.Request, err error) { a.fail(w, r, err) }
-
+// fail answers err with docs/design.md §6's body.
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	middleware.WriteError(w, r, a.log, err)
 }
 
-// withETag answers v with the record's ETag, for If-Match on a later write.
-func withETag(w http.ResponseWriter, updatedAt time.Time, v any) error {
-	w.Header().Set("ETag", core.ETag(updatedAt))
-	return ok(w, v)
-}
-
-func ok(w http.ResponseWriter, v any) error {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
-}
+// ok answers v with 200.
+func ok(w http.ResponseWriter, v any) error { return middleware.WriteJSON(w, http.StatusOK, v) }
 
 // procedure renders p with its edges, read through the request's dataloaders
 // (primed by the resolver that returned p).
@@ -168,8 +152,7 @@ func (a *API) writeProcedure(w http.ResponseWriter, r *http.Request, p *ent.Proc
 	if err != nil {
 		return err
 	}
-	w.Header().Set("ETag", core.ETag(p.UpdatedAt))
-	return ok(w, out)
+	return withETag(w, p.UpdatedAt, out)
 }
 
 // procedureSorts maps sortBy values to GraphQL order fields.
@@ -325,7 +308,7 @@ func (a *API) updateProcedure(w http.ResponseWriter, r *http.Request) error {
 	if err := b.finish(); err != nil {
 		return err
 	}
-	ifMatch, err := core.ParseIfMatch(r.Header.Get("If-Match"))
+	ifMatch, err := parseIfMatch(r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}
@@ -347,7 +330,7 @@ func enumField[T ~string](o graphql.Omittable[*string]) graphql.Omittable[*T] {
 }
 
 func (a *API) deleteProcedure(w http.ResponseWriter, r *http.Request) error {
-	ifMatch, err := core.ParseIfMatch(r.Header.Get("If-Match"))
+	ifMatch, err := parseIfMatch(r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}
@@ -397,6 +380,8 @@ func (a *API) listProjects(w http.ResponseWriter, r *http.Request) error {
 	return ok(w, out)
 }
 
+// projectReadOnly are fields of the Project shape a client may send back
+// unchanged; they are ignored.
 var projectReadOnly = []string{"id", "workspaceId", "createdAt", "updatedAt"}
 
 func (a *API) createProject(w http.ResponseWriter, r *http.Request) error {
@@ -433,7 +418,7 @@ func (a *API) updateProject(w http.ResponseWriter, r *http.Request) error {
 	if err := b.finish(); err != nil {
 		return err
 	}
-	ifMatch, err := core.ParseIfMatch(r.Header.Get("If-Match"))
+	ifMatch, err := parseIfMatch(r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}
@@ -445,7 +430,7 @@ func (a *API) updateProject(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) deleteProject(w http.ResponseWriter, r *http.Request) error {
-	ifMatch, err := core.ParseIfMatch(r.Header.Get("If-Match"))
+	ifMatch, err := parseIfMatch(r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}
@@ -495,17 +480,21 @@ func (a *API) getCategory(w http.ResponseWriter, r *http.Request) error {
 	return withETag(w, c.UpdatedAt, categoryShape(c))
 }
 
+// categoryReadOnly are fields of the Category shape a client may send back
+// unchanged; they are ignored.
+var categoryReadOnly = []string{"id", "workspaceId", "createdAt", "updatedAt"}
+
 func (a *API) updateCategory(w http.ResponseWriter, r *http.Request) error {
 	b, err := readBody(w, r)
 	if err != nil {
 		return err
 	}
-	b.ignore(projectReadOnly...)
+	b.ignore(categoryReadOnly...)
 	in := model.UpdateCategoryInput{Name: b.str("name")}
 	if err := b.finish(); err != nil {
 		return err
 	}
-	ifMatch, err := core.ParseIfMatch(r.Header.Get("If-Match"))
+	ifMatch, err := parseIfMatch(r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}
@@ -517,7 +506,7 @@ func (a *API) updateCategory(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) deleteCategory(w http.ResponseWriter, r *http.Request) error {
-	ifMatch, err := core.ParseIfMatch(r.Header.Get("If-Match"))
+	ifMatch, err := parseIfMatch(r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}

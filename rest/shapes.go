@@ -10,7 +10,7 @@ import (
 	"github.com/procsvc/procsvc/internal/timefmt"
 )
 
-// Time renders as SPEC's YYYY-MM-DDTHH:mm:ss.sssZ.
+// Time renders as docs/contract.md's YYYY-MM-DDTHH:mm:ss.sssZ.
 type Time time.Time
 
 // MarshalJSON implements json.Marshaler.
@@ -37,7 +37,8 @@ func idPtr(id *uuid.UUID) *string {
 	return &s
 }
 
-// Procedure is SPEC §2.1's procedure: every field present, optional ones null.
+// Procedure is docs/contract.md §2.1's procedure: every field present,
+// optional ones null.
 type Procedure struct {
 	ID              string       `json:"id"`
 	ShortID         *string      `json:"shortId"`
@@ -99,7 +100,7 @@ type Comment struct {
 	UpdatedAt   Time   `json:"updatedAt"`
 }
 
-// Project is SPEC §2.2's project.
+// Project is docs/contract.md §2.2's project.
 type Project struct {
 	ID          string `json:"id"`
 	Name        string `json:"name"`
@@ -110,7 +111,7 @@ type Project struct {
 	UpdatedAt   Time   `json:"updatedAt"`
 }
 
-// Category is SPEC §2.3's category.
+// Category is docs/contract.md §2.3's category.
 type Category struct {
 	ID          string `json:"id"`
 	Name        string `json:"name"`
@@ -119,7 +120,7 @@ type Category struct {
 	UpdatedAt   Time   `json:"updatedAt"`
 }
 
-// Member is SPEC §2.4's member.
+// Member is docs/contract.md §2.4's member.
 type Member struct {
 	ID          string `json:"id"`
 	Name        string `json:"name"`
@@ -129,7 +130,7 @@ type Member struct {
 	CreatedAt   Time   `json:"createdAt"`
 }
 
-// List is SPEC §2.5's envelope.
+// List is docs/contract.md §2.5's envelope.
 type List[T any] struct {
 	Data []T  `json:"data"`
 	Meta Meta `json:"meta"`

@@ -279,3 +279,8 @@ func newCommentsStep() *sqlgraph.Step {
 		sqlgraph.Edge(sqlgraph.O2M, false, CommentsTable, CommentsColumn),
 	)
 }
+
+// RoleValues returns every value of the "role" enum field, in schema order.
+func RoleValues() []Role {
+	return []Role{RoleADMIN, RoleMEMBER, RoleVIEWER}
+}

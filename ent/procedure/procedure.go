@@ -417,3 +417,13 @@ func newCommentsStep() *sqlgraph.Step {
 		sqlgraph.Edge(sqlgraph.O2M, false, CommentsTable, CommentsColumn),
 	)
 }
+
+// PriorityValues returns every value of the "priority" enum field, in schema order.
+func PriorityValues() []Priority {
+	return []Priority{PriorityLOW, PriorityMEDIUM, PriorityHIGH}
+}
+
+// StateValues returns every value of the "state" enum field, in schema order.
+func StateValues() []State {
+	return []State{StateTODO, StateIN_PROGRESS, StateCOMPLETED, StateWAITING}
+}

@@ -8,6 +8,7 @@ import (
 	"entgo.io/ent/schema/index"
 
 	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/limits"
 )
 
 // Category labels procedures; deleting one leaves its procedures uncategorised.
@@ -21,7 +22,7 @@ func (Category) Fields() []ent.Field {
 	return []ent.Field{
 		field.UUID("id", ids.New(ids.KindCategory)).Default(ids.Generator(ids.KindCategory)).Immutable(),
 		field.UUID("workspace_id", ids.New(ids.KindWorkspace)).Immutable(),
-		field.String("name").NotEmpty().Validate(maxChars(200)),
+		field.String("name").NotEmpty().Validate(maxChars(limits.Title)),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"entgo.io/ent/schema/index"
 
 	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/limits"
 )
 
 // Member is a user of one workspace.
@@ -20,8 +21,8 @@ func (Member) Fields() []ent.Field {
 	return []ent.Field{
 		field.UUID("id", ids.New(ids.KindMember)).Default(ids.Generator(ids.KindMember)).Immutable(),
 		field.UUID("workspace_id", ids.New(ids.KindWorkspace)).Immutable(),
-		field.String("name").NotEmpty().Validate(maxChars(200)),
-		field.String("email").NotEmpty().Validate(maxChars(320)).Comment("stored lower-cased; unique per workspace"),
+		field.String("name").NotEmpty().Validate(maxChars(limits.Title)),
+		field.String("email").NotEmpty().Validate(maxChars(limits.Email)).Comment("stored lower-cased; unique per workspace"),
 		field.Enum("role").Values("ADMIN", "MEMBER", "VIEWER").Default("MEMBER"),
 		field.Time("created_at").Default(nowUTC).Immutable(),
 		field.Time("removed_at").Optional().Nillable().Comment("set when the member is removed; their tokens stop working"),

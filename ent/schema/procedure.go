@@ -8,6 +8,7 @@ import (
 	"entgo.io/ent/schema/index"
 
 	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/limits"
 )
 
 // Procedure is the tracked work item.
@@ -23,7 +24,7 @@ func (Procedure) Fields() []ent.Field {
 		field.UUID("workspace_id", ids.New(ids.KindWorkspace)).Immutable(),
 		field.Int64("number").Immutable().Comment("per-workspace sequence number"),
 		field.String("short_id").Immutable().Comment("workspace key and number, e.g. PRC-12"),
-		field.String("name").NotEmpty().Validate(maxChars(500)),
+		field.String("name").NotEmpty().Validate(maxChars(limits.Name)),
 		field.Enum("priority").Values("LOW", "MEDIUM", "HIGH"),
 		field.Enum("state").Values("TODO", "IN_PROGRESS", "COMPLETED", "WAITING"),
 		field.Text("content").Optional().Nillable(),
@@ -34,7 +35,7 @@ func (Procedure) Fields() []ent.Field {
 		field.String("project_name").Default("").Comment("copy of the project's name, kept by the core, so that sorting by project name is an index range"),
 		field.Float("position").Comment("order inside the (project, state) column"),
 		field.Time("due_at"),
-		field.String("capture_id").Optional().Nillable().Validate(maxChars(200)),
+		field.String("capture_id").Optional().Nillable().Validate(maxChars(limits.Title)),
 		field.Bool("display_video").Default(false),
 		field.Bool("is_fine_tuned_data").Default(false),
 	}

@@ -8,6 +8,7 @@ import (
 	"entgo.io/ent/schema/index"
 
 	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/limits"
 )
 
 // Project groups procedures; it cannot be deleted while it has any.
@@ -21,7 +22,7 @@ func (Project) Fields() []ent.Field {
 	return []ent.Field{
 		field.UUID("id", ids.New(ids.KindProject)).Default(ids.Generator(ids.KindProject)).Immutable(),
 		field.UUID("workspace_id", ids.New(ids.KindWorkspace)).Immutable(),
-		field.String("name").NotEmpty().Validate(maxChars(200)),
+		field.String("name").NotEmpty().Validate(maxChars(limits.Title)),
 		field.Time("started_at").Optional().Nillable(),
 		field.Time("due_at").Optional().Nillable(),
 	}

@@ -6,6 +6,7 @@ import (
 	"entgo.io/ent/schema/field"
 
 	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/limits"
 )
 
 // Token is a bearer credential of one member. Only its SHA-256 is stored.
@@ -20,7 +21,7 @@ func (Token) Fields() []ent.Field {
 		field.UUID("id", ids.New(ids.KindToken)).Default(ids.Generator(ids.KindToken)).Immutable(),
 		field.UUID("workspace_id", ids.New(ids.KindWorkspace)).Immutable(),
 		field.UUID("member_id", ids.New(ids.KindMember)).Immutable(),
-		field.String("name").Validate(maxChars(200)).Default(""),
+		field.String("name").Validate(maxChars(limits.Title)).Default(""),
 		field.String("secret_hash").Unique().Immutable().Sensitive().Comment("hex SHA-256 of the secret"),
 		field.Time("created_at").Default(nowUTC).Immutable(),
 		field.Time("last_used_at").Optional().Nillable(),

@@ -9,6 +9,7 @@ import (
 	"entgo.io/ent/schema/field"
 
 	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -19,8 +20,8 @@ type Workspace struct{ ent.Schema }
 func (Workspace) Fields() []ent.Field {
 	return []ent.Field{
 		field.UUID("id", ids.New(ids.KindWorkspace)).Default(ids.Generator(ids.KindWorkspace)).Immutable(),
-		field.String("name").NotEmpty().Validate(maxChars(200)),
-		field.String("key").Default("PRC").Match(workspaceKey).Comment("prefix of procedure shortIds"),
+		field.String("name").NotEmpty().Validate(maxChars(limits.Title)),
+		field.String("key").Default("PRC").Match(limits.WorkspaceKey).Comment("prefix of procedure shortIds"),
 		field.Int64("procedure_seq").Default(0).Comment("last procedure number handed out; shortIds are never reused"),
 		field.Int64("version").Default(0).Comment("bumped by every write inside the workspace"),
 		field.Time("created_at").Default(nowUTC).Immutable(),
@@ -44,8 +45,9 @@ func (Workspace) Interceptors() []ent.Interceptor {
 	return []ent.Interceptor{tenantInterceptor("id")}
 }
 
-// errWorkspaceCreate refuses workspace creation outside the system context.
-var errWorkspaceCreate = errors.New("tenancy: workspaces are created by the system only")
+// errWorkspaceLifecycle refuses creating or deleting a workspace outside the
+// system context.
+var errWorkspaceLifecycle = errors.New("tenancy: workspaces are created and deleted by the system only")
 
 // Hooks of the Workspace: only the system creates or deletes workspaces, and a
 // viewer updates only its own.
@@ -56,7 +58,7 @@ func (Workspace) Hooks() []ent.Hook {
 				return next.Mutate(ctx, m)
 			}
 			if m.Op().Is(ent.OpCreate) || m.Op().Is(ent.OpDelete) || m.Op().Is(ent.OpDeleteOne) {
-				return nil, errWorkspaceCreate
+				return nil, errWorkspaceLifecycle
 			}
 			if err := scopeToViewer(ctx, "id", m); err != nil {
 				return nil, err

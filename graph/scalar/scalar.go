@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/ids"
 	"github.com/procsvc/procsvc/internal/timefmt"
 )
 
@@ -55,8 +56,8 @@ func UnmarshalUUID(v any) (uuid.UUID, error) {
 	if !ok {
 		return uuid.Nil, apperr.New(apperr.ValidationFailed, "an ID must be a string")
 	}
-	id, err := uuid.Parse(s)
-	if err != nil || len(s) != 36 {
+	id, err := ids.Parse(s)
+	if err != nil {
 		return uuid.Nil, apperr.New(apperr.ValidationFailed, "invalid ID %s", strconv.Quote(truncate(s)))
 	}
 	return id, nil

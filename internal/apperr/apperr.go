@@ -1,21 +1,21 @@
 // Package apperr is the one error type of procsvc. Every failure a client can
-// see carries one of the codes below; HTTP statuses and GraphQL extensions are
-// derived from the code in exactly one place (HTTPStatus).
+// see carries one of the codes below (docs/design.md §6). The codes are the
+// domain's: each transport derives its own answer from them (the HTTP status
+// table is middleware.HTTPStatus; GraphQL puts the code in
+// extensions.code).
 package apperr
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-
-	"github.com/procsvc/procsvc/ent"
+	"slices"
 )
 
 // Code is a machine-readable error class, stable across releases.
 type Code string
 
-// The codes, as documented in docs/errors and the README.
+// The codes, as documented in docs/design.md §6 and the README.
 const (
 	ValidationFailed     Code = "validation_failed"
 	BadRequest           Code = "bad_request"
@@ -34,34 +34,19 @@ const (
 	Unavailable          Code = "unavailable"
 )
 
-// statuses maps every code to its HTTP status.
-var statuses = map[Code]int{
-	ValidationFailed:     http.StatusBadRequest,
-	BadRequest:           http.StatusBadRequest,
-	Disconnected:         http.StatusBadRequest,
-	Unauthenticated:      http.StatusUnauthorized,
-	Forbidden:            http.StatusForbidden,
-	NotFound:             http.StatusNotFound,
-	MethodNotAllowed:     http.StatusMethodNotAllowed,
-	Conflict:             http.StatusConflict,
-	PreconditionFailed:   http.StatusPreconditionFailed,
-	PayloadTooLarge:      http.StatusRequestEntityTooLarge,
-	UnsupportedMediaType: http.StatusUnsupportedMediaType,
-	RateLimited:          http.StatusTooManyRequests,
-	Internal:             http.StatusInternalServerError,
-	GenerationFailed:     http.StatusBadGateway,
-	Unavailable:          http.StatusServiceUnavailable,
+// codes is every Code above.
+var codes = []Code{
+	ValidationFailed, BadRequest, Disconnected, Unauthenticated, Forbidden,
+	NotFound, MethodNotAllowed, Conflict, PreconditionFailed, PayloadTooLarge,
+	UnsupportedMediaType, RateLimited, Internal, GenerationFailed, Unavailable,
 }
 
-// HTTPStatus returns the status that answers code.
-func HTTPStatus(c Code) int {
-	if s, ok := statuses[c]; ok {
-		return s
-	}
-	return http.StatusInternalServerError
-}
+// Known reports whether c is one of procsvc's codes (as opposed to, say, a
+// code of gqlgen's).
+func Known(c Code) bool { return slices.Contains(codes, c) }
 
-// DisconnectedMessage is SPEC §7's text for an expired or revoked credential.
+// DisconnectedMessage is docs/contract.md §7's text for an expired or revoked
+// credential.
 const DisconnectedMessage = "The login details for this item have changed (credentials, MFA or a required user action). A user login is required."
 
 // FieldError names one invalid input field or parameter.
@@ -128,12 +113,28 @@ func NotFoundf(kind string) *Error {
 	return &Error{Code: NotFound, Message: kind + " not found"}
 }
 
+// A Classifier gives the errors of a layer below the core (storage) their
+// code: it returns nil for an error it does not know. internal/database
+// registers the one for ent's errors, so that this package need not import
+// ent.
+type Classifier func(error) *Error
+
+// classifiers are consulted by From in the order registered. They are only
+// appended to by init functions, before any request, so From reads them
+// without a lock.
+var classifiers []Classifier
+
+// RegisterClassifier adds c to the classifiers From consults. Call it from an
+// init function only.
+func RegisterClassifier(c Classifier) { classifiers = append(classifiers, c) }
+
 // From turns any error into an *Error. Storage errors are mapped once here:
-// not-found, constraint and validation errors of ent get their codes; context
-// cancellation and the database faults a retry can overcome (unreachable or
-// restarting server, lost connection, statement or lock timeout,
-// serialization failure, busy SQLite; see storageFault) become unavailable;
-// anything else is internal, with the cause kept for the log.
+// the registered classifiers first (ent's not-found, constraint and
+// validation errors, see internal/database), then context cancellation and
+// the database faults a retry can overcome (unreachable or restarting
+// server, lost connection, statement or lock timeout, serialization failure,
+// busy SQLite; see storageFault), which become unavailable; anything else is
+// internal, with the cause kept for the log.
 func From(err error) *Error {
 	if err == nil {
 		return nil
@@ -142,18 +143,10 @@ func From(err error) *Error {
 	if errors.As(err, &ae) {
 		return ae
 	}
-	var nf *ent.NotFoundError
-	if errors.As(err, &nf) {
-		return &Error{Code: NotFound, Message: "not found", Err: err}
-	}
-	var ce *ent.ConstraintError
-	if errors.As(err, &ce) {
-		return &Error{Code: Conflict, Message: "the change conflicts with existing data", Err: err}
-	}
-	var ve *ent.ValidationError
-	if errors.As(err, &ve) {
-		return &Error{Code: ValidationFailed, Message: ve.Name + ": invalid value",
-			Fields: []FieldError{{Field: ve.Name, Message: "invalid value"}}, Err: err}
+	for _, classify := range classifiers {
+		if ae := classify(err); ae != nil {
+			return ae
+		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return &Error{Code: Unavailable, Message: "the request could not be completed in time", Err: err}

@@ -16,6 +16,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/middleware"
 )
 
 // wrapped wraps err the way ent and database/sql callers do.
@@ -64,7 +65,7 @@ func TestStorageFaultsAreUnavailable(t *testing.T) {
 		}{{"bare", err}, {"wrapped", wrapped(err)}} {
 			t.Run(name+"/"+form.name, func(t *testing.T) {
 				ae := apperr.From(form.err)
-				if ae.Code != apperr.Unavailable || apperr.HTTPStatus(ae.Code) != http.StatusServiceUnavailable {
+				if ae.Code != apperr.Unavailable || middleware.HTTPStatus(ae.Code) != http.StatusServiceUnavailable {
 					t.Fatalf("From(%v) = %s, want unavailable (503)", form.err, ae.Code)
 				}
 				if !errors.Is(ae, err) {

@@ -12,18 +12,7 @@ import (
 
 // Comment returns one comment. Errors: unauthenticated, not_found.
 func (s *Service) Comment(ctx context.Context, id string) (*ent.Comment, error) {
-	if _, err := require(ctx, viewer.RoleViewer); err != nil {
-		return nil, err
-	}
-	cid, err := lookupID(ids.KindComment, "comment", id)
-	if err != nil {
-		return nil, err
-	}
-	c, err := s.client.Comment.Get(ctx, cid)
-	if ent.IsNotFound(err) {
-		return nil, apperr.NotFoundf("comment")
-	}
-	return c, apperr.Map(err)
+	return getOne(ctx, ids.KindComment, "comment", id, s.client.Comment.Get)
 }
 
 // AddComment adds the viewer's comment to a procedure.
@@ -42,21 +31,15 @@ func (s *Service) AddComment(ctx context.Context, procedureID, body string) (*en
 	if err != nil {
 		return nil, err
 	}
-	var created *ent.Comment
-	err = s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
+	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Comment, error) {
 		// Read as of the lock: a procedure deleted while the comment waited
 		// is not_found, never a foreign-key conflict.
 		p, err := findProcedure(ctx, tx.Client(), where)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		created, err = tx.Comment.Create().SetProcedureID(p.ID).SetAuthorID(v.MemberID).SetText(body).Save(ctx)
-		return err
+		return tx.Comment.Create().SetProcedureID(p.ID).SetAuthorID(v.MemberID).SetText(body).Save(ctx)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return created.Unwrap(), nil
 }
 
 // mayEditComment lets authors edit their own comments and admins any.
@@ -86,22 +69,17 @@ func (s *Service) UpdateComment(ctx context.Context, id, body string) (*ent.Comm
 	if err := val.Err(); err != nil {
 		return nil, err
 	}
-	var updated *ent.Comment
-	err = s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, me *viewer.Viewer) error {
+	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, me *viewer.Viewer) (*ent.Comment, error) {
 		// An admin demoted while waiting may no longer edit others' comments.
 		if err := mayEditComment(me, c); err != nil {
-			return err
+			return nil, err
 		}
-		updated, err = tx.Comment.UpdateOneID(c.ID).SetText(body).Save(ctx)
+		updated, err := tx.Comment.UpdateOneID(c.ID).SetText(body).Save(ctx)
 		if ent.IsNotFound(err) {
-			return apperr.NotFoundf("comment")
+			return nil, apperr.NotFoundf("comment")
 		}
-		return err
+		return updated, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return updated.Unwrap(), nil
 }
 
 // DeleteComment removes a comment.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/ent"
@@ -14,15 +15,12 @@ import (
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
 // MemberList is a page of members and the count of all that match.
-type MemberList struct {
-	Items    []*ent.Member
-	Total    int
-	PageInfo PageInfo
-}
+type MemberList = List[ent.Member]
 
 // MemberInput adds a member (Name, Email required; Role defaults to MEMBER)
 // or, with fields set, updates one (Email cannot change).
@@ -53,51 +51,23 @@ func (s *Service) Workspace(ctx context.Context) (*ent.Workspace, error) {
 	return w, apperr.Map(err)
 }
 
-// FindMembers lists the workspace's current members by name.
+// FindMembers lists the workspace's current members by name; the search
+// matches names and email addresses.
 // Errors: unauthenticated, validation_failed.
 func (s *Service) FindMembers(ctx context.Context, f ListFilter, w Window) (*MemberList, error) {
-	if _, err := require(ctx, viewer.RoleViewer); err != nil {
-		return nil, err
-	}
-	val := &apperr.Validation{}
-	q := s.client.Member.Query().Where(member.RemovedAtIsNil())
-	if term := searchTerm(val, f.Search); term != "" {
-		q.Where(member.Or(member.NameContainsFold(term), member.EmailContainsFold(term)))
-	}
-	if err := val.Err(); err != nil {
-		return nil, err
-	}
-	list := &MemberList{}
-	total, page, err := s.listWindow(ctx, "members", f, w, func() (int, error) { return q.Clone().Count(ctx) })
-	if err != nil {
-		return nil, err
-	}
-	list.Total = total
-	if page.Limit > 0 && page.Offset < list.Total {
-		list.Items, err = q.Order(member.ByName(), member.ByID()).Offset(page.Offset).Limit(page.Limit).All(ctx)
-		if err != nil {
-			return nil, apperr.Map(err)
+	return findNamed(ctx, s, "members", f, w, func(term string) *ent.MemberQuery {
+		q := s.client.Member.Query().Where(member.RemovedAtIsNil()).Order(member.ByName(), member.ByID())
+		if term != "" {
+			q.Where(member.Or(member.NameContainsFold(term), member.EmailContainsFold(term)))
 		}
-	}
-	list.PageInfo = pageInfo(page, len(list.Items), list.Total)
-	return list, nil
+		return q
+	})
 }
 
 // Member returns one member, current or removed.
 // Errors: unauthenticated, not_found.
 func (s *Service) Member(ctx context.Context, id string) (*ent.Member, error) {
-	if _, err := require(ctx, viewer.RoleViewer); err != nil {
-		return nil, err
-	}
-	mid, err := lookupID(ids.KindMember, "member", id)
-	if err != nil {
-		return nil, err
-	}
-	m, err := s.client.Member.Get(ctx, mid)
-	if ent.IsNotFound(err) {
-		return nil, apperr.NotFoundf("member")
-	}
-	return m, apperr.Map(err)
+	return getOne(ctx, ids.KindMember, "member", id, s.client.Member.Get)
 }
 
 func validEmail(val *apperr.Validation, s string) string {
@@ -107,18 +77,15 @@ func validEmail(val *apperr.Validation, s string) string {
 		return s
 	}
 	a, err := mail.ParseAddress(s)
-	if err != nil || a.Address != s || len(s) > 320 {
+	if err != nil || a.Address != s || len(s) > limits.Email {
 		val.Add("email", "must be an email address")
 	}
 	return s
 }
 
 func validRole(val *apperr.Validation, s string) viewer.Role {
-	r := viewer.Role(s)
-	if !r.Valid() {
-		val.Add("role", "must be one of ADMIN, MEMBER, VIEWER")
-	}
-	return r
+	oneOf(val, "role", s, member.RoleValues()...)
+	return viewer.Role(s)
 }
 
 // AddMember adds a member to the viewer's workspace.
@@ -145,22 +112,16 @@ func (s *Service) AddMember(ctx context.Context, in MemberInput) (*ent.Member, e
 	if err := val.Err(); err != nil {
 		return nil, err
 	}
-	var created *ent.Member
-	err = s.inTx(ctx, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) error {
+	return stored(ctx, s, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Member, error) {
 		taken, err := tx.Member.Query().Where(member.Email(email)).Exist(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if taken {
-			return apperr.New(apperr.Conflict, "a member with this email already exists in the workspace")
+			return nil, apperr.New(apperr.Conflict, "a member with this email already exists in the workspace")
 		}
-		created, err = tx.Member.Create().SetName(name).SetEmail(email).SetRole(member.Role(role)).Save(ctx)
-		return err
+		return tx.Member.Create().SetName(name).SetEmail(email).SetRole(member.Role(role)).Save(ctx)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return created.Unwrap(), nil
 }
 
 // guardLastAdmin refuses a change that would leave the workspace without an
@@ -196,11 +157,7 @@ func currentMember(ctx context.Context, c *ent.Client, id uuid.UUID) (*ent.Membe
 // The member is read inside the write's transaction: its role as of the
 // lock decides whether the last-admin guard applies.
 func (s *Service) UpdateMember(ctx context.Context, id string, in MemberInput) (*ent.Member, error) {
-	v, err := require(ctx, viewer.RoleAdmin)
-	if err != nil {
-		return nil, err
-	}
-	mid, err := lookupID(ids.KindMember, "member", id)
+	v, mid, err := target(ctx, viewer.RoleAdmin, ids.KindMember, "member", id)
 	if err != nil {
 		return nil, err
 	}
@@ -223,11 +180,10 @@ func (s *Service) UpdateMember(ctx context.Context, id string, in MemberInput) (
 		}
 		return nil, err
 	}
-	var updated *ent.Member
-	err = s.inTx(ctx, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) error {
+	return stored(ctx, s, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Member, error) {
 		m, err := currentMember(ctx, tx.Client(), mid)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		u := tx.Member.UpdateOneID(m.ID)
 		if hasName {
@@ -235,17 +191,12 @@ func (s *Service) UpdateMember(ctx context.Context, id string, in MemberInput) (
 		}
 		if hasRole && string(role) != string(m.Role) {
 			if err := guardLastAdmin(ctx, tx, m); err != nil {
-				return err
+				return nil, err
 			}
 			u.SetRole(member.Role(role))
 		}
-		updated, err = u.Save(ctx)
-		return err
+		return u.Save(ctx)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return updated.Unwrap(), nil
 }
 
 // RemoveMember removes a member: their tokens stop working at once (answering
@@ -255,34 +206,24 @@ func (s *Service) UpdateMember(ctx context.Context, id string, in MemberInput) (
 // to them (checkRefs in the transaction).
 // Errors: unauthenticated, forbidden, not_found, conflict (last admin).
 func (s *Service) RemoveMember(ctx context.Context, id string) (*ent.Member, error) {
-	v, err := require(ctx, viewer.RoleAdmin)
+	v, mid, err := target(ctx, viewer.RoleAdmin, ids.KindMember, "member", id)
 	if err != nil {
 		return nil, err
 	}
-	mid, err := lookupID(ids.KindMember, "member", id)
-	if err != nil {
-		return nil, err
-	}
-	var removed *ent.Member
-	err = s.inTx(ctx, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) error {
+	return stored(ctx, s, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Member, error) {
 		m, err := currentMember(ctx, tx.Client(), mid)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := guardLastAdmin(ctx, tx, m); err != nil {
-			return err
+			return nil, err
 		}
 		now := s.now()
 		if err := tx.Token.Update().Where(token.MemberID(m.ID), token.RevokedAtIsNil()).SetRevokedAt(now).Exec(ctx); err != nil {
-			return err
+			return nil, err
 		}
-		removed, err = tx.Member.UpdateOneID(m.ID).SetRemovedAt(now).Save(ctx)
-		return err
+		return tx.Member.UpdateOneID(m.ID).SetRemovedAt(now).Save(ctx)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return removed.Unwrap(), nil
 }
 
 // TokenInput creates a token for a member (the viewer when MemberID is empty).
@@ -308,9 +249,7 @@ func (s *Service) CreateToken(ctx context.Context, in TokenInput) (*ent.Token, s
 		}
 	}
 	name := strings.TrimSpace(in.Name)
-	if storable(val, "name", name) && len([]rune(name)) > MaxTitleLen {
-		val.Add("name", "must be at most %d characters", MaxTitleLen)
-	}
+	bounded(val, "name", name, MaxTitleLen)
 	if in.ExpiresAt != nil && !in.ExpiresAt.After(s.now()) {
 		val.Add("expiresAt", "must be in the future")
 	}
@@ -318,24 +257,22 @@ func (s *Service) CreateToken(ctx context.Context, in TokenInput) (*ent.Token, s
 		return nil, "", err
 	}
 	secret, hash := auth.NewSecret()
-	var created *ent.Token
-	err = s.inTx(ctx, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) error {
+	created, err := stored(ctx, s, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Token, error) {
 		// As of the lock: never a token for a member removed meanwhile.
 		ok, err := tx.Member.Query().Where(member.ID(memberID), member.RemovedAtIsNil()).Exist(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !ok {
-			return apperr.Invalid("memberId", "no such member in this workspace")
+			return nil, apperr.Invalid("memberId", "no such member in this workspace")
 		}
-		created, err = tx.Token.Create().SetMemberID(memberID).SetName(name).SetSecretHash(hash).
+		return tx.Token.Create().SetMemberID(memberID).SetName(name).SetSecretHash(hash).
 			SetNillableExpiresAt(utc(in.ExpiresAt)).Save(ctx)
-		return err
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	return created.Unwrap(), secret, nil
+	return created, secret, nil
 }
 
 // Tokens lists the workspace's tokens, newest first (secrets are never
@@ -344,7 +281,7 @@ func (s *Service) Tokens(ctx context.Context) ([]*ent.Token, error) {
 	if _, err := require(ctx, viewer.RoleAdmin); err != nil {
 		return nil, err
 	}
-	ts, err := s.client.Token.Query().Order(token.ByCreatedAt(), token.ByID()).All(ctx)
+	ts, err := s.client.Token.Query().Order(token.ByCreatedAt(sql.OrderDesc()), token.ByID(sql.OrderDesc())).All(ctx)
 	return ts, apperr.Map(err)
 }
 
@@ -352,11 +289,7 @@ func (s *Service) Tokens(ctx context.Context) ([]*ent.Token, error) {
 // Revoking a revoked token is a no-op.
 // Errors: unauthenticated, forbidden, not_found.
 func (s *Service) RevokeToken(ctx context.Context, id string) (*ent.Token, error) {
-	v, err := require(ctx, viewer.RoleAdmin)
-	if err != nil {
-		return nil, err
-	}
-	tid, err := lookupID(ids.KindToken, "token", id)
+	v, tid, err := target(ctx, viewer.RoleAdmin, ids.KindToken, "token", id)
 	if err != nil {
 		return nil, err
 	}
@@ -370,21 +303,16 @@ func (s *Service) RevokeToken(ctx context.Context, id string) (*ent.Token, error
 	if t.RevokedAt != nil {
 		return t, nil
 	}
-	var revoked *ent.Token
-	err = s.inTx(ctx, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) error {
+	return stored(ctx, s, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Token, error) {
 		// Only a token still unrevoked as of the lock: a concurrent
 		// revocation keeps its revokedAt.
 		if err := tx.Token.Update().Where(token.ID(t.ID), token.RevokedAtIsNil()).SetRevokedAt(s.now()).Exec(ctx); err != nil {
-			return err
+			return nil, err
 		}
-		revoked, err = tx.Token.Get(ctx, t.ID)
+		revoked, err := tx.Token.Get(ctx, t.ID)
 		if ent.IsNotFound(err) {
-			return apperr.NotFoundf("token")
+			return nil, apperr.NotFoundf("token")
 		}
-		return err
+		return revoked, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return revoked.Unwrap(), nil
 }

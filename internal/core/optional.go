@@ -25,3 +25,16 @@ func required[T any](val interface{ Add(string, string, ...any) }, field string,
 	}
 	return *o.Value, true
 }
+
+// setOrClear applies a set Optional to an update builder: set with a value,
+// clear without one, never both (PostgreSQL refuses two assignments to one
+// column in an UPDATE). An unset Optional leaves the column alone.
+func setOrClear[T, B any](o Optional[T], set func(T) B, clear func() B) {
+	switch {
+	case !o.Set:
+	case o.Value == nil:
+		clear()
+	default:
+		set(*o.Value)
+	}
+}

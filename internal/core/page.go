@@ -1,11 +1,13 @@
 package core
 
 import (
+	"context"
 	"encoding/base64"
 	"strconv"
 	"strings"
 
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/viewer"
 )
 
 // Page sizes.
@@ -127,4 +129,72 @@ type PageInfo struct {
 
 func pageInfo(p Page, n, total int) PageInfo {
 	return PageInfo{Offset: p.Offset, HasNextPage: p.Offset+n < total, HasPreviousPage: p.Offset > 0}
+}
+
+// List is one page of a list and the count of all the records that match.
+type List[T any] struct {
+	Items    []*T
+	Total    int
+	PageInfo PageInfo
+}
+
+// listPage is the body every list shares: the exact total (counted once per
+// workspace version and list key, see totals), the page w selects (sizes
+// def and max), and that page's records, read only when it is not empty.
+func listPage[T any](ctx context.Context, s *Service, list, key string, w Window, def, max int,
+	count func() (int, error), read func(Page) ([]*T, error)) (*List[T], error) {
+	total, err := s.totals.get(ctx, list, key, func() (int, error) {
+		n, err := count()
+		return n, apperr.Map(err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	page, err := w.resolve(def, max, func() (int, error) { return total, nil })
+	if err != nil {
+		return nil, err
+	}
+	out := &List[T]{Total: total}
+	if page.Limit > 0 && page.Offset < total {
+		if out.Items, err = read(page); err != nil {
+			return nil, apperr.Map(err)
+		}
+	}
+	out.PageInfo = pageInfo(page, len(out.Items), total)
+	return out, nil
+}
+
+// ListFilter narrows the project, category and member lists.
+type ListFilter struct {
+	// Search is a case-insensitive substring of the name (for members, of
+	// the name or the email address).
+	Search string
+}
+
+// namedQuery is the part of a generated ent query (projects, categories,
+// members) that findNamed pages through.
+type namedQuery[Q, T any] interface {
+	Count(context.Context) (int, error)
+	Offset(int) Q
+	Limit(int) Q
+	All(context.Context) ([]*T, error)
+}
+
+// findNamed lists records by name for any viewer: the projects, categories
+// and members lists. query returns a fresh query matching the validated
+// search term (all records when it is empty), sorted by name then id.
+// Errors: unauthenticated, validation_failed.
+func findNamed[T any, Q namedQuery[Q, T]](ctx context.Context, s *Service, list string, f ListFilter, w Window,
+	query func(term string) Q) (*List[T], error) {
+	if _, err := require(ctx, viewer.RoleViewer); err != nil {
+		return nil, err
+	}
+	val := &apperr.Validation{}
+	term := searchTerm(val, f.Search)
+	if err := val.Err(); err != nil {
+		return nil, err
+	}
+	return listPage(ctx, s, list, term, w, DefaultListPageSize, MaxListPageSize,
+		func() (int, error) { return query(term).Count(ctx) },
+		func(p Page) ([]*T, error) { return query(term).Offset(p.Offset).Limit(p.Limit).All(ctx) })
 }

@@ -2,8 +2,6 @@ package core
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,32 +45,6 @@ func checkPreconditions(kind string, current time.Time, conds []Precondition) er
 		}
 	}
 	return nil
-}
-
-// ETag is the entity tag of a record last updated at updatedAt (to the
-// millisecond, like every timestamp clients see).
-func ETag(updatedAt time.Time) string {
-	return `"` + strconv.FormatInt(updatedAt.UnixMilli(), 36) + `"`
-}
-
-// ParseIfMatch reads an If-Match header: one ETag returned by this API
-// (weak or strong; compared strongly), or "*" / nothing for no condition.
-// Errors: validation_failed naming If-Match.
-func ParseIfMatch(header string) (*time.Time, error) {
-	header = strings.TrimSpace(header)
-	if header == "" || header == "*" {
-		return nil, nil
-	}
-	tag := strings.TrimPrefix(header, "W/")
-	if len(tag) < 3 || len(tag) > 32 || tag[0] != '"' || tag[len(tag)-1] != '"' {
-		return nil, apperr.Invalid("If-Match", "must be one ETag returned by this API, or *")
-	}
-	millis, err := strconv.ParseInt(tag[1:len(tag)-1], 36, 64)
-	if err != nil {
-		return nil, apperr.Invalid("If-Match", "must be one ETag returned by this API, or *")
-	}
-	t := time.UnixMilli(millis).UTC()
-	return &t, nil
 }
 
 // Preconditions turns an optional expected updatedAt into the conditions of

@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
@@ -37,7 +37,7 @@ var (
 // that many moves fit between two neighbours before a renumbering.
 const positionStep = 1024
 
-// CreateProcedureInput is SPEC §4.1's body. Pointers and empty strings mean
+// CreateProcedureInput is the body of docs/contract.md §4.1. Pointers and empty strings mean
 // "not given"; validation reports every missing required field.
 type CreateProcedureInput struct {
 	Name       string
@@ -77,7 +77,7 @@ type UpdateProcedureInput struct {
 // ProcedureSort is a field a procedure list can be sorted by.
 type ProcedureSort string
 
-// The sort fields of DESIGN §5.
+// The sort fields of docs/design.md §5.
 const (
 	SortCreatedAt   ProcedureSort = "createdAt"
 	SortDueAt       ProcedureSort = "dueAt"
@@ -85,14 +85,11 @@ const (
 	SortProjectName ProcedureSort = "project.name"
 )
 
+// ProcedureSorts lists the sort fields, as the API documents them.
+var ProcedureSorts = []ProcedureSort{SortCreatedAt, SortDueAt, SortProjectName, SortName}
+
 // Valid reports whether s is a known sort field.
-func (s ProcedureSort) Valid() bool {
-	switch s {
-	case SortCreatedAt, SortDueAt, SortName, SortProjectName:
-		return true
-	}
-	return false
-}
+func (s ProcedureSort) Valid() bool { return slices.Contains(ProcedureSorts, s) }
 
 // ProcedureOrder sorts a procedure list; ties always break on id in the same
 // direction, so pages never overlap.
@@ -135,27 +132,35 @@ func (f ProcedureFilter) key() string {
 }
 
 // ProcedureList is one page of procedures and the count of all that match.
-type ProcedureList struct {
-	Items    []*ent.Procedure
-	Total    int
-	PageInfo PageInfo
-}
+type ProcedureList = List[ent.Procedure]
 
-func oneOf(val *apperr.Validation, field, s string, allowed ...string) {
-	for _, a := range allowed {
-		if s == a {
-			return
-		}
+// oneOf records an error under field unless s is one of allowed.
+func oneOf[T ~string](val *apperr.Validation, field, s string, allowed ...T) {
+	if !slices.Contains(allowed, T(s)) {
+		val.Add(field, "must be one of %s", joinValues(allowed))
 	}
-	val.Add(field, "must be one of %s", strings.Join(allowed, ", "))
 }
 
+// joinValues lists enum values for a message: "A, B, C".
+func joinValues[T ~string](values []T) string {
+	var b strings.Builder
+	for i, v := range values {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(string(v))
+	}
+	return b.String()
+}
+
+// validPriority and validState check a required enum value against the
+// values the ent schema declares.
 func validPriority(val *apperr.Validation, field, s string) {
 	if s == "" {
 		val.Add(field, "is required")
 		return
 	}
-	oneOf(val, field, s, "LOW", "MEDIUM", "HIGH")
+	oneOf(val, field, s, procedure.PriorityValues()...)
 }
 
 func validState(val *apperr.Validation, field, s string) {
@@ -163,7 +168,7 @@ func validState(val *apperr.Validation, field, s string) {
 		val.Add(field, "is required")
 		return
 	}
-	oneOf(val, field, s, "TODO", "IN_PROGRESS", "COMPLETED", "WAITING")
+	oneOf(val, field, s, procedure.StateValues()...)
 }
 
 // optionalID parses an id field that may be empty.
@@ -171,8 +176,8 @@ func optionalID(val *apperr.Validation, field, s string) *uuid.UUID {
 	if s == "" {
 		return nil
 	}
-	id, err := uuid.Parse(s)
-	if err != nil || len(s) != 36 {
+	id, err := ids.Parse(s)
+	if err != nil {
 		val.Add(field, "must be an id")
 		return nil
 	}
@@ -234,17 +239,9 @@ func contentText(val *apperr.Validation, v any) *string {
 	return &s
 }
 
-func validContent(val *apperr.Validation, s string) {
-	if storable(val, "content", s) && utf8.RuneCountInString(s) > MaxContentLen {
-		val.Add("content", "must be at most %d characters", MaxContentLen)
-	}
-}
+func validContent(val *apperr.Validation, s string) { bounded(val, "content", s, MaxContentLen) }
 
-func validCaptureID(val *apperr.Validation, s string) {
-	if storable(val, "captureId", s) && utf8.RuneCountInString(s) > MaxTitleLen {
-		val.Add("captureId", "must be at most %d characters of text", MaxTitleLen)
-	}
-}
+func validCaptureID(val *apperr.Validation, s string) { bounded(val, "captureId", s, MaxTitleLen) }
 
 // checkRefs confirms that the referenced category, doer (a current member)
 // and project exist in the viewer's workspace (the tenancy interceptor hides
@@ -340,12 +337,8 @@ func (s *Service) CreateProcedure(ctx context.Context, in CreateProcedureInput) 
 		content = &generated
 	}
 	var created *ent.Procedure
-	err = s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
+	err = s.inNumberingTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer, ws *ent.Workspace) error {
 		projectName, err := checkRefs(ctx, tx.Client(), &categoryID, &doerID, &projectID)
-		if err != nil {
-			return err
-		}
-		ws, err := tx.Workspace.UpdateOneID(v.WorkspaceID).AddProcedureSeq(1).Save(ctx)
 		if err != nil {
 			return err
 		}
@@ -453,6 +446,21 @@ func procedureKey(idOrShortID string) (predicate.Procedure, error) {
 	return procedure.ID(id), nil
 }
 
+// procedureWrite begins a write on the procedure id (or its shortId) names:
+// the acting viewer, a MEMBER at least, and the predicate selecting it.
+// Errors: unauthenticated, forbidden, not_found.
+func procedureWrite(ctx context.Context, id string) (*viewer.Viewer, predicate.Procedure, error) {
+	v, err := require(ctx, viewer.RoleMember)
+	if err != nil {
+		return nil, nil, err
+	}
+	where, err := procedureKey(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, where, nil
+}
+
 // findProcedure reads the procedure where selects through c: the client, or
 // a write's tx.Client() to read it as of the workspace lock.
 // Errors: not_found.
@@ -464,15 +472,12 @@ func findProcedure(ctx context.Context, c *ent.Client, where predicate.Procedure
 	return p, apperr.Map(err)
 }
 
-// ValidateProcedureFilter checks f and returns its predicates.
+// procedurePredicates checks f and returns its predicates.
 // Errors: validation_failed naming the parameter.
 func procedurePredicates(f ProcedureFilter) ([]predicate.Procedure, error) {
 	val := &apperr.Validation{}
 	var ps []predicate.Procedure
-	if q := strings.TrimSpace(f.Search); q != "" {
-		if storable(val, "search", q) && utf8.RuneCountInString(q) > MaxTitleLen {
-			val.Add("search", "must be at most %d characters", MaxTitleLen)
-		}
+	if q := searchTerm(val, f.Search); q != "" {
 		ps = append(ps, procedure.Or(
 			procedure.NameContainsFold(q),
 			procedure.ContentContainsFold(q),
@@ -489,11 +494,11 @@ func procedurePredicates(f ProcedureFilter) ([]predicate.Procedure, error) {
 		ps = append(ps, procedure.ProjectID(*id))
 	}
 	if f.State != "" {
-		oneOf(val, "state", f.State, "TODO", "IN_PROGRESS", "COMPLETED", "WAITING")
+		oneOf(val, "state", f.State, procedure.StateValues()...)
 		ps = append(ps, procedure.StateEQ(procedure.State(f.State)))
 	}
 	if f.Priority != "" {
-		oneOf(val, "priority", f.Priority, "LOW", "MEDIUM", "HIGH")
+		oneOf(val, "priority", f.Priority, procedure.PriorityValues()...)
 		ps = append(ps, procedure.PriorityEQ(procedure.Priority(f.Priority)))
 	}
 	if f.DueFrom != nil {
@@ -513,7 +518,7 @@ func procedureOrder(o ProcedureOrder) ([]procedure.OrderOption, error) {
 		o = DefaultProcedureOrder
 	}
 	if !o.Field.Valid() {
-		return nil, apperr.Invalid("sortBy", "must be one of createdAt, dueAt, project.name, name")
+		return nil, apperr.Invalid("sortBy", "must be one of %s", joinValues(ProcedureSorts))
 	}
 	dir := sql.OrderAsc()
 	if o.Desc {
@@ -548,26 +553,107 @@ func (s *Service) FindProcedures(ctx context.Context, f ProcedureFilter, o Proce
 	if err != nil {
 		return nil, err
 	}
-	list := &ProcedureList{}
-	list.Total, err = s.totals.get(ctx, "procedures", f.key(), func() (int, error) {
-		n, err := s.client.Procedure.Query().Where(preds...).Count(ctx)
-		return n, apperr.Map(err)
-	})
-	if err != nil {
-		return nil, err
+	return listPage(ctx, s, "procedures", f.key(), w, DefaultProcedurePageSize, MaxProcedurePageSize,
+		func() (int, error) { return s.client.Procedure.Query().Where(preds...).Count(ctx) },
+		func(p Page) ([]*ent.Procedure, error) {
+			return s.client.Procedure.Query().Where(preds...).Order(order...).Offset(p.Offset).Limit(p.Limit).All(ctx)
+		})
+}
+
+// procedurePatch is an UpdateProcedureInput validated: a nil pointer or an
+// unset Optional leaves its field alone, and a set Optional without a value
+// clears it.
+type procedurePatch struct {
+	name                          *string
+	priority                      *procedure.Priority
+	state                         *procedure.State
+	content, captureID            Optional[string]
+	categoryID, doerID            Optional[uuid.UUID]
+	projectID                     *uuid.UUID
+	dueAt                         *time.Time
+	position                      *float64
+	displayVideo, isFineTunedData *bool
+}
+
+// validProcedurePatch checks in, naming every invalid field.
+// Errors: validation_failed.
+func validProcedurePatch(in UpdateProcedureInput) (procedurePatch, error) {
+	val := &apperr.Validation{}
+	var p procedurePatch
+	if name, ok := required(val, "name", in.Name); ok {
+		name = text(val, "name", name, MaxNameLen)
+		p.name = &name
 	}
-	page, err := w.resolve(DefaultProcedurePageSize, MaxProcedurePageSize, func() (int, error) { return list.Total, nil })
-	if err != nil {
-		return nil, err
+	if pr, ok := required(val, "priority", in.Priority); ok {
+		validPriority(val, "priority", pr)
+		priority := procedure.Priority(pr)
+		p.priority = &priority
 	}
-	if page.Limit > 0 && page.Offset < list.Total {
-		list.Items, err = s.client.Procedure.Query().Where(preds...).Order(order...).Offset(page.Offset).Limit(page.Limit).All(ctx)
-		if err != nil {
-			return nil, apperr.Map(err)
+	if st, ok := required(val, "state", in.State); ok {
+		validState(val, "state", st)
+		state := procedure.State(st)
+		p.state = &state
+	}
+	if p.content = in.Content; p.content.Value != nil {
+		validContent(val, *p.content.Value)
+	}
+	p.categoryID = clearableID(val, "categoryId", in.CategoryID)
+	p.doerID = clearableID(val, "doerId", in.DoerID)
+	if raw, ok := required(val, "projectId", in.ProjectID); ok {
+		if p.projectID = optionalID(val, "projectId", raw); p.projectID == nil && raw == "" {
+			val.Add("projectId", "is required")
 		}
 	}
-	list.PageInfo = pageInfo(page, len(list.Items), list.Total)
-	return list, nil
+	if due, ok := required(val, "dueAt", in.DueAt); ok {
+		due = due.UTC()
+		p.dueAt = &due
+	}
+	if pos, ok := required(val, "position", in.Position); ok {
+		if math.IsNaN(pos) || math.IsInf(pos, 0) || math.Abs(pos) > 1e15 {
+			val.Add("position", "must be a finite number")
+		}
+		p.position = &pos
+	}
+	if p.captureID = in.CaptureID; p.captureID.Value != nil {
+		validCaptureID(val, *p.captureID.Value)
+	}
+	if b, ok := required(val, "displayVideo", in.DisplayVideo); ok {
+		p.displayVideo = &b
+	}
+	if b, ok := required(val, "isFineTunedData", in.IsFineTunedData); ok {
+		p.isFineTunedData = &b
+	}
+	return p, val.Err()
+}
+
+// clearableID validates an optional reference: null or "" clears it.
+func clearableID(val *apperr.Validation, field string, o Optional[string]) Optional[uuid.UUID] {
+	switch {
+	case !o.Set:
+		return Optional[uuid.UUID]{}
+	case o.Value == nil || *o.Value == "":
+		return Null[uuid.UUID]()
+	}
+	if id := optionalID(val, field, *o.Value); id != nil {
+		return Some(*id)
+	}
+	return Optional[uuid.UUID]{}
+}
+
+// apply sets p's fields on u, all but position, which the caller decides
+// from the row as of the lock.
+func (p *procedurePatch) apply(u *ent.ProcedureUpdateOne) {
+	u.SetNillableName(p.name).
+		SetNillablePriority(p.priority).
+		SetNillableState(p.state).
+		SetNillableProjectID(p.projectID).
+		SetNillableDueAt(p.dueAt).
+		SetNillableDisplayVideo(p.displayVideo).
+		SetNillableIsFineTunedData(p.isFineTunedData)
+	setOrClear(p.content, u.SetContent, u.ClearContent)
+	setOrClear(p.categoryID, u.SetCategoryID, u.ClearCategoryID)
+	setOrClear(p.doerID, u.SetDoerID, u.ClearDoerID)
+	setOrClear(p.captureID, u.SetCaptureID, u.ClearCaptureID)
 }
 
 // UpdateProcedure changes the fields set in in. A change of state or project
@@ -575,144 +661,57 @@ func (s *Service) FindProcedures(ctx context.Context, f ProcedureFilter, o Proce
 // Errors: unauthenticated, forbidden, not_found, validation_failed,
 // precondition_failed.
 //
-// The procedure is read once, inside the write's transaction: its
+// The body is validated into a patch first; the procedure is read once,
+// inside the write's transaction, and the patch applied to it: its
 // updatedAt, state and project as of the workspace lock are what the write
 // builds on. Only an invalid body reads it before, to answer not_found first
 // as it always has.
 func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProcedureInput, conds ...Precondition) (*ent.Procedure, error) {
-	v, err := require(ctx, viewer.RoleMember)
+	v, where, err := procedureWrite(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	where, err := procedureKey(id)
+	patch, err := validProcedurePatch(in)
 	if err != nil {
-		return nil, err
-	}
-	val := &apperr.Validation{}
-	upd := func(u *ent.ProcedureUpdateOne) {}
-	chain := func(f func(u *ent.ProcedureUpdateOne)) {
-		prev := upd
-		upd = func(u *ent.ProcedureUpdateOne) { prev(u); f(u) }
-	}
-	if name, ok := required(val, "name", in.Name); ok {
-		name = text(val, "name", name, MaxNameLen)
-		chain(func(u *ent.ProcedureUpdateOne) { u.SetName(name) })
-	}
-	if pr, ok := required(val, "priority", in.Priority); ok {
-		validPriority(val, "priority", pr)
-		chain(func(u *ent.ProcedureUpdateOne) { u.SetPriority(procedure.Priority(pr)) })
-	}
-	var newState *procedure.State
-	if st, ok := required(val, "state", in.State); ok {
-		validState(val, "state", st)
-		state := procedure.State(st)
-		newState = &state
-		chain(func(u *ent.ProcedureUpdateOne) { u.SetState(state) })
-	}
-	if in.Content.Set {
-		if in.Content.Value == nil {
-			chain(func(u *ent.ProcedureUpdateOne) { u.ClearContent() })
-		} else {
-			c := *in.Content.Value
-			validContent(val, c)
-			chain(func(u *ent.ProcedureUpdateOne) { u.SetContent(c) })
-		}
-	}
-	var categoryID, doerID, projectID *uuid.UUID
-	if in.CategoryID.Set {
-		if in.CategoryID.Value == nil || *in.CategoryID.Value == "" {
-			chain(func(u *ent.ProcedureUpdateOne) { u.ClearCategoryID() })
-		} else if categoryID = optionalID(val, "categoryId", *in.CategoryID.Value); categoryID != nil {
-			id := *categoryID
-			chain(func(u *ent.ProcedureUpdateOne) { u.SetCategoryID(id) })
-		}
-	}
-	if in.DoerID.Set {
-		if in.DoerID.Value == nil || *in.DoerID.Value == "" {
-			chain(func(u *ent.ProcedureUpdateOne) { u.ClearDoerID() })
-		} else if doerID = optionalID(val, "doerId", *in.DoerID.Value); doerID != nil {
-			id := *doerID
-			chain(func(u *ent.ProcedureUpdateOne) { u.SetDoerID(id) })
-		}
-	}
-	if raw, ok := required(val, "projectId", in.ProjectID); ok {
-		if projectID = optionalID(val, "projectId", raw); projectID != nil {
-			id := *projectID
-			chain(func(u *ent.ProcedureUpdateOne) { u.SetProjectID(id) })
-		} else if raw == "" {
-			val.Add("projectId", "is required")
-		}
-	}
-	if due, ok := required(val, "dueAt", in.DueAt); ok {
-		chain(func(u *ent.ProcedureUpdateOne) { u.SetDueAt(due.UTC()) })
-	}
-	position, hasPosition := required(val, "position", in.Position)
-	if hasPosition && (math.IsNaN(position) || math.IsInf(position, 0) || math.Abs(position) > 1e15) {
-		val.Add("position", "must be a finite number")
-	}
-	if in.CaptureID.Set {
-		if in.CaptureID.Value == nil {
-			chain(func(u *ent.ProcedureUpdateOne) { u.ClearCaptureID() })
-		} else {
-			c := *in.CaptureID.Value
-			validCaptureID(val, c)
-			chain(func(u *ent.ProcedureUpdateOne) { u.SetCaptureID(c) })
-		}
-	}
-	if b, ok := required(val, "displayVideo", in.DisplayVideo); ok {
-		chain(func(u *ent.ProcedureUpdateOne) { u.SetDisplayVideo(b) })
-	}
-	if b, ok := required(val, "isFineTunedData", in.IsFineTunedData); ok {
-		chain(func(u *ent.ProcedureUpdateOne) { u.SetIsFineTunedData(b) })
-	}
-	if err := val.Err(); err != nil {
 		if _, nf := findProcedure(ctx, s.client, where); nf != nil {
 			return nil, nf
 		}
 		return nil, err
 	}
-	var updated *ent.Procedure
-	err = s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
+	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Procedure, error) {
 		p, err := findProcedure(ctx, tx.Client(), where)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		projectName, err := checkRefs(ctx, tx.Client(), categoryID, doerID, projectID)
+		projectName, err := checkRefs(ctx, tx.Client(), patch.categoryID.Value, patch.doerID.Value, patch.projectID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := checkPreconditions("procedure", p.UpdatedAt, conds); err != nil {
-			return err
-		}
-		state, project := p.State, p.ProjectID
-		if newState != nil {
-			state = *newState
-		}
-		if projectID != nil {
-			project = *projectID
+			return nil, err
 		}
 		u := tx.Procedure.UpdateOneID(p.ID).SetUpdatedAt(nextUpdatedAt(p.UpdatedAt, s.now()))
-		upd(u)
-		if projectID != nil {
+		patch.apply(u)
+		state, project := p.State, p.ProjectID
+		if patch.state != nil {
+			state = *patch.state
+		}
+		if patch.projectID != nil {
+			project = *patch.projectID
 			u.SetProjectName(projectName)
 		}
 		switch {
-		case hasPosition:
-			u.SetPosition(position)
+		case patch.position != nil:
+			u.SetPosition(*patch.position)
 		case state != p.State || project != p.ProjectID:
 			pos, err := endOfColumn(ctx, tx.Client(), project, state, p.ID)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			u.SetPosition(pos)
 		}
-		updated, err = u.Save(ctx)
-		return err
+		return u.Save(ctx)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return updated.Unwrap(), nil
 }
 
 // MoveProcedure places a procedure in a column (its current state unless
@@ -725,11 +724,7 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 // updatedAt) inside the write's transaction, and before it only to answer
 // an invalid request.
 func (s *Service) MoveProcedure(ctx context.Context, id string, state *string, afterID, beforeID *string) (*ent.Procedure, error) {
-	v, err := require(ctx, viewer.RoleMember)
-	if err != nil {
-		return nil, err
-	}
-	where, err := procedureKey(id)
+	v, where, err := procedureWrite(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -755,15 +750,14 @@ func (s *Service) MoveProcedure(ctx context.Context, id string, state *string, a
 		notNextToItself(val, p.ID, after, before)
 		return nil, val.Err()
 	}
-	var moved *ent.Procedure
-	err = s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
+	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Procedure, error) {
 		p, err := findProcedure(ctx, tx.Client(), where)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		val := &apperr.Validation{}
 		if notNextToItself(val, p.ID, after, before); val.Err() != nil {
-			return val.Err()
+			return nil, val.Err()
 		}
 		column := p.State
 		if target != nil {
@@ -771,16 +765,11 @@ func (s *Service) MoveProcedure(ctx context.Context, id string, state *string, a
 		}
 		pos, err := placeBetween(ctx, tx.Client(), p, column, after, before)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		moved, err = tx.Procedure.UpdateOneID(p.ID).SetState(column).SetPosition(pos).
+		return tx.Procedure.UpdateOneID(p.ID).SetState(column).SetPosition(pos).
 			SetUpdatedAt(nextUpdatedAt(p.UpdatedAt, s.now())).Save(ctx)
-		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return moved.Unwrap(), nil
 }
 
 // notNextToItself refuses placing procedure id next to itself.
@@ -868,11 +857,7 @@ func placeBetween(ctx context.Context, c *ent.Client, p *ent.Procedure, state pr
 // DeleteProcedure removes a procedure and its comments.
 // Errors: unauthenticated, forbidden, not_found, precondition_failed.
 func (s *Service) DeleteProcedure(ctx context.Context, id string, conds ...Precondition) error {
-	v, err := require(ctx, viewer.RoleMember)
-	if err != nil {
-		return err
-	}
-	where, err := procedureKey(id)
+	v, where, err := procedureWrite(ctx, id)
 	if err != nil {
 		return err
 	}

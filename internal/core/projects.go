@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/procsvc/procsvc/ent"
@@ -22,85 +21,24 @@ type ProjectInput struct {
 	DueAt     Optional[time.Time]
 }
 
-// ListFilter narrows the project, category and member lists.
-type ListFilter struct {
-	// Search is a case-insensitive substring of the name.
-	Search string
-}
-
 // ProjectList is a page of projects and the count of all that match.
-type ProjectList struct {
-	Items    []*ent.Project
-	Total    int
-	PageInfo PageInfo
-}
-
-// listWindow returns the (cached) total of a name-sorted list and the page w
-// selects from it.
-func (s *Service) listWindow(ctx context.Context, list string, f ListFilter, w Window, count func() (int, error)) (int, Page, error) {
-	total, err := s.totals.get(ctx, list, strings.TrimSpace(f.Search), func() (int, error) {
-		n, err := count()
-		return n, apperr.Map(err)
-	})
-	if err != nil {
-		return 0, Page{}, err
-	}
-	page, err := w.resolve(DefaultListPageSize, MaxListPageSize, func() (int, error) { return total, nil })
-	return total, page, err
-}
-
-func searchTerm(val *apperr.Validation, s string) string {
-	s = strings.TrimSpace(s)
-	if storable(val, "search", s) && len([]rune(s)) > MaxTitleLen {
-		val.Add("search", "must be at most %d characters", MaxTitleLen)
-	}
-	return s
-}
+type ProjectList = List[ent.Project]
 
 // FindProjects lists projects by name.
 // Errors: unauthenticated, validation_failed.
 func (s *Service) FindProjects(ctx context.Context, f ListFilter, w Window) (*ProjectList, error) {
-	if _, err := require(ctx, viewer.RoleViewer); err != nil {
-		return nil, err
-	}
-	val := &apperr.Validation{}
-	q := s.client.Project.Query()
-	if term := searchTerm(val, f.Search); term != "" {
-		q.Where(project.NameContainsFold(term))
-	}
-	if err := val.Err(); err != nil {
-		return nil, err
-	}
-	list := &ProjectList{}
-	total, page, err := s.listWindow(ctx, "projects", f, w, func() (int, error) { return q.Clone().Count(ctx) })
-	if err != nil {
-		return nil, err
-	}
-	list.Total = total
-	if page.Limit > 0 && page.Offset < list.Total {
-		list.Items, err = q.Order(project.ByName(), project.ByID()).Offset(page.Offset).Limit(page.Limit).All(ctx)
-		if err != nil {
-			return nil, apperr.Map(err)
+	return findNamed(ctx, s, "projects", f, w, func(term string) *ent.ProjectQuery {
+		q := s.client.Project.Query().Order(project.ByName(), project.ByID())
+		if term != "" {
+			q.Where(project.NameContainsFold(term))
 		}
-	}
-	list.PageInfo = pageInfo(page, len(list.Items), list.Total)
-	return list, nil
+		return q
+	})
 }
 
 // Project returns one project. Errors: unauthenticated, not_found.
 func (s *Service) Project(ctx context.Context, id string) (*ent.Project, error) {
-	if _, err := require(ctx, viewer.RoleViewer); err != nil {
-		return nil, err
-	}
-	pid, err := lookupID(ids.KindProject, "project", id)
-	if err != nil {
-		return nil, err
-	}
-	p, err := s.client.Project.Get(ctx, pid)
-	if ent.IsNotFound(err) {
-		return nil, apperr.NotFoundf("project")
-	}
-	return p, apperr.Map(err)
+	return getOne(ctx, ids.KindProject, "project", id, s.client.Project.Get)
 }
 
 // validProjectDates checks that dueAt does not precede startedAt.
@@ -127,19 +65,12 @@ func (s *Service) CreateProject(ctx context.Context, in ProjectInput) (*ent.Proj
 	if err := val.Err(); err != nil {
 		return nil, err
 	}
-	var created *ent.Project
-	err = s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
-		var err error
-		created, err = tx.Project.Create().SetName(name).
+	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Project, error) {
+		return tx.Project.Create().SetName(name).
 			SetNillableStartedAt(utc(in.StartedAt.Value)).
 			SetNillableDueAt(utc(in.DueAt.Value)).
 			Save(ctx)
-		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return created.Unwrap(), nil
 }
 
 func utc(t *time.Time) *time.Time {
@@ -159,14 +90,11 @@ func utc(t *time.Time) *time.Time {
 // those as of the workspace lock. Only an invalid body reads it before, to
 // answer not_found first as it always has.
 func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput, conds ...Precondition) (*ent.Project, error) {
-	v, err := require(ctx, viewer.RoleMember)
+	v, pid, err := target(ctx, viewer.RoleMember, ids.KindProject, "project", id)
 	if err != nil {
 		return nil, err
 	}
-	pid, err := lookupID(ids.KindProject, "project", id)
-	if err != nil {
-		return nil, err
-	}
+	in.StartedAt.Value, in.DueAt.Value = utc(in.StartedAt.Value), utc(in.DueAt.Value)
 	// validate checks in against p; with p nil, it skips what needs the row.
 	var name string
 	var hasName bool
@@ -195,52 +123,32 @@ func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput,
 		}
 		return nil, validate(p)
 	}
-	var updated *ent.Project
-	err = s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
+	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Project, error) {
 		p, err := tx.Project.Get(ctx, pid)
 		if ent.IsNotFound(err) {
-			return apperr.NotFoundf("project")
+			return nil, apperr.NotFoundf("project")
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := validate(p); err != nil {
-			return err
+			return nil, err
 		}
 		if err := checkPreconditions("project", p.UpdatedAt, conds); err != nil {
-			return err
+			return nil, err
 		}
 		u := tx.Project.UpdateOneID(p.ID).SetUpdatedAt(nextUpdatedAt(p.UpdatedAt, s.now()))
 		if hasName && name != p.Name {
 			u.SetName(name)
 			// Procedures keep a copy of their project's name for sorting.
 			if err := tx.Procedure.Update().Where(procedure.ProjectID(p.ID)).SetProjectName(name).Exec(ctx); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		// Clear or set, never both: PostgreSQL refuses two assignments to
-		// one column in an UPDATE.
-		if in.StartedAt.Set {
-			if t := utc(in.StartedAt.Value); t == nil {
-				u.ClearStartedAt()
-			} else {
-				u.SetStartedAt(*t)
-			}
-		}
-		if in.DueAt.Set {
-			if t := utc(in.DueAt.Value); t == nil {
-				u.ClearDueAt()
-			} else {
-				u.SetDueAt(*t)
-			}
-		}
-		updated, err = u.Save(ctx)
-		return err
+		setOrClear(in.StartedAt, u.SetStartedAt, u.ClearStartedAt)
+		setOrClear(in.DueAt, u.SetDueAt, u.ClearDueAt)
+		return u.Save(ctx)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return updated.Unwrap(), nil
 }
 
 // DeleteProject removes an empty project; one that still has procedures is
@@ -248,11 +156,7 @@ func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput,
 // Errors: unauthenticated, forbidden, not_found, conflict,
 // precondition_failed.
 func (s *Service) DeleteProject(ctx context.Context, id string, conds ...Precondition) error {
-	v, err := require(ctx, viewer.RoleMember)
-	if err != nil {
-		return err
-	}
-	pid, err := lookupID(ids.KindProject, "project", id)
+	v, pid, err := target(ctx, viewer.RoleMember, ids.KindProject, "project", id)
 	if err != nil {
 		return err
 	}
@@ -276,56 +180,23 @@ func (s *Service) DeleteProject(ctx context.Context, id string, conds ...Precond
 }
 
 // CategoryList is a page of categories and the count of all that match.
-type CategoryList struct {
-	Items    []*ent.Category
-	Total    int
-	PageInfo PageInfo
-}
+type CategoryList = List[ent.Category]
 
 // FindCategories lists categories by name.
 // Errors: unauthenticated, validation_failed.
 func (s *Service) FindCategories(ctx context.Context, f ListFilter, w Window) (*CategoryList, error) {
-	if _, err := require(ctx, viewer.RoleViewer); err != nil {
-		return nil, err
-	}
-	val := &apperr.Validation{}
-	q := s.client.Category.Query()
-	if term := searchTerm(val, f.Search); term != "" {
-		q.Where(category.NameContainsFold(term))
-	}
-	if err := val.Err(); err != nil {
-		return nil, err
-	}
-	list := &CategoryList{}
-	total, page, err := s.listWindow(ctx, "categories", f, w, func() (int, error) { return q.Clone().Count(ctx) })
-	if err != nil {
-		return nil, err
-	}
-	list.Total = total
-	if page.Limit > 0 && page.Offset < list.Total {
-		list.Items, err = q.Order(category.ByName(), category.ByID()).Offset(page.Offset).Limit(page.Limit).All(ctx)
-		if err != nil {
-			return nil, apperr.Map(err)
+	return findNamed(ctx, s, "categories", f, w, func(term string) *ent.CategoryQuery {
+		q := s.client.Category.Query().Order(category.ByName(), category.ByID())
+		if term != "" {
+			q.Where(category.NameContainsFold(term))
 		}
-	}
-	list.PageInfo = pageInfo(page, len(list.Items), list.Total)
-	return list, nil
+		return q
+	})
 }
 
 // Category returns one category. Errors: unauthenticated, not_found.
 func (s *Service) Category(ctx context.Context, id string) (*ent.Category, error) {
-	if _, err := require(ctx, viewer.RoleViewer); err != nil {
-		return nil, err
-	}
-	cid, err := lookupID(ids.KindCategory, "category", id)
-	if err != nil {
-		return nil, err
-	}
-	c, err := s.client.Category.Get(ctx, cid)
-	if ent.IsNotFound(err) {
-		return nil, apperr.NotFoundf("category")
-	}
-	return c, apperr.Map(err)
+	return getOne(ctx, ids.KindCategory, "category", id, s.client.Category.Get)
 }
 
 // CreateCategory stores a new category.
@@ -340,16 +211,9 @@ func (s *Service) CreateCategory(ctx context.Context, name string) (*ent.Categor
 	if err := val.Err(); err != nil {
 		return nil, err
 	}
-	var created *ent.Category
-	err = s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
-		var err error
-		created, err = tx.Category.Create().SetName(name).Save(ctx)
-		return err
+	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Category, error) {
+		return tx.Category.Create().SetName(name).Save(ctx)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return created.Unwrap(), nil
 }
 
 // UpdateCategory renames a category when name is set.
@@ -359,11 +223,7 @@ func (s *Service) CreateCategory(ctx context.Context, name string) (*ent.Categor
 // The category is read inside the write's transaction (its updatedAt as of
 // the workspace lock); before it only for an invalid body or a no-op.
 func (s *Service) UpdateCategory(ctx context.Context, id string, name Optional[string], conds ...Precondition) (*ent.Category, error) {
-	v, err := require(ctx, viewer.RoleMember)
-	if err != nil {
-		return nil, err
-	}
-	cid, err := lookupID(ids.KindCategory, "category", id)
+	v, cid, err := target(ctx, viewer.RoleMember, ids.KindCategory, "category", id)
 	if err != nil {
 		return nil, err
 	}
@@ -382,39 +242,29 @@ func (s *Service) UpdateCategory(ctx context.Context, id string, name Optional[s
 		}
 		return c, nil
 	}
-	var updated *ent.Category
-	err = s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
+	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Category, error) {
 		c, err := tx.Category.Get(ctx, cid)
 		if ent.IsNotFound(err) {
-			return apperr.NotFoundf("category")
+			return nil, apperr.NotFoundf("category")
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := checkPreconditions("category", c.UpdatedAt, conds); err != nil {
-			return err
+			return nil, err
 		}
 		u := tx.Category.UpdateOneID(c.ID).SetUpdatedAt(nextUpdatedAt(c.UpdatedAt, s.now()))
 		if ok {
 			u.SetName(n)
 		}
-		updated, err = u.Save(ctx)
-		return err
+		return u.Save(ctx)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return updated.Unwrap(), nil
 }
 
 // DeleteCategory removes a category; its procedures become uncategorised.
 // Errors: unauthenticated, forbidden, not_found, precondition_failed.
 func (s *Service) DeleteCategory(ctx context.Context, id string, conds ...Precondition) error {
-	v, err := require(ctx, viewer.RoleMember)
-	if err != nil {
-		return err
-	}
-	cid, err := lookupID(ids.KindCategory, "category", id)
+	v, cid, err := target(ctx, viewer.RoleMember, ids.KindCategory, "category", id)
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,7 @@ import (
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
 	"github.com/procsvc/procsvc/internal/viewer"
+	"github.com/procsvc/procsvc/rest"
 )
 
 // interleaveKey marks a context whose write runs hook (once) where it waits
@@ -214,7 +215,7 @@ func TestConcurrentUpdatesGetDistinctUpdatedAt(t *testing.T) {
 				}
 				var distinct []string
 				for k, r := range rows {
-					distinct = append(distinct, core.ETag(r.updatedAt))
+					distinct = append(distinct, rest.ETag(r.updatedAt))
 					if want := first.Add(time.Duration(k) * time.Millisecond); !r.updatedAt.Equal(want) {
 						t.Errorf("commit %d of %d has updatedAt %s; want %s (each write must build on the row as of the lock)",
 							k+1, n, r.updatedAt.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))

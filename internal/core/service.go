@@ -21,6 +21,7 @@ import (
 	"github.com/procsvc/procsvc/ent/workspace"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -109,6 +110,36 @@ func require(ctx context.Context, min viewer.Role) (*viewer.Viewer, error) {
 // inTx only answer early (not_found, validation) and may be stale by the
 // time the lock is granted.
 func (s *Service) inTx(ctx context.Context, v *viewer.Viewer, min viewer.Role, fn func(tx *ent.Tx, me *viewer.Viewer) error) error {
+	return s.lockedTx(ctx, v, min, false, func(tx *ent.Tx, me *viewer.Viewer, _ *ent.Workspace) error { return fn(tx, me) })
+}
+
+// stored is inTx for a write that returns the record it stores: write's
+// record, unwrapped from the transaction once it has committed.
+func stored[T interface{ Unwrap() T }](ctx context.Context, s *Service, v *viewer.Viewer, min viewer.Role,
+	write func(tx *ent.Tx, me *viewer.Viewer) (T, error)) (T, error) {
+	var rec T
+	err := s.inTx(ctx, v, min, func(tx *ent.Tx, me *viewer.Viewer) error {
+		var err error
+		rec, err = write(tx, me)
+		return err
+	})
+	if err != nil {
+		var none T
+		return none, err
+	}
+	return rec.Unwrap(), nil
+}
+
+// inNumberingTx is inTx for a write that hands out the workspace's next
+// procedure number: the same first statement also adds one to procedure_seq,
+// and fn receives the workspace's key and new procedure_seq as of it (a
+// rolled-back write hands nothing out; a committed number is never reused).
+func (s *Service) inNumberingTx(ctx context.Context, v *viewer.Viewer, min viewer.Role, fn func(tx *ent.Tx, me *viewer.Viewer, ws *ent.Workspace) error) error {
+	return s.lockedTx(ctx, v, min, true, fn)
+}
+
+// lockedTx is inTx and inNumberingTx: ws is nil unless numbering.
+func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, min viewer.Role, numbering bool, fn func(tx *ent.Tx, me *viewer.Viewer, ws *ent.Workspace) error) error {
 	if s.beforeTx != nil {
 		s.beforeTx(ctx)
 	}
@@ -117,7 +148,11 @@ func (s *Service) inTx(ctx context.Context, v *viewer.Viewer, min viewer.Role, f
 		return apperr.Map(err)
 	}
 	err = func() error {
-		n, err := tx.Workspace.Update().Where(workspace.ID(v.WorkspaceID)).AddVersion(1).Save(ctx)
+		lock := tx.Workspace.Update().Where(workspace.ID(v.WorkspaceID)).AddVersion(1)
+		if numbering {
+			lock.AddProcedureSeq(1)
+		}
+		n, err := lock.Save(ctx)
 		if err != nil {
 			return err
 		}
@@ -128,7 +163,14 @@ func (s *Service) inTx(ctx context.Context, v *viewer.Viewer, min viewer.Role, f
 		if err != nil {
 			return err
 		}
-		return fn(tx, me)
+		var ws *ent.Workspace
+		if numbering {
+			if ws, err = tx.Workspace.Query().Where(workspace.ID(v.WorkspaceID)).
+				Select(workspace.FieldKey, workspace.FieldProcedureSeq).Only(ctx); err != nil {
+				return err
+			}
+		}
+		return fn(tx, me, ws)
 	}()
 	if err != nil {
 		_ = tx.Rollback()
@@ -164,50 +206,82 @@ func actingViewer(ctx context.Context, tx *ent.Tx, v *viewer.Viewer, min viewer.
 	return &me, nil
 }
 
-// parseID parses a client-supplied id for field. An id that is not a UUID is
-// a validation error naming the field.
-func parseID(field, s string) (uuid.UUID, error) {
-	id, err := uuid.Parse(s)
-	if err != nil || len(s) != 36 {
-		return uuid.Nil, apperr.Invalid(field, "must be an id")
-	}
-	return id, nil
-}
-
 // lookupID parses an id in a path or argument position: one that cannot name
 // a record of kind is simply not found.
 func lookupID(kind ids.Kind, what, s string) (uuid.UUID, error) {
-	id, err := uuid.Parse(s)
-	if err != nil || len(s) != 36 || ids.KindOf(id) != kind {
+	id, err := ids.Parse(s)
+	if err != nil || ids.KindOf(id) != kind {
 		return uuid.Nil, apperr.NotFoundf(what)
 	}
 	return id, nil
 }
 
-// text validates a required single-line text field: trimmed, non-empty, at
-// most max characters.
+// target returns the acting viewer, of role min at least, and the id of the
+// record of kind that id names, for a read or a write of that record.
+// Errors: unauthenticated, forbidden, not_found.
+func target(ctx context.Context, min viewer.Role, kind ids.Kind, what, id string) (*viewer.Viewer, uuid.UUID, error) {
+	v, err := require(ctx, min)
+	if err != nil {
+		return nil, uuid.Nil, err
+	}
+	uid, err := lookupID(kind, what, id)
+	if err != nil {
+		return nil, uuid.Nil, err
+	}
+	return v, uid, nil
+}
+
+// getOne reads the record of kind that id names, for any viewer.
+// Errors: unauthenticated, not_found.
+func getOne[T any](ctx context.Context, kind ids.Kind, what, id string, get func(context.Context, uuid.UUID) (T, error)) (T, error) {
+	var none T
+	_, uid, err := target(ctx, viewer.RoleViewer, kind, what, id)
+	if err != nil {
+		return none, err
+	}
+	rec, err := get(ctx, uid)
+	if ent.IsNotFound(err) {
+		return none, apperr.NotFoundf(what)
+	}
+	return rec, apperr.Map(err)
+}
+
+// text validates a required single-line text field: trimmed, non-empty,
+// storable, at most max characters.
 func text(val *apperr.Validation, field, s string, max int) string {
 	s = strings.TrimSpace(s)
-	switch {
-	case s == "":
+	if s == "" {
 		val.Add(field, "is required")
-	case !utf8.ValidString(s):
-		val.Add(field, "must be valid UTF-8")
-	case utf8.RuneCountInString(s) > max:
-		val.Add(field, "must be at most %d characters", max)
-	case strings.ContainsRune(s, 0):
-		val.Add(field, "must not contain NUL characters")
+		return s
 	}
+	bounded(val, field, s, max)
 	return s
 }
 
-// Bounds of free-text fields, in characters.
+// Bounds of free-text fields, in characters: internal/limits, which the ent
+// schema enforces too.
 const (
-	MaxNameLen    = 500
-	MaxTitleLen   = 200
-	MaxContentLen = 200_000
-	MaxCommentLen = 20_000
+	MaxNameLen    = limits.Name
+	MaxTitleLen   = limits.Title
+	MaxContentLen = limits.Content
+	MaxCommentLen = limits.Comment
 )
+
+// bounded records an error under field when s cannot be stored (see
+// storable) or is longer than max characters. s may be empty.
+func bounded(val *apperr.Validation, field, s string, max int) {
+	if storable(val, field, s) && utf8.RuneCountInString(s) > max {
+		val.Add(field, "must be at most %d characters", max)
+	}
+}
+
+// searchTerm validates a list's search parameter, trimmed: a
+// case-insensitive substring of at most MaxTitleLen characters.
+func searchTerm(val *apperr.Validation, s string) string {
+	s = strings.TrimSpace(s)
+	bounded(val, "search", s, MaxTitleLen)
+	return s
+}
 
 // storable reports a free-text value that PostgreSQL cannot store or compare
 // (invalid UTF-8, or a NUL character, which text columns refuse), recording

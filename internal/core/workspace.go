@@ -2,19 +2,16 @@ package core
 
 import (
 	"context"
-	"regexp"
 	"strings"
-
-	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/auth"
+	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
-
-var workspaceKeyPattern = regexp.MustCompile(`^[A-Z]{2,10}$`)
 
 // NewWorkspace describes a workspace created by an operator, with its first
 // admin.
@@ -47,7 +44,7 @@ func (s *Service) CreateWorkspace(ctx context.Context, in NewWorkspace) (*Bootst
 	if key == "" {
 		key = "PRC"
 	}
-	if !workspaceKeyPattern.MatchString(key) {
+	if !limits.WorkspaceKey.MatchString(key) {
 		val.Add("key", "must be 2 to 10 letters A–Z")
 	}
 	adminName := text(val, "adminName", in.AdminName, MaxTitleLen)
@@ -110,7 +107,7 @@ func (s *Service) Workspaces(ctx context.Context) ([]*ent.Workspace, error) {
 // that operator commands go through the same rules as API calls.
 // Errors: not_found (no such workspace or no active admin).
 func (s *Service) ActAsAdmin(ctx context.Context, workspaceID string) (context.Context, error) {
-	id, err := uuid.Parse(workspaceID)
+	id, err := ids.Parse(workspaceID)
 	if err != nil {
 		return nil, apperr.Invalid("workspace", "must be a workspace id")
 	}

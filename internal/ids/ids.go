@@ -8,6 +8,8 @@
 package ids
 
 import (
+	"errors"
+
 	"github.com/google/uuid"
 )
 
@@ -48,4 +50,22 @@ func KindOf(id uuid.UUID) Kind {
 // Generator returns a function that makes ids of kind k, for ent defaults.
 func Generator(k Kind) func() uuid.UUID {
 	return func() uuid.UUID { return New(k) }
+}
+
+// ErrMalformed is Parse's error for a string that is not an id.
+var ErrMalformed = errors.New("ids: not an id")
+
+// Parse reads an id sent by a client. Only the canonical form this API writes
+// is an id: 36 characters, hyphenated (either case). The other spellings
+// uuid.Parse also takes (braces, a urn:uuid: prefix, no hyphens) are not, so
+// that one record has one id. Every id string a client sends is read here.
+func Parse(s string) (uuid.UUID, error) {
+	if len(s) != 36 {
+		return uuid.Nil, ErrMalformed
+	}
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, ErrMalformed
+	}
+	return id, nil
 }

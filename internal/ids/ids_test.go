@@ -2,6 +2,8 @@ package ids_test
 
 import (
 	"bytes"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -131,5 +133,26 @@ func TestKindValuesAreStable(t *testing.T) {
 				t.Fatalf("Kind %s = %d; want %d", name, got[name], w)
 			}
 		})
+	}
+}
+
+func TestParse(t *testing.T) {
+	id := ids.New(ids.KindProcedure)
+	for _, s := range []string{id.String(), strings.ToUpper(id.String())} {
+		if got, err := ids.Parse(s); err != nil || got != id {
+			t.Fatalf("Parse(%q) = %s, %v; want %s", s, got, err, id)
+		}
+	}
+	for _, s := range []string{
+		"", "bob", "PRC-12",
+		"{" + id.String() + "}",
+		"urn:uuid:" + id.String(),
+		strings.ReplaceAll(id.String(), "-", ""),
+		id.String()[:35] + "g",
+		id.String() + " ",
+	} {
+		if got, err := ids.Parse(s); !errors.Is(err, ids.ErrMalformed) || got != uuid.Nil {
+			t.Fatalf("Parse(%q) = %s, %v; want ErrMalformed", s, got, err)
+		}
 	}
 }

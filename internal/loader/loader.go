@@ -11,6 +11,7 @@ package loader
 
 import (
 	"context"
+	"net/http"
 	"sync"
 
 	"github.com/google/uuid"
@@ -144,6 +145,13 @@ type primed struct {
 	categories, members, projects, comments map[uuid.UUID]bool
 }
 
+func newPrimed() primed {
+	return primed{
+		categories: map[uuid.UUID]bool{}, members: map[uuid.UUID]bool{},
+		projects: map[uuid.UUID]bool{}, comments: map[uuid.UUID]bool{},
+	}
+}
+
 type ctxKey struct{}
 
 type entry struct {
@@ -152,12 +160,17 @@ type entry struct {
 	primed primed
 }
 
-// NewContext returns ctx carrying fresh loaders over client.
-func NewContext(ctx context.Context, client *ent.Client) context.Context {
-	return context.WithValue(ctx, ctxKey{}, &entry{Loaders: New(client), primed: primed{
-		categories: map[uuid.UUID]bool{}, members: map[uuid.UUID]bool{},
-		projects: map[uuid.UUID]bool{}, comments: map[uuid.UUID]bool{},
-	}})
+// Middleware gives every request fresh loaders reading through client, as
+// gqlgen's dataloader example does. It is installed after authentication,
+// so that refused requests build none; the reads are scoped to the viewer's
+// workspace by ent's tenancy interceptor, through the context of each Load.
+func Middleware(client *ent.Client) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			e := &entry{Loaders: New(client), primed: newPrimed()}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, e)))
+		})
+	}
 }
 
 func from(ctx context.Context) *entry {
@@ -183,10 +196,7 @@ func Reset(ctx context.Context) {
 	e.Member.ClearAll()
 	e.Project.ClearAll()
 	e.Comments.ClearAll()
-	e.primed = primed{
-		categories: map[uuid.UUID]bool{}, members: map[uuid.UUID]bool{},
-		projects: map[uuid.UUID]bool{}, comments: map[uuid.UUID]bool{},
-	}
+	e.primed = newPrimed()
 }
 
 // For returns the request's loaders.

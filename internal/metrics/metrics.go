@@ -172,7 +172,7 @@ var errorCodes = map[string]bool{"PERSISTED_QUERY_NOT_FOUND": true, "PERSISTED_Q
 
 // codeLabel bounds the code label to known codes.
 func codeLabel(code string) string {
-	if errorCodes[code] || code == string(apperr.Internal) || apperr.HTTPStatus(apperr.Code(code)) != http.StatusInternalServerError {
+	if errorCodes[code] || apperr.Known(apperr.Code(code)) {
 		return code
 	}
 	return "other"

@@ -1,11 +1,11 @@
 // Package middleware holds the HTTP plumbing shared by both faces: request
-// ids, panic recovery, access logs, body limits, authentication and the
-// per-request dataloaders, plus the one writer of DESIGN §6 error bodies.
+// ids, panic recovery, access logs, body limits and authentication, plus the
+// one home of docs/design.md §6's error bodies and of the code → HTTP status
+// table (errors.go).
 package middleware
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -15,10 +15,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/auth"
-	"github.com/procsvc/procsvc/internal/loader"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -63,56 +61,6 @@ func SecurityHeaders(next http.Handler) http.Handler {
 		h.Set("Cache-Control", "no-store")
 		next.ServeHTTP(w, r)
 	})
-}
-
-// ErrorBody is DESIGN §6's error body.
-type ErrorBody struct {
-	Code      apperr.Code         `json:"code"`
-	Message   string              `json:"message"`
-	RequestID string              `json:"requestId"`
-	Fields    []apperr.FieldError `json:"fields,omitempty"`
-}
-
-// Body returns the client-facing body of err, logging internal errors (with
-// the request id) so that their detail is kept but never shown.
-func Body(ctx context.Context, log *slog.Logger, err error) ErrorBody {
-	ae := apperr.From(err)
-	body := ErrorBody{Code: ae.Code, Message: ae.Message, RequestID: RequestID(ctx), Fields: ae.Fields}
-	if ae.Code == apperr.Internal || ae.Code == apperr.Unavailable {
-		log.ErrorContext(ctx, "request failed", "request_id", body.RequestID, "code", ae.Code, "error", err.Error())
-	}
-	if ae.Code == apperr.Internal {
-		body.Message = "internal error"
-		body.Fields = nil
-	}
-	return body
-}
-
-// WriteError answers err with DESIGN §6's body and the code's status.
-func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
-	body := Body(r.Context(), log, err)
-	SetErrorHeaders(w, body.Code)
-	WriteJSON(w, apperr.HTTPStatus(body.Code), body)
-}
-
-// SetErrorHeaders sets the headers an error answer of code carries on both
-// faces: the challenge of a 401, and when to retry a 503 or a 429.
-func SetErrorHeaders(w http.ResponseWriter, code apperr.Code) {
-	switch code {
-	case apperr.Unauthenticated:
-		w.Header().Set("WWW-Authenticate", `Bearer realm="procsvc"`)
-	case apperr.Unavailable, apperr.RateLimited:
-		w.Header().Set("Retry-After", "1")
-	}
-}
-
-// WriteJSON writes v as a JSON response.
-func WriteJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
 }
 
 // statusRecorder remembers the status written, for logs.
@@ -168,8 +116,9 @@ type Observer interface {
 }
 
 // Observe writes one access-log line per request, records its metrics, and
-// turns a panic into an internal error answered with DESIGN §6's body (the
-// stack goes to the log only). No header, body or token is ever logged.
+// turns a panic into an internal error answered with docs/design.md §6's
+// body (the stack goes to the log only). No header, body or token is ever
+// logged.
 func Observe(log *slog.Logger, obs Observer) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -226,13 +175,9 @@ func routeOf(pattern string) string {
 	return pattern
 }
 
-// ErrorWriter answers an error in the face's own shape (REST body or GraphQL
-// errors array).
-type ErrorWriter func(w http.ResponseWriter, r *http.Request, err error)
-
-// Authenticate resolves the bearer token, puts the viewer and fresh
-// dataloaders in the context, and answers failures through writeErr.
-func Authenticate(a *auth.Authenticator, client *ent.Client, writeErr ErrorWriter) func(http.Handler) http.Handler {
+// Authenticate resolves the bearer token, puts the viewer in the context, and
+// answers failures through writeErr.
+func Authenticate(a *auth.Authenticator, writeErr ErrorWriter) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			v, err := a.Authenticate(r.Context(), r.Header.Get("Authorization"))
@@ -241,9 +186,7 @@ func Authenticate(a *auth.Authenticator, client *ent.Client, writeErr ErrorWrite
 				return
 			}
 			Info(r.Context()).WorkspaceID = v.WorkspaceID.String()
-			ctx := viewer.NewContext(r.Context(), v)
-			ctx = loader.NewContext(ctx, client)
-			next.ServeHTTP(w, r.WithContext(ctx))
+			next.ServeHTTP(w, r.WithContext(viewer.NewContext(r.Context(), v)))
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
+	"github.com/procsvc/procsvc/internal/loader"
 	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/middleware"
 	"github.com/procsvc/procsvc/internal/playground"
@@ -41,8 +42,8 @@ func NewHandler(d Deps) http.Handler {
 		d.Metrics = metrics.New(d.DB.SQL)
 	}
 	authn := auth.New(d.DB, auth.WithLogger(d.Log))
+	loaders := loader.Middleware(d.DB.Client)
 	resolver := graph.NewResolver(d.Service)
-	gqlErr := graphqlError(d.Log)
 	restErr := func(w http.ResponseWriter, r *http.Request, err error) { middleware.WriteError(w, r, d.Log, err) }
 
 	var cache *respcache.Cache
@@ -50,14 +51,14 @@ func NewHandler(d Deps) http.Handler {
 		cache = respcache.New(d.ResponseCacheBytes)
 	}
 	cached := cache.Middleware(func(ctx context.Context, route string) { middleware.Info(ctx).Route = route })
+	// Each face answers authentication failures in its own shape.
 	authenticated := func(writeErr middleware.ErrorWriter) func(http.Handler) http.Handler {
-		authn := middleware.Authenticate(authn, d.DB.Client, writeErr)
-		return func(h http.Handler) http.Handler { return authn(cached(h)) }
+		authn := middleware.Authenticate(authn, writeErr)
+		return func(h http.Handler) http.Handler { return authn(loaders(cached(h))) }
 	}
 
 	mux := http.NewServeMux()
-	gql := graph.NewServer(resolver, d.Log, d.Metrics)
-	mux.Handle("/graphql", guardGraphQL(gqlErr, authenticated(gqlErr)(gql)))
+	mux.Handle("/graphql", graph.NewHandler(resolver, d.Log, d.Metrics, authenticated))
 	api := rest.New(resolver, d.Log)
 	api.Register(mux, authenticated(restErr))
 	pg := playground.Handler()

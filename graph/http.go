@@ -1,4 +1,4 @@
-package server
+package graph
 
 import (
 	"bytes"
@@ -13,27 +13,40 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
 
-	"github.com/procsvc/procsvc/graph"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/jsontext"
+	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/middleware"
 )
 
-// graphqlError answers err in GraphQL's response shape, with DESIGN §6's code
-// and request id in extensions, for failures before the executor runs
-// (authentication, transport).
+// NewHandler returns the whole of /graphql over HTTP: the transport guard,
+// then authenticate (given the writer of GraphQL-shaped errors for its own
+// refusals), then the executor of NewServer.
+func NewHandler(r *Resolver, log *slog.Logger, m *metrics.Metrics, authenticate func(middleware.ErrorWriter) func(http.Handler) http.Handler) http.Handler {
+	writeErr := graphqlError(log)
+	return guardGraphQL(writeErr, authenticate(writeErr)(NewServer(r, log, m)))
+}
+
+// extensions are a GraphQL error's extensions for body: the code, request id
+// and fields of docs/design.md §6's body.
+func extensions(body middleware.ErrorBody) map[string]any {
+	ext := map[string]any{"code": string(body.Code), "requestId": body.RequestID}
+	if len(body.Fields) > 0 {
+		ext["fields"] = body.Fields
+	}
+	return ext
+}
+
+// graphqlError answers err in GraphQL's response shape, with docs/design.md
+// §6's code and request id in extensions, for failures before the executor
+// runs (authentication, transport).
 func graphqlError(log *slog.Logger) middleware.ErrorWriter {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
 		body := middleware.Body(r.Context(), log, err)
-		ext := map[string]any{"code": body.Code, "requestId": body.RequestID}
-		if len(body.Fields) > 0 {
-			ext["fields"] = body.Fields
-		}
-		middleware.SetErrorHeaders(w, body.Code)
 		// The request was not executed, so the body has no data key
 		// (GraphQL over HTTP).
-		middleware.WriteJSON(w, apperr.HTTPStatus(body.Code), map[string]any{
-			"errors": []map[string]any{{"message": body.Message, "extensions": ext}},
+		middleware.WriteErrorJSON(w, body.Code, map[string]any{
+			"errors": []map[string]any{{"message": body.Message, "extensions": extensions(body)}},
 		})
 	}
 }
@@ -63,7 +76,7 @@ func guardGraphQL(writeErr middleware.ErrorWriter, next http.Handler) http.Handl
 			}
 			// A persisted query's operation is only known to gqlgen, whose
 			// GET transport refuses a mutation with a bare 406: answer
-			// that in DESIGN §6's shape too.
+			// that in docs/design.md §6's shape too.
 			next.ServeHTTP(&getRefusal{statusMapper: statusMapper{ResponseWriter: w}, refuse: func() {
 				w.Header().Set("Allow", "POST")
 				writeErr(w, r, apperr.New(apperr.MethodNotAllowed, "GET runs queries only; send mutation operations with POST"))
@@ -244,7 +257,7 @@ func checkGraphQLGet(r *http.Request) error {
 		}
 		return nil
 	}
-	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: query}, graph.MaxTokens)
+	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: query}, MaxTokens)
 	if err != nil {
 		// The executor reports syntax errors in full, and refuses
 		// documents over the token limit.

@@ -1,0 +1,27 @@
+// Package limits is the one table of bounds on what procsvc stores: the ent
+// schema enforces them on every write (ent/schema), and the core validates
+// input against them and names them in its messages (internal/core).
+//
+// It imports nothing of procsvc, so that both can depend on it.
+package limits
+
+import "regexp"
+
+// Bounds of free-text fields, in characters (not bytes).
+const (
+	// Name bounds a procedure's name.
+	Name = 500
+	// Title bounds the other names (workspace, project, category, member,
+	// token), a procedure's captureId and a search term.
+	Title = 200
+	// Content bounds a procedure's content.
+	Content = 200_000
+	// Comment bounds a comment's text.
+	Comment = 20_000
+	// Email bounds a member's email address (RFC 5321's 320).
+	Email = 320
+)
+
+// WorkspaceKey is the form of a workspace key, the prefix of its
+// procedures' shortIds: 2 to 10 upper-case ASCII letters.
+var WorkspaceKey = regexp.MustCompile(`^[A-Z]{2,10}$`)
