@@ -9,7 +9,7 @@ import (
 )
 
 // TestGraphQLPageSizeLimit: every GraphQL connection takes at most 100 per
-// page (DESIGN §7), inline or through variables, and the refusal runs no SQL
+// page (docs/design.md §7), inline or through variables, and the refusal runs no SQL
 // beyond authentication; REST's other lists keep their own maximum of 500.
 func TestGraphQLPageSizeLimit(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {

@@ -1,6 +1,6 @@
 package rest_test
 
-// Failures over REST (DESIGN §6): routing, transport (body, Content-Type,
+// Failures over REST (docs/design.md §6): routing, transport (body, Content-Type,
 // size), field validation, tenancy, authentication and roles, conflicts and
 // request ids. Every error body is checked by wantError (exactly code,
 // message, requestId and optional fields; requestId == X-Request-Id), and
@@ -527,7 +527,7 @@ func TestAuthentication(t *testing.T) {
 					}
 					r := wantError(t, e.send(t, e.concrete(t, route, tg, who.secret)), http.StatusBadRequest, "disconnected", "")
 					if r["message"] != apperr.DisconnectedMessage {
-						t.Fatalf("message = %q, want SPEC §7's %q", r["message"], apperr.DisconnectedMessage)
+						t.Fatalf("message = %q, want docs/contract.md §7's %q", r["message"], apperr.DisconnectedMessage)
 					}
 					for _, words := range []string{"login details", "credentials", "MFA", "user login is required"} {
 						if !strings.Contains(r["message"].(string), words) {

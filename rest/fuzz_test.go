@@ -2,7 +2,7 @@ package rest_test
 
 // Fuzzing of the REST face through the real handler on SQLite: random
 // methods, routes, ids, query strings, content types and bodies. Whatever
-// arrives, the answer is never a 500, always a JSON body (DESIGN §6's error
+// arrives, the answer is never a 500, always a JSON body (docs/design.md §6's error
 // body with a code for every non-2xx), and a refused request leaves the
 // workspace's data exactly as it was.
 

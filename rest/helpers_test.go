@@ -1,8 +1,8 @@
 package rest_test
 
 // Shared helpers of the REST tests: a small client over apitest.Server that
-// returns status, headers and decoded JSON; shape checkers for every SPEC
-// resource and for DESIGN §6's error body; a snapshot of the workspace for
+// returns status, headers and decoded JSON; shape checkers for every docs/contract.md
+// resource and for docs/design.md §6's error body; a snapshot of the workspace for
 // "nothing was written" assertions; and the OpenAPI conformance check that
 // every exchange made through the client passes (see openapi_test.go for the
 // document itself).
@@ -188,7 +188,7 @@ func wantKeys(t testing.TB, what string, m map[string]any, keys ...string) {
 	}
 }
 
-// wantError asserts DESIGN §6's error: status, code, a body of exactly code,
+// wantError asserts docs/design.md §6's error: status, code, a body of exactly code,
 // message, requestId (and optional fields), requestId equal to the
 // X-Request-Id header, and, when field is not "", fields[0].field == field.
 func wantError(t testing.TB, r *response, status int, code, field string) map[string]any {
@@ -311,12 +311,12 @@ func wantEnum(t testing.TB, what string, v any, allowed ...string) {
 	t.Fatalf("%s = %#v, want one of %v", what, v, allowed)
 }
 
-// procedureKeys are SPEC §2.1's fields: a procedure always carries all of them.
+// procedureKeys are docs/contract.md §2.1's fields: a procedure always carries all of them.
 var procedureKeys = []string{"id", "shortId", "name", "priority", "state", "content", "categoryId", "doerId",
 	"creatorId", "position", "dueAt", "createdAt", "updatedAt", "projectId", "workspaceId", "captureId",
 	"displayVideo", "isFineTunedData", "category", "doer", "project", "comments"}
 
-// checkProcedure asserts SPEC §2.1's shape: every field present, optional
+// checkProcedure asserts docs/contract.md §2.1's shape: every field present, optional
 // ones null or of their type, embedded objects consistent with their ids.
 func checkProcedure(t testing.TB, p map[string]any) {
 	t.Helper()
@@ -442,7 +442,7 @@ func checkDeleted(t testing.TB, r *response) {
 	}
 }
 
-// wantList asserts SPEC §2.5's envelope, checks each item, and returns the
+// wantList asserts docs/contract.md §2.5's envelope, checks each item, and returns the
 // items and meta.total.
 func wantList(t testing.TB, r *response, check func(testing.TB, map[string]any)) ([]map[string]any, int) {
 	t.Helper()

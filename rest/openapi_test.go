@@ -60,14 +60,14 @@ func TestOpenAPIDocument(t *testing.T) {
 				t.Fatalf("openapi = %q, want 3.1.0", doc.OpenAPI)
 			}
 			if doc.Info == nil || doc.Info.Version != "1.0.0" {
-				t.Fatalf("info.version = %+v, want SPEC §9's 1.0.0", doc.Info)
+				t.Fatalf("info.version = %+v, want docs/contract.md §9's 1.0.0", doc.Info)
 			}
 			if len(doc.Security) != 1 || doc.Components.SecuritySchemes["bearer"] == nil ||
 				doc.Components.SecuritySchemes["bearer"].Value.Scheme != "bearer" {
 				t.Fatalf("the document does not require the bearer scheme everywhere")
 			}
 		})
-		t.Run("every operation documents its success and SPEC's 400 and 401", func(t *testing.T) {
+		t.Run("every operation documents its success and the contract's 400 and 401", func(t *testing.T) {
 			doc := loadSpec(t).doc
 			for path, item := range doc.Paths.Map() {
 				for method, op := range item.Operations() {
@@ -122,7 +122,7 @@ func TestOpenAPIRoutesMatchServer(t *testing.T) {
 		}
 	}
 	if len(served) != 18 {
-		t.Errorf("%d routes served, want DESIGN §5's 13 + 5 = 18", len(served))
+		t.Errorf("%d routes served, want docs/design.md §5's 13 + 5 = 18", len(served))
 	}
 
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {

@@ -1,4 +1,4 @@
-// Package scalar marshals procsvc's GraphQL scalars: Time in SPEC's
+// Package scalar marshals procsvc's GraphQL scalars: Time in docs/contract.md's
 // millisecond UTC shape and ID for UUID-typed fields.
 package scalar
 

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Layout is SPEC's wire shape: UTC with milliseconds, e.g. 2026-01-02T15:04:05.000Z.
+// Layout is the wire shape of docs/contract.md: UTC with milliseconds, e.g. 2026-01-02T15:04:05.000Z.
 const Layout = "2006-01-02T15:04:05.000Z"
 
 // Format renders t in Layout, converting to UTC.
