@@ -1,13 +1,16 @@
 // Package generate produces a procedure's content when it is created with
 // generateProcedure=true. It implements core.Generator with two providers:
 //
-//   - "template" (the default): deterministic and offline. It parses the
-//     supplied content (numbered and bulleted lines, plain sentences, fenced
-//     code blocks, JSON objects and arrays) and renders a structured Markdown
-//     document whose sections depend on contentType (code, standard, api,
-//     process), docStyle (technical, simplified, detailed) and language.
-//     Input and output are bounded, so hostile content cannot make it slow,
-//     large or panic.
+//   - "template" (the default): deterministic and offline, built on the
+//     standard library. Content that is one JSON object or array is walked
+//     with encoding/json's token stream (bounded in depth and width); other
+//     content is read line by line (numbered and bulleted lists, "Check:"
+//     lines, fenced or recognisably unfenced code, sentences). The result
+//     fills one text/template layout whose sections follow contentType
+//     (code, standard, api, process), docStyle (technical, simplified,
+//     detailed) and language, as docs/design.md §8 describes. Input and
+//     output are capped at 64 KiB each (the output is cut between blocks),
+//     so hostile content cannot make it slow, large or panic.
 //   - "openai": any server speaking the OpenAI chat-completions protocol
 //     (POST {URL}/v1/chat/completions), with a per-attempt timeout, bounded
 //     retries with exponential backoff and jitter on 429, 5xx and connection
