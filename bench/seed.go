@@ -105,7 +105,7 @@ func Seed(ctx context.Context, client *ent.Client, name, key string, s Shape, se
 		}
 	}
 	priorities := []procedure.Priority{procedure.PriorityLOW, procedure.PriorityMEDIUM, procedure.PriorityHIGH}
-	states := []procedure.State{procedure.StateTODO, procedure.StateIN_PROGRESS, procedure.StateCOMPLETED, procedure.StateWAITING}
+	states := procedure.StateValues()
 	var comments []*ent.CommentCreate
 	flushComments := func() error {
 		for len(comments) > 0 {

@@ -178,7 +178,7 @@ func page(p *params, def, max int) (*int, *string) {
 func (a *API) listProcedures(w http.ResponseWriter, r *http.Request) error {
 	p := newParams(r.URL.Query())
 	first, after := page(p, core.DefaultProcedurePageSize, core.MaxProcedurePageSize)
-	sortBy := p.enum([]string{"createdAt", "dueAt", "project.name", "name"}, "sortBy")
+	sortBy := p.enum(names(core.ProcedureSorts), "sortBy")
 	order := p.enum([]string{"asc", "desc"}, "sortOrder", "order")
 	filter := &model.ProcedureFilter{
 		Search:     optText(p.text("search", "q")),
@@ -188,11 +188,11 @@ func (a *API) listProcedures(w http.ResponseWriter, r *http.Request) error {
 		DueFrom:    p.timestamp("startedAt"),
 		DueTo:      p.timestamp("dueAt"),
 	}
-	if s := p.enum([]string{"TODO", "IN_PROGRESS", "COMPLETED", "WAITING"}, "state"); s != "" {
+	if s := p.enum(names(procedure.StateValues()), "state"); s != "" {
 		st := procedure.State(s)
 		filter.State = &st
 	}
-	if s := p.enum([]string{"LOW", "MEDIUM", "HIGH"}, "priority"); s != "" {
+	if s := p.enum(names(procedure.PriorityValues()), "priority"); s != "" {
 		pr := procedure.Priority(s)
 		filter.Priority = &pr
 	}
@@ -538,4 +538,13 @@ func (a *API) getMember(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return ok(w, memberShape(m))
+}
+
+// names spells enum values as the strings a query parameter takes.
+func names[T ~string](values []T) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
 }

@@ -69,9 +69,6 @@ func New(client *ent.Client, opts ...Option) *Service {
 	return s
 }
 
-// Client returns the ent client, for the dataloaders.
-func (s *Service) Client() *ent.Client { return s.client }
-
 // require returns the viewer of ctx if its role is at least min.
 // Errors: unauthenticated, forbidden.
 func require(ctx context.Context, min viewer.Role) (*viewer.Viewer, error) {

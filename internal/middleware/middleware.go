@@ -17,6 +17,7 @@ import (
 
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/auth"
+	"github.com/procsvc/procsvc/internal/ids"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -39,7 +40,7 @@ func RequestID(ctx context.Context) string {
 func WithRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(RequestIDHeader)
-		if u, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		if u, err := ids.Parse(id); err != nil {
 			id = uuid.Must(uuid.NewV7()).String()
 		} else {
 			id = u.String()
