@@ -8,11 +8,7 @@ package graph_test
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"testing"
@@ -20,46 +16,6 @@ import (
 	"github.com/procsvc/procsvc/internal/apitest"
 	"github.com/procsvc/procsvc/internal/dbtest"
 )
-
-// dataDigest hashes every row of every table, except the columns that
-// reading itself may change (a token's lastUsedAt and the workspace version
-// its update bumps).
-func dataDigest(t testing.TB, db *sql.DB) string {
-	t.Helper()
-	h := sha256.New()
-	for _, table := range []string{"workspaces", "members", "tokens", "projects", "categories", "procedures", "comments"} {
-		rows, err := db.Query("SELECT * FROM " + table + " ORDER BY id")
-		if err != nil {
-			t.Fatalf("digest %s: %v", table, err)
-		}
-		cols, err := rows.Columns()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			for i, c := range cols {
-				if c == "last_used_at" || c == "version" {
-					continue
-				}
-				fmt.Fprintf(h, "%s.%s=%v\x00", table, c, vals[i])
-			}
-			h.Write([]byte{'\n'})
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		rows.Close()
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
 
 // fuzzOps are the operations the fuzzer sends variables to.
 var fuzzOps = []string{
@@ -141,7 +97,7 @@ func FuzzGraphQL(f *testing.F) {
 		if tok := tokens[int(tokenI)%len(tokens)]; tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}
-		before := dataDigest(t, db.SQL)
+		before := apitest.DataDigest(t, db.SQL)
 		resp, err := s.HTTP.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -186,7 +142,7 @@ func FuzzGraphQL(f *testing.F) {
 		// runs one by one: an earlier one may write before a later one
 		// fails and nulls data. The templates have one root mutation each.
 		if (!succeeded && !raw) || resp.StatusCode != http.StatusOK {
-			if after := dataDigest(t, db.SQL); after != before {
+			if after := apitest.DataDigest(t, db.SQL); after != before {
 				t.Fatalf("%s: no root field succeeded (status %d) but data changed: %s", body, resp.StatusCode, out)
 			}
 		}

@@ -8,11 +8,7 @@ package rest_test
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -22,46 +18,6 @@ import (
 	"github.com/procsvc/procsvc/internal/dbtest"
 	"github.com/procsvc/procsvc/rest"
 )
-
-// dataDigest hashes every row of every table, except the columns that
-// reading itself may change (a token's lastUsedAt and the workspace version
-// its update bumps).
-func dataDigest(t testing.TB, db *sql.DB) string {
-	t.Helper()
-	h := sha256.New()
-	for _, table := range []string{"workspaces", "members", "tokens", "projects", "categories", "procedures", "comments"} {
-		rows, err := db.Query("SELECT * FROM " + table + " ORDER BY id")
-		if err != nil {
-			t.Fatalf("digest %s: %v", table, err)
-		}
-		cols, err := rows.Columns()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			for i, c := range cols {
-				if c == "last_used_at" || c == "version" {
-					continue
-				}
-				fmt.Fprintf(h, "%s.%s=%v\x00", table, c, vals[i])
-			}
-			h.Write([]byte{'\n'})
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		rows.Close()
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
 
 var fuzzContentTypes = []string{"application/json", "", "text/plain", "application/json; charset=utf-8", "application/merge-patch+json", "application/json; charset", "multipart/form-data; boundary=x"}
 
@@ -150,7 +106,7 @@ func FuzzREST(f *testing.F) {
 		if tok := tokens[int(tokenI)%len(tokens)]; tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}
-		before := dataDigest(t, db.SQL)
+		before := apitest.DataDigest(t, db.SQL)
 		resp, err := s.HTTP.Do(req)
 		if err != nil {
 			t.Fatalf("%s %s: %v", method, target, err)
@@ -179,7 +135,7 @@ func FuzzREST(f *testing.F) {
 			if rid, _ := m["requestId"].(string); rid == "" || rid != resp.Header.Get("X-Request-Id") {
 				t.Fatalf("%s %s: requestId %q vs header %q", method, target, rid, resp.Header.Get("X-Request-Id"))
 			}
-			if after := dataDigest(t, db.SQL); after != before {
+			if after := apitest.DataDigest(t, db.SQL); after != before {
 				t.Fatalf("%s %s %q: answered %d but changed data: %s", method, target, body, resp.StatusCode, raw)
 			}
 		}
