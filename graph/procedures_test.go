@@ -1,16 +1,13 @@
 package graph_test
 
-// API tests of procedures: create, read, update, move, delete, and the list
-// with its filters, orders and Relay pagination. The helpers at the top are
-// shared by every api_*_test.go file of the package.
+// Procedures over GraphQL: create, read, update, move, delete, and the list
+// with its filters, orders and Relay pagination.
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"reflect"
 	"sort"
 	"strconv"
@@ -23,296 +20,6 @@ import (
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
 )
-
-// ---------------------------------------------------------------------------
-// Shared helpers.
-
-// named is any object reduced to its id and name.
-type named struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-}
-
-type commentT struct {
-	ID          string `json:"id"`
-	ProcedureID string `json:"procedureId"`
-	Text        string `json:"text"`
-	Author      *named `json:"author"`
-	CreatedAt   string `json:"createdAt"`
-	UpdatedAt   string `json:"updatedAt"`
-}
-
-type procT struct {
-	ID              string     `json:"id"`
-	ShortID         string     `json:"shortId"`
-	Name            string     `json:"name"`
-	Priority        string     `json:"priority"`
-	State           string     `json:"state"`
-	Content         *string    `json:"content"`
-	CategoryID      *string    `json:"categoryId"`
-	DoerID          *string    `json:"doerId"`
-	CreatorID       string     `json:"creatorId"`
-	Position        float64    `json:"position"`
-	DueAt           string     `json:"dueAt"`
-	CreatedAt       string     `json:"createdAt"`
-	UpdatedAt       string     `json:"updatedAt"`
-	ProjectID       string     `json:"projectId"`
-	WorkspaceID     string     `json:"workspaceId"`
-	CaptureID       *string    `json:"captureId"`
-	DisplayVideo    bool       `json:"displayVideo"`
-	IsFineTunedData bool       `json:"isFineTunedData"`
-	Category        *named     `json:"category"`
-	Doer            *named     `json:"doer"`
-	Project         named      `json:"project"`
-	Comments        []commentT `json:"comments"`
-}
-
-// procFields selects every field of procT.
-const procFields = `id shortId name priority state content categoryId doerId creatorId position dueAt createdAt
-	updatedAt projectId workspaceId captureId displayVideo isFineTunedData category { id name } doer { id name }
-	project { id name } comments { id procedureId text author { id name } createdAt updatedAt }`
-
-type pageInfoT struct {
-	HasNextPage     bool    `json:"hasNextPage"`
-	HasPreviousPage bool    `json:"hasPreviousPage"`
-	StartCursor     *string `json:"startCursor"`
-	EndCursor       *string `json:"endCursor"`
-}
-
-type procPage struct {
-	TotalCount int       `json:"totalCount"`
-	PageInfo   pageInfoT `json:"pageInfo"`
-	Edges      []struct {
-		Cursor string `json:"cursor"`
-		Node   struct {
-			ID string `json:"id"`
-		} `json:"node"`
-	} `json:"edges"`
-	Nodes []procT `json:"nodes"`
-}
-
-const proceduresQuery = `query($first: Int, $after: String, $last: Int, $before: String, $filter: ProcedureFilter, $orderBy: ProcedureOrder) {
-	procedures(first: $first, after: $after, last: $last, before: $before, filter: $filter, orderBy: $orderBy) {
-		totalCount
-		pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
-		edges { cursor node { id } }
-		nodes { id shortId name content state priority categoryId doerId projectId position dueAt createdAt project { id name } }
-	}
-}`
-
-// ok decodes a successful response's data into v.
-func ok(t testing.TB, r *apitest.GQLResponse, v any) {
-	t.Helper()
-	if len(r.Errors) == 0 && r.Status != http.StatusOK {
-		t.Fatalf("status %d without errors", r.Status)
-	}
-	r.Decode(t, v)
-}
-
-// wantError asserts that r failed with code, that extensions.fields of its
-// first error names every one of fields, and that every error carries the
-// response's X-Request-Id as extensions.requestId.
-func wantError(t testing.TB, r *apitest.GQLResponse, code string, fields ...string) {
-	t.Helper()
-	if len(r.Errors) == 0 {
-		t.Fatalf("want error %q, got data %s", code, r.Data)
-	}
-	e := r.Errors[0]
-	if e.Extensions.Code != code {
-		t.Fatalf("want code %q, got %q: %s", code, e.Extensions.Code, e.Message)
-	}
-	if r.Status >= 500 {
-		t.Fatalf("status %d for code %s", r.Status, code)
-	}
-	reqID := r.Header.Get("X-Request-Id")
-	if reqID == "" {
-		t.Fatalf("response has no X-Request-Id header")
-	}
-	for _, e := range r.Errors {
-		if e.Extensions.RequestID != reqID {
-			t.Fatalf("error %q has requestId %q, header says %q", e.Message, e.Extensions.RequestID, reqID)
-		}
-	}
-	have := map[string]bool{}
-	for _, f := range e.Extensions.Fields {
-		have[f.Field] = true
-	}
-	for _, f := range fields {
-		if !have[f] {
-			t.Fatalf("want extensions.fields to name %q, got %+v (%s)", f, e.Extensions.Fields, e.Message)
-		}
-	}
-}
-
-// obj builds a map from alternating keys and values.
-func obj(kv ...any) map[string]any {
-	m := make(map[string]any, len(kv)/2)
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i].(string)] = kv[i+1]
-	}
-	return m
-}
-
-// procInput is a valid CreateProcedureInput in w, changed by over (a nil
-// value in over removes the key).
-func procInput(w *apitest.Workspace, name string, over map[string]any) map[string]any {
-	m := map[string]any{
-		"name": name, "priority": "MEDIUM", "state": "TODO", "dueAt": "2026-06-01T12:00:00Z",
-		"categoryId": w.CategoryID, "doerId": w.MemberID, "projectId": w.ProjectID,
-	}
-	for k, v := range over {
-		if v == nil {
-			delete(m, k)
-		} else {
-			m[k] = v
-		}
-	}
-	return m
-}
-
-const createProcMutation = `mutation($in: CreateProcedureInput!) { createProcedure(input: $in) { ` + procFields + ` } }`
-
-// createProc creates a procedure as token and returns it.
-func createProc(t testing.TB, s *apitest.Server, token string, in map[string]any) procT {
-	t.Helper()
-	var out struct{ CreateProcedure procT }
-	ok(t, s.GraphQL(t, token, createProcMutation, obj("in", in)), &out)
-	return out.CreateProcedure
-}
-
-// getProc reads a procedure by id or shortId.
-func getProc(t testing.TB, s *apitest.Server, token, id string) procT {
-	t.Helper()
-	var out struct{ Procedure *procT }
-	ok(t, s.GraphQL(t, token, `query($id: ID!) { procedure(id: $id) { `+procFields+` } }`, obj("id", id)), &out)
-	if out.Procedure == nil {
-		t.Fatalf("procedure %s is null", id)
-	}
-	return *out.Procedure
-}
-
-// listProcs runs the procedures query with vars.
-func listProcs(t testing.TB, s *apitest.Server, token string, vars map[string]any) procPage {
-	t.Helper()
-	var out struct{ Procedures procPage }
-	ok(t, s.GraphQL(t, token, proceduresQuery, vars), &out)
-	if len(out.Procedures.Edges) != len(out.Procedures.Nodes) {
-		t.Fatalf("%d edges but %d nodes", len(out.Procedures.Edges), len(out.Procedures.Nodes))
-	}
-	for i, e := range out.Procedures.Edges {
-		if e.Node.ID != out.Procedures.Nodes[i].ID {
-			t.Fatalf("edge %d is %s but node %d is %s", i, e.Node.ID, i, out.Procedures.Nodes[i].ID)
-		}
-	}
-	return out.Procedures
-}
-
-// addMember adds a member as the admin and returns its id.
-func addMember(t testing.TB, s *apitest.Server, w *apitest.Workspace, name, email, role string) string {
-	t.Helper()
-	var out struct{ AddMember named }
-	ok(t, s.GraphQL(t, w.AdminToken, `mutation($in: AddMemberInput!) { addMember(input: $in) { id name } }`,
-		obj("in", obj("name", name, "email", email, "role", role))), &out)
-	return out.AddMember.ID
-}
-
-// removedMember adds a member and removes it, returning its id.
-func removedMember(t testing.TB, s *apitest.Server, w *apitest.Workspace, email string) string {
-	t.Helper()
-	id := addMember(t, s, w, "Gone Member", email, "MEMBER")
-	ok(t, s.GraphQL(t, w.AdminToken, `mutation($id: ID!) { removeMember(id: $id) { id removedAt } }`, obj("id", id)), &struct{}{})
-	return id
-}
-
-// createProject creates a project as token and returns its id.
-func createProject(t testing.TB, s *apitest.Server, token, name string) string {
-	t.Helper()
-	var out struct{ CreateProject named }
-	ok(t, s.GraphQL(t, token, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id name } }`,
-		obj("in", obj("name", name))), &out)
-	return out.CreateProject.ID
-}
-
-// createCategory creates a category as token and returns its id.
-func createCategory(t testing.TB, s *apitest.Server, token, name string) string {
-	t.Helper()
-	var out struct{ CreateCategory named }
-	ok(t, s.GraphQL(t, token, `mutation($in: CreateCategoryInput!) { createCategory(input: $in) { id name } }`,
-		obj("in", obj("name", name))), &out)
-	return out.CreateCategory.ID
-}
-
-// addComment adds a comment as token and returns its id.
-func addComment(t testing.TB, s *apitest.Server, token, procedureID, text string) string {
-	t.Helper()
-	var out struct{ AddComment commentT }
-	ok(t, s.GraphQL(t, token, `mutation($in: AddCommentInput!) { addComment(input: $in) { id procedureId text } }`,
-		obj("in", obj("procedureId", procedureID, "text", text))), &out)
-	return out.AddComment.ID
-}
-
-// execSQL runs a raw statement written with ? placeholders on either dialect.
-func execSQL(t testing.TB, db *database.DB, query string, args ...any) {
-	t.Helper()
-	if db.Dialect == "postgres" {
-		var b strings.Builder
-		n := 0
-		for _, r := range query {
-			if r == '?' {
-				n++
-				b.WriteString("$" + strconv.Itoa(n))
-				continue
-			}
-			b.WriteRune(r)
-		}
-		query = b.String()
-	}
-	if _, err := db.SQL.ExecContext(context.Background(), query, args...); err != nil {
-		t.Fatalf("exec %s: %v", query, err)
-	}
-}
-
-func strp(s string) *string { return &s }
-
-// same reports whether a and b are deeply equal (pointers followed).
-func same(a, b any) bool { return reflect.DeepEqual(a, b) }
-
-// dump renders v as JSON for failure messages.
-func dump(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprintf("%+v", v)
-	}
-	return string(b)
-}
-
-func deref(p *string) string {
-	if p == nil {
-		return "<nil>"
-	}
-	return *p
-}
-
-// ids returns the ids of ps.
-func ids(ps []procT) []string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = p.ID
-	}
-	return out
-}
-
-func sameStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
 
 // ---------------------------------------------------------------------------
 // createProcedure.
@@ -533,6 +240,64 @@ func TestCreateProcedureGenerate(t *testing.T) {
 			}
 		})
 	})
+}
+
+// renamingGenerator renames the project while createProcedure waits for
+// generated content: the window between the core's reference checks and
+// its write transaction, which a concurrent rename can hit in production.
+type renamingGenerator struct {
+	svc       *core.Service
+	projectID string
+	to        string
+}
+
+func (g *renamingGenerator) Generate(ctx context.Context, req core.GenerateRequest) (string, error) {
+	if _, err := g.svc.UpdateProject(ctx, g.projectID, core.ProjectInput{Name: core.Some(g.to)}); err != nil {
+		return "", err
+	}
+	return "generated", nil
+}
+
+// Procedures keep a copy of their project's name for sorting, updated with a
+// rename in the rename's transaction. createProcedure (and updateProcedure)
+// read the name before their own transaction, so a rename committed in
+// between left the new procedure with the old name for good, and sorting by
+// project name put it in the wrong place.
+func TestProjectNameCopySeesConcurrentRename(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		gen := &renamingGenerator{}
+		s := apitest.Start(t, db, core.WithGenerator(gen))
+		w := s.NewWorkspace(t, "Acme", "ACME")
+		gen.svc, gen.projectID, gen.to = s.Service, w.ProjectID, "Zulu project"
+		p := createProc(t, s, w.MemberToken, procInput(w, "Gen", map[string]any{"generateProcedure": true}))
+		if p.Project.Name != "Zulu project" {
+			t.Fatalf("project = %+v", p.Project)
+		}
+		var name string
+		q := "SELECT project_name FROM procedures WHERE short_id = 'ACME-1'"
+		if err := db.SQL.QueryRow(q).Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		if name != "Zulu project" {
+			t.Errorf("procedures.project_name = %q, the project is named %q", name, "Zulu project")
+		}
+		// Observable: sorted by project name, the procedure in "Zulu
+		// project" comes after one in "Mid project".
+		mid := createProject(t, s, w.MemberToken, "Mid project")
+		createProc(t, s, w.MemberToken, procInput(w, "Other", map[string]any{"projectId": mid}))
+		page := listProcs(t, s, w.MemberToken, obj("orderBy", obj("field", "PROJECT_NAME", "direction", "ASC")))
+		if got := strings.Join(names(page), ","); got != "Other,Gen" {
+			t.Errorf("sorted by project name: %s, want Other,Gen", got)
+		}
+	})
+}
+
+func names(p procPage) []string {
+	var out []string
+	for _, n := range p.Nodes {
+		out = append(out, n.Name)
+	}
+	return out
 }
 
 // ---------------------------------------------------------------------------

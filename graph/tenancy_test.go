@@ -4,6 +4,9 @@ package graph_test
 // records, through any query or mutation, and leaves them unchanged.
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -11,27 +14,6 @@ import (
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
 )
-
-// snapshotQuery reads everything a workspace's admin can see, except
-// tokens' lastUsedAt (which reading itself may bump).
-const snapshotQuery = `{
-	workspace { id name key createdAt }
-	viewer { ` + memberFields + ` }
-	procedures(first: 100, orderBy: {field: NAME, direction: ASC}) { totalCount nodes { ` + procFields + ` } }
-	projects(first: 100) { totalCount nodes { ` + projectFields + ` } }
-	categories(first: 100) { totalCount nodes { ` + categoryFields + ` } }
-	members(first: 100) { totalCount nodes { ` + memberFields + ` } }
-	tokens { id name member { id } createdAt expiresAt revokedAt }
-}`
-
-func snapshot(t testing.TB, s *apitest.Server, token string) string {
-	t.Helper()
-	r := s.GraphQL(t, token, snapshotQuery, nil)
-	if len(r.Errors) > 0 {
-		t.Fatalf("snapshot: %+v", r.Errors)
-	}
-	return string(r.Data)
-}
 
 func TestTenancy(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {
@@ -223,5 +205,38 @@ func TestTenancy(t *testing.T) {
 				}
 			}
 		})
+	})
+}
+
+// The automatic-persisted-query cache (hash → query text) was one for the
+// whole server: a hash registered by one workspace ran for every other, so
+// any token could confirm a guessed query text another tenant had sent,
+// literals and all (a search term, a procedure's name in a mutation).
+func TestPersistedQueriesPerWorkspace(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		s := apitest.Start(t, db)
+		a := s.NewWorkspace(t, "Acme", "ACME")
+		b := s.NewWorkspace(t, "Beta", "BETA")
+		const q = `{ procedures(filter: {search: "acquisition of Initech"}) { totalCount } }`
+		sum := sha256.Sum256([]byte(q))
+		ext := `{"persistedQuery": {"version": 1, "sha256Hash": "` + hex.EncodeToString(sum[:]) + `"}}`
+		r := rawGraphQL(t, s, "POST", "/graphql", bearer(a.MemberToken), "application/json", []byte(`{"query": `+quote(q)+`, "extensions": `+ext+`}`))
+		if len(r.Errors) > 0 {
+			t.Fatalf("register: %+v", r.Errors)
+		}
+		// The same workspace may use the hash (another member too).
+		r = rawGraphQL(t, s, "POST", "/graphql", bearer(a.ViewToken), "application/json", []byte(`{"extensions": `+ext+`}`))
+		if len(r.Errors) > 0 {
+			t.Fatalf("same workspace by hash: %+v", r.Errors)
+		}
+		// Another workspace does not learn that the query exists.
+		for _, method := range []string{"POST", "GET"} {
+			if method == "POST" {
+				r = rawGraphQL(t, s, "POST", "/graphql", bearer(b.MemberToken), "application/json", []byte(`{"extensions": `+ext+`}`))
+			} else {
+				r = rawGraphQL(t, s, "GET", "/graphql?extensions="+url.QueryEscape(ext), bearer(b.MemberToken), "", nil)
+			}
+			wantError(t, r, "PERSISTED_QUERY_NOT_FOUND")
+		}
 	})
 }

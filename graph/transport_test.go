@@ -2,15 +2,13 @@ package graph_test
 
 // The HTTP transport of /graphql: malformed bodies, content types, sizes,
 // methods, GraphQL syntax and validation errors, operation limits, and the
-// request id every error carries.
+// request id every error carries; the HTTP status and code of each refusal.
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -22,63 +20,6 @@ import (
 	"github.com/procsvc/procsvc/internal/dbtest"
 	"github.com/procsvc/procsvc/internal/middleware"
 )
-
-// rawGraphQL sends any request to path and parses a GraphQL-shaped answer.
-func rawGraphQL(t testing.TB, s *apitest.Server, method, path string, header http.Header, contentType string, body []byte) *apitest.GQLResponse {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequest(method, s.URL+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, vs := range header {
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := s.HTTP.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &apitest.GQLResponse{Status: resp.StatusCode, Header: resp.Header}
-	if err := json.Unmarshal(raw, out); err != nil {
-		t.Fatalf("response is not JSON (status %d): %.300s", resp.StatusCode, raw)
-	}
-	return out
-}
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
-func bearer(token string) http.Header {
-	return http.Header{"Authorization": []string{"Bearer " + token}}
-}
-
-// deepIntrospection is an operation nested depth fields deep.
-func deepIntrospection(depth int) string {
-	// __schema, types, fields, type, then ofType down to name.
-	if depth < 5 {
-		panic("too shallow")
-	}
-	q := "name"
-	for i := 0; i < depth-5; i++ {
-		q = "ofType { " + q + " }"
-	}
-	return "{ __schema { types { fields { type { " + q + " } } } } }"
-}
 
 func TestTransport(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {
@@ -349,17 +290,6 @@ func TestTransport(t *testing.T) {
 	})
 }
 
-// aliasedLists is an operation of n aliased procedure pages of 100.
-func aliasedLists(n int) string {
-	var b strings.Builder
-	b.WriteString("{")
-	for i := 0; i < n; i++ {
-		fmt.Fprintf(&b, " l%d: procedures(first: 100) { totalCount }", i)
-	}
-	b.WriteString(" }")
-	return b.String()
-}
-
 // aliasedNodes is an operation of n aliased nodes(ids:) calls of 100 ids.
 func aliasedNodes(n int, id string) string {
 	ids := strings.TrimSuffix(strings.Repeat(quote(id)+",", 100), ",")
@@ -370,4 +300,110 @@ func aliasedNodes(n int, id string) string {
 	}
 	b.WriteString(" }")
 	return b.String()
+}
+
+// TestTransportStatuses pins the HTTP status and code of failures the
+// executor would otherwise answer in its own shapes: GET mutations, GET
+// parameters that are not JSON, documents that do not parse or validate
+// (400, not gqlgen's 422), and a GraphQL response media type sent as the
+// request body's type.
+func TestTransportStatuses(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		s := apitest.Start(t, db)
+		w := s.NewWorkspace(t, "Acme", "ACME")
+		get := func(params url.Values) *apitest.GQLResponse {
+			return rawGraphQL(t, s, http.MethodGet, "/graphql?"+params.Encode(), bearer(w.AdminToken), "", nil)
+		}
+		cases := []struct {
+			name       string
+			res        func() *apitest.GQLResponse
+			status     int
+			code       string
+			allowPOST  bool
+			fieldNamed string
+		}{
+			{"GetMutationRefused", func() *apitest.GQLResponse {
+				return get(url.Values{"query": {`mutation { createCategory(input: {name: "x"}) { id } }`}})
+			}, http.StatusMethodNotAllowed, "method_not_allowed", true, ""},
+			{"GetVariablesNotJSON", func() *apitest.GQLResponse {
+				return get(url.Values{"query": {`{ viewer { id } }`}, "variables": {"{oops"}})
+			}, http.StatusBadRequest, "validation_failed", false, "variables"},
+			{"GetExtensionsNotAnObject", func() *apitest.GQLResponse {
+				return get(url.Values{"query": {`{ viewer { id } }`}, "extensions": {"[1]"}})
+			}, http.StatusBadRequest, "validation_failed", false, "extensions"},
+			{"GetSyntaxError", func() *apitest.GQLResponse {
+				return get(url.Values{"query": {`{ viewer { id `}})
+			}, http.StatusBadRequest, "bad_request", false, ""},
+			{"PostUnknownField", func() *apitest.GQLResponse {
+				return s.GraphQL(t, w.AdminToken, `{ viewer { shoeSize } }`, nil)
+			}, http.StatusBadRequest, "validation_failed", false, ""},
+			{"PostResponseMediaTypeAsRequest", func() *apitest.GQLResponse {
+				return s.GraphQLRaw(t, w.AdminToken, "application/graphql-response+json", []byte(`{"query":"{ viewer { id } }"}`))
+			}, http.StatusUnsupportedMediaType, "unsupported_media_type", false, ""},
+		}
+		before := s.GraphQL(t, w.AdminToken, `{ categories { totalCount } }`, nil)
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				res := tc.res()
+				if res.Status != tc.status || res.Code() != tc.code {
+					t.Fatalf("got %d %q, want %d %q: %+v", res.Status, res.Code(), tc.status, tc.code, res.Errors)
+				}
+				if res.Errors[0].Extensions.RequestID == "" || res.Errors[0].Extensions.RequestID != res.Header.Get("X-Request-Id") {
+					t.Fatalf("requestId %q does not match X-Request-Id %q", res.Errors[0].Extensions.RequestID, res.Header.Get("X-Request-Id"))
+				}
+				if tc.allowPOST && res.Header.Get("Allow") != "POST" {
+					t.Fatalf("Allow = %q, want POST", res.Header.Get("Allow"))
+				}
+				if tc.fieldNamed != "" && (len(res.Errors[0].Extensions.Fields) == 0 || res.Errors[0].Extensions.Fields[0].Field != tc.fieldNamed) {
+					t.Fatalf("error does not name %s: %+v", tc.fieldNamed, res.Errors[0])
+				}
+			})
+		}
+		after := s.GraphQL(t, w.AdminToken, `{ categories { totalCount } }`, nil)
+		if string(before.Data) != string(after.Data) {
+			t.Fatalf("a refused request wrote: %s → %s", before.Data, after.Data)
+		}
+	})
+}
+
+// checkGraphQLGet cannot see a persisted query's operation, so a mutation
+// registered by POST and then sent by GET with its hash reached gqlgen's GET
+// transport, which answers 406 with no extensions.code. It must be
+// method_not_allowed (405, Allow: POST) like a GET mutation sent as text.
+// A query string gqlgen cannot parse (a bad %-escape, a ';') was answered
+// 400 the same way, without a code.
+func TestGraphQLGetTransportErrors(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		s := apitest.Start(t, db)
+		w := s.NewWorkspace(t, "Acme", "ACME")
+		auth := bearer(w.MemberToken)
+
+		const m = `mutation { createCategory(input: {name: "via GET"}) { id } }`
+		sum := sha256.Sum256([]byte(m))
+		ext := `{"persistedQuery": {"version": 1, "sha256Hash": "` + hex.EncodeToString(sum[:]) + `"}}`
+		r := rawGraphQL(t, s, "POST", "/graphql", auth, "application/json", []byte(`{"query": `+quote(m)+`, "extensions": `+ext+`}`))
+		if len(r.Errors) > 0 {
+			t.Fatalf("register: %+v", r.Errors)
+		}
+		before := snapshot(t, s, w.AdminToken)
+		r = rawGraphQL(t, s, "GET", "/graphql?extensions="+url.QueryEscape(ext), auth, "", nil)
+		wantError(t, r, "method_not_allowed")
+		if r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != "POST" {
+			t.Errorf("status %d, Allow %q; want 405 and POST", r.Status, r.Header.Get("Allow"))
+		}
+		if after := snapshot(t, s, w.AdminToken); after != before {
+			t.Errorf("a refused GET mutation changed the workspace")
+		}
+
+		for _, q := range []string{
+			"/graphql?query=" + url.QueryEscape("{ viewer { id } }") + "&x=%zz",
+			"/graphql?query=" + url.QueryEscape("{ viewer { id } }") + ";x=1",
+		} {
+			r = rawGraphQL(t, s, "GET", q, auth, "", nil)
+			wantError(t, r, "bad_request")
+			if r.Status != http.StatusBadRequest {
+				t.Errorf("%s: status %d, want 400", q, r.Status)
+			}
+		}
+	})
 }
