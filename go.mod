@@ -13,6 +13,7 @@ require (
 	github.com/lib/pq v1.12.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/vektah/gqlparser/v2 v2.5.64
+	golang.org/x/time v0.16.0
 	modernc.org/sqlite v1.61.1
 )
 

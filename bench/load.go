@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,6 +32,21 @@ type LoadConfig struct {
 	WriteRatio float64
 	// PageSize is the list page requested (default 50).
 	PageSize int
+	// IdempotencyKeys sends every write with an Idempotency-Key of its own
+	// (the same on each of its retries).
+	IdempotencyKeys bool
+	// Retries is how many times a request is sent again after a client
+	// timeout, a transport error, a 503, or a 409 whose Idempotency-Key is
+	// still in progress (0: never). Writes are retried only with
+	// IdempotencyKeys: without a key a retried write may run twice.
+	Retries int
+	// RetryBackoff is the pause before the first retry, doubled for each
+	// next one up to a second, with jitter (default 10ms).
+	RetryBackoff time.Duration
+	// RequestTimeout bounds each attempt on the client side (0: 30 s);
+	// a tiny one injects timeouts, which retries with the same key must
+	// survive without duplicating a write.
+	RequestTimeout time.Duration
 }
 
 // Report is what a run measured.
@@ -46,6 +62,21 @@ type Report struct {
 	Deleted     int
 	Verified    bool
 	VerifyNotes []string
+	// Attempts counts HTTP requests sent, retries included.
+	Attempts int
+	// Timeouts counts attempts that hit RequestTimeout.
+	Timeouts int
+	// Retries counts attempts after the first of a request.
+	Retries int
+	// Replays counts answers marked Idempotent-Replayed.
+	Replays int
+	// InProgress counts 409s of an Idempotency-Key still in progress.
+	InProgress int
+	// Unacknowledged counts creates that ended without a success (out of
+	// retries, or cut by the end of the run): each may exist at most once.
+	Unacknowledged int
+	// Duplicates counts creates found more than once at verification.
+	Duplicates int
 }
 
 // RequestsPerSecond is the run's throughput.
@@ -72,12 +103,16 @@ func (r *Report) Print(w io.Writer, cfg LoadConfig) {
 	for _, c := range codes {
 		fmt.Fprintf(w, "errors[%s]=%d\n", c, r.Errors[c])
 	}
+	if cfg.IdempotencyKeys || cfg.Retries > 0 || cfg.RequestTimeout > 0 {
+		fmt.Fprintf(w, "retries: keys=%t max=%d timeout=%s attempts=%d timeouts=%d retries=%d replays=%d in_progress=%d unacknowledged=%d\n",
+			cfg.IdempotencyKeys, cfg.Retries, cfg.RequestTimeout, r.Attempts, r.Timeouts, r.Retries, r.Replays, r.InProgress, r.Unacknowledged)
+	}
 	if cfg.WriteRatio > 0 {
 		status := "OK"
 		if !r.Verified {
 			status = "FAILED"
 		}
-		fmt.Fprintf(w, "writes: created=%d deleted=%d verification=%s\n", r.Created, r.Deleted, status)
+		fmt.Fprintf(w, "writes: created=%d deleted=%d duplicates=%d verification=%s\n", r.Created, r.Deleted, r.Duplicates, status)
 		for _, n := range r.VerifyNotes {
 			fmt.Fprintf(w, "  %s\n", n)
 		}
@@ -92,6 +127,9 @@ type client struct {
 	http  *http.Client
 	refs  refs
 	runID string
+	// keys numbers Idempotency-Keys; the counters below feed the Report.
+	keys                                                  atomic.Int64
+	attempts, timeouts, retries, replays, inProgressCount atomic.Int64
 }
 
 type outcome struct {
@@ -112,10 +150,19 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 	if cfg.PageSize == 0 {
 		cfg.PageSize = 50
 	}
+	if cfg.Retries < 0 || cfg.RequestTimeout < 0 || cfg.RetryBackoff < 0 {
+		return nil, errors.New("load: retries, retry backoff and request timeout must not be negative")
+	}
+	if cfg.RetryBackoff == 0 {
+		cfg.RetryBackoff = 10 * time.Millisecond
+	}
 	cfg.URL = strings.TrimRight(cfg.URL, "/")
 	tr := &http.Transport{MaxIdleConns: cfg.Clients * 2, MaxIdleConnsPerHost: cfg.Clients * 2}
 	c := &client{cfg: cfg, http: &http.Client{Transport: tr, Timeout: 30 * time.Second},
 		runID: strconv.FormatInt(time.Now().UnixNano(), 36)}
+	if cfg.RequestTimeout > 0 {
+		c.http.Timeout = 0 // each attempt has its own deadline
+	}
 	if cfg.WriteRatio > 0 {
 		var err error
 		if c.refs, err = c.lookupRefs(ctx); err != nil {
@@ -129,6 +176,7 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 		results  []outcome
 		created  = map[string]string{} // id -> unique name
 		deleted  []string
+		unacked  []string // names of creates never acknowledged
 		budget   = cfg.MaxRequests
 		budgetMu sync.Mutex
 	)
@@ -160,7 +208,8 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 				case rng.Float64() < cfg.WriteRatio && len(mine) > 0 && rng.IntN(3) == 0:
 					id := mine[len(mine)-1]
 					mine = mine[:len(mine)-1]
-					o = c.timed(runCtx, func(ctx context.Context) (string, error) { return "", c.delete(ctx, id) })
+					key := c.newKey()
+					o = c.timed(runCtx, true, func(ctx context.Context) (string, error) { return "", c.delete(ctx, id, key) })
 					if o.code == "" {
 						mu.Lock()
 						deleted = append(deleted, id)
@@ -172,19 +221,22 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 					// The trailing dot keeps one name from being a substring of another.
 					name := fmt.Sprintf("load-%s-%d-%d.", c.runID, worker, seq)
 					var id string
-					o = c.timed(runCtx, func(ctx context.Context) (string, error) {
+					key := c.newKey()
+					o = c.timed(runCtx, true, func(ctx context.Context) (string, error) {
 						var err error
-						id, err = c.create(ctx, name)
+						id, err = c.create(ctx, name, key)
 						return id, err
 					})
+					mu.Lock()
 					if o.code == "" {
 						mine = append(mine, id)
-						mu.Lock()
 						created[id] = name
-						mu.Unlock()
+					} else {
+						unacked = append(unacked, name)
 					}
+					mu.Unlock()
 				default:
-					o = c.timed(runCtx, c.list)
+					o = c.timed(runCtx, false, c.list)
 				}
 				if runCtx.Err() != nil && o.code == "canceled" {
 					break
@@ -214,15 +266,27 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 	}
 	rep.P50, rep.P90, rep.P99, rep.Max = pct(0.50), pct(0.90), pct(0.99), pct(1)
 	rep.Created = len(created) + len(deleted)
+	rep.Attempts, rep.Timeouts, rep.Retries = int(c.attempts.Load()), int(c.timeouts.Load()), int(c.retries.Load())
+	rep.Replays, rep.InProgress, rep.Unacknowledged = int(c.replays.Load()), int(c.inProgressCount.Load()), len(unacked)
 	if cfg.WriteRatio > 0 {
-		rep.Verified, rep.VerifyNotes = c.verify(ctx, created, deleted)
+		rep.Verified, rep.Duplicates, rep.VerifyNotes = c.verify(ctx, created, deleted, unacked)
 	}
 	return rep, nil
 }
 
-func (c *client) timed(ctx context.Context, fn func(context.Context) (string, error)) outcome {
+// newKey returns a fresh Idempotency-Key for one write, "" without keys.
+func (c *client) newKey() string {
+	if !c.cfg.IdempotencyKeys {
+		return ""
+	}
+	return fmt.Sprintf("load-%s-%d", c.runID, c.keys.Add(1))
+}
+
+// timed runs one request, retrying it as cfg allows, and measures it from
+// the first attempt to the last answer.
+func (c *client) timed(ctx context.Context, write bool, fn func(context.Context) (string, error)) outcome {
 	t := time.Now()
-	_, err := fn(ctx)
+	err := c.retry(ctx, write, fn)
 	o := outcome{latency: time.Since(t)}
 	if err != nil {
 		var ae *apiError
@@ -238,6 +302,48 @@ func (c *client) timed(ctx context.Context, fn func(context.Context) (string, er
 	return o
 }
 
+// errTimeout is an attempt cut by the client's RequestTimeout.
+var errTimeout = &apiError{code: "timeout"}
+
+// retry runs fn, each attempt bounded by RequestTimeout, and runs it again
+// (with the same Idempotency-Key, which fn carries) after a client timeout,
+// a transport error, a 503 or a 409 in progress, at most Retries times,
+// backing off exponentially with jitter. Writes are retried only with keys.
+func (c *client) retry(ctx context.Context, write bool, fn func(context.Context) (string, error)) error {
+	backoff := c.cfg.RetryBackoff
+	for attempt := 0; ; attempt++ {
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if c.cfg.RequestTimeout > 0 {
+			actx, cancel = context.WithTimeout(ctx, c.cfg.RequestTimeout)
+		}
+		c.attempts.Add(1)
+		_, err := fn(actx)
+		if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+			c.timeouts.Add(1)
+			err = errTimeout
+		}
+		cancel()
+		var ae *apiError
+		retryable := err != nil && ctx.Err() == nil && (err == errTimeout || !errors.As(err, &ae) ||
+			ae.status == http.StatusServiceUnavailable || ae.code == codeInProgress)
+		if !retryable || attempt >= c.cfg.Retries || (write && !c.cfg.IdempotencyKeys) {
+			return err
+		}
+		c.retries.Add(1)
+		pause := backoff/2 + rand.N(backoff/2+1)
+		backoff = min(2*backoff, time.Second)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
+}
+
+// codeInProgress is the code the client gives a 409 answered while the
+// request's Idempotency-Key is in progress (the server adds Retry-After).
+const codeInProgress = "in_progress"
+
 type apiError struct {
 	status int
 	code   string
@@ -246,6 +352,11 @@ type apiError struct {
 func (e *apiError) Error() string { return fmt.Sprintf("HTTP %d %s", e.status, e.code) }
 
 func (c *client) do(ctx context.Context, method, path string, body any, out any) error {
+	return c.doKeyed(ctx, method, path, "", body, out)
+}
+
+// doKeyed is do with an Idempotency-Key ("" for none).
+func (c *client) doKeyed(ctx context.Context, method, path, key string, body any, out any) error {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -262,6 +373,9 @@ func (c *client) do(ctx context.Context, method, path string, body any, out any)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return err
@@ -270,6 +384,13 @@ func (c *client) do(ctx context.Context, method, path string, body any, out any)
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return err
+	}
+	if resp.Header.Get("Idempotent-Replayed") == "true" {
+		c.replays.Add(1)
+	}
+	if resp.StatusCode == http.StatusConflict && resp.Header.Get("Retry-After") != "" {
+		c.inProgressCount.Add(1)
+		return &apiError{status: resp.StatusCode, code: codeInProgress}
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct{ Code string }
@@ -305,12 +426,17 @@ const loadListQuery = `query LoadList($first: Int!) { procedures(first: $first) 
   category { id name } doer { id name email } project { id name } comments { id text createdAt } } } }`
 
 func (c *client) graphql(ctx context.Context, query string, vars map[string]any, out any) error {
+	return c.graphqlKeyed(ctx, "", query, vars, out)
+}
+
+// graphqlKeyed is graphql with an Idempotency-Key ("" for none).
+func (c *client) graphqlKeyed(ctx context.Context, key, query string, vars map[string]any, out any) error {
 	if out == nil {
 		// The list's body is large: a client measuring the server should
 		// not spend its CPU parsing it. gqlgen writes "errors" first when
 		// there are any, so a prefix check finds them.
 		var raw json.RawMessage
-		if err := c.do(ctx, http.MethodPost, "/graphql", map[string]any{"query": query, "variables": vars}, &raw); err != nil {
+		if err := c.doKeyed(ctx, http.MethodPost, "/graphql", key, map[string]any{"query": query, "variables": vars}, &raw); err != nil {
 			return err
 		}
 		if !bytes.HasPrefix(raw, []byte(`{"errors"`)) {
@@ -332,7 +458,7 @@ func (c *client) graphql(ctx context.Context, query string, vars map[string]any,
 			Extensions struct{ Code string }
 		}
 	}
-	if err := c.do(ctx, http.MethodPost, "/graphql", map[string]any{"query": query, "variables": vars}, &resp); err != nil {
+	if err := c.doKeyed(ctx, http.MethodPost, "/graphql", key, map[string]any{"query": query, "variables": vars}, &resp); err != nil {
 		return err
 	}
 	if len(resp.Errors) > 0 {
@@ -351,24 +477,24 @@ func (c *client) list(ctx context.Context) (string, error) {
 	return "", c.do(ctx, http.MethodGet, "/procedures?limit="+strconv.Itoa(c.cfg.PageSize), nil, nil)
 }
 
-func (c *client) create(ctx context.Context, name string) (string, error) {
+func (c *client) create(ctx context.Context, name, key string) (string, error) {
 	in := map[string]any{"name": name, "priority": "MEDIUM", "state": "TODO", "dueAt": "2030-01-01T00:00:00Z",
 		"projectId": c.refs.project, "categoryId": c.refs.category, "doerId": c.refs.member}
 	if c.cfg.API == "graphql" {
 		var out struct{ CreateProcedure struct{ ID string } }
-		err := c.graphql(ctx, `mutation C($in: CreateProcedureInput!) { createProcedure(input: $in) { id } }`, map[string]any{"in": in}, &out)
+		err := c.graphqlKeyed(ctx, key, `mutation C($in: CreateProcedureInput!) { createProcedure(input: $in) { id } }`, map[string]any{"in": in}, &out)
 		return out.CreateProcedure.ID, err
 	}
 	var out struct{ ID string }
-	err := c.do(ctx, http.MethodPost, "/procedures", in, &out)
+	err := c.doKeyed(ctx, http.MethodPost, "/procedures", key, in, &out)
 	return out.ID, err
 }
 
-func (c *client) delete(ctx context.Context, id string) error {
+func (c *client) delete(ctx context.Context, id, key string) error {
 	if c.cfg.API == "graphql" {
-		return c.graphql(ctx, `mutation D($id: ID!) { deleteProcedure(id: $id) { success } }`, map[string]any{"id": id}, nil)
+		return c.graphqlKeyed(ctx, key, `mutation D($id: ID!) { deleteProcedure(id: $id) { success } }`, map[string]any{"id": id}, nil)
 	}
-	return c.do(ctx, http.MethodDelete, "/procedures/"+url.PathEscape(id), nil, nil)
+	return c.doKeyed(ctx, http.MethodDelete, "/procedures/"+url.PathEscape(id), key, nil, nil)
 }
 
 func (c *client) lookupRefs(ctx context.Context) (refs, error) {
@@ -395,20 +521,45 @@ func (c *client) lookupRefs(ctx context.Context) (refs, error) {
 }
 
 // verify checks every acknowledged create exists exactly once (searching by
-// its unique name) and every acknowledged delete is gone.
-func (c *client) verify(ctx context.Context, created map[string]string, deleted []string) (bool, []string) {
+// its unique name), every create never acknowledged at most once, and every
+// acknowledged delete is gone. It returns the creates found more than once.
+func (c *client) verify(ctx context.Context, created map[string]string, deleted, unacked []string) (bool, int, []string) {
 	var notes []string
-	for id, name := range created {
+	duplicates := 0
+	count := func(name string) (int, []string, error) {
 		var out struct {
 			Data []struct{ ID string }
 			Meta struct{ Total int }
 		}
-		if err := c.do(ctx, http.MethodGet, "/procedures?search="+url.QueryEscape(name), nil, &out); err != nil {
+		err := c.do(ctx, http.MethodGet, "/procedures?search="+url.QueryEscape(name), nil, &out)
+		ids := make([]string, len(out.Data))
+		for i, d := range out.Data {
+			ids[i] = d.ID
+		}
+		return out.Meta.Total, ids, err
+	}
+	for id, name := range created {
+		total, ids, err := count(name)
+		if err != nil {
 			notes = append(notes, fmt.Sprintf("create %s: search failed: %v", id, err))
 			continue
 		}
-		if out.Meta.Total != 1 || len(out.Data) != 1 || out.Data[0].ID != id {
-			notes = append(notes, fmt.Sprintf("create %s (%s): found %d times", id, name, out.Meta.Total))
+		if total > 1 {
+			duplicates++
+		}
+		if total != 1 || len(ids) != 1 || ids[0] != id {
+			notes = append(notes, fmt.Sprintf("create %s (%s): found %d times", id, name, total))
+		}
+	}
+	for _, name := range unacked {
+		total, _, err := count(name)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("unacknowledged create %s: search failed: %v", name, err))
+			continue
+		}
+		if total > 1 {
+			duplicates++
+			notes = append(notes, fmt.Sprintf("unacknowledged create %s: found %d times", name, total))
 		}
 	}
 	for _, id := range deleted {
@@ -418,5 +569,5 @@ func (c *client) verify(ctx context.Context, created map[string]string, deleted 
 			notes = append(notes, fmt.Sprintf("delete %s: still readable (%v)", id, err))
 		}
 	}
-	return len(notes) == 0, notes
+	return len(notes) == 0, duplicates, notes
 }

@@ -46,7 +46,7 @@ hz=$(getconf CLK_TCK)
 
 printf '| cache | api | clients | req/s | p50 | p90 | p99 | procsvc CPU ms/req | PostgreSQL CPU ms/req | errors |\n|---|---|---|---|---|---|---|---|---|---|\n'
 for cache in $CACHES; do
-PROCSVC_LOG_LEVEL=warn "$BIN" serve --addr "$ADDR" --response-cache-mb "$cache" ${SERVE_ARGS:-} 2>/dev/null &
+PROCSVC_LOG_LEVEL=warn "$BIN" serve --addr "$ADDR" --response-cache-mb "$cache" --rate-limit 0 ${SERVE_ARGS:-} 2>/dev/null &
 SERVER=$!
 for _ in $(seq 1 50); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.2; done
 for api in $APIS; do

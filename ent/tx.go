@@ -16,6 +16,8 @@ type Tx struct {
 	Category *CategoryClient
 	// Comment is the client for interacting with the Comment builders.
 	Comment *CommentClient
+	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
+	IdempotencyKey *IdempotencyKeyClient
 	// Member is the client for interacting with the Member builders.
 	Member *MemberClient
 	// Procedure is the client for interacting with the Procedure builders.
@@ -159,6 +161,7 @@ func (tx *Tx) Client() *Client {
 func (tx *Tx) init() {
 	tx.Category = NewCategoryClient(tx.config)
 	tx.Comment = NewCommentClient(tx.config)
+	tx.IdempotencyKey = NewIdempotencyKeyClient(tx.config)
 	tx.Member = NewMemberClient(tx.config)
 	tx.Procedure = NewProcedureClient(tx.config)
 	tx.Project = NewProjectClient(tx.config)

@@ -22,6 +22,7 @@ import (
 	"github.com/procsvc/procsvc/internal/loader"
 	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/middleware"
+	"github.com/procsvc/procsvc/internal/ratelimit"
 	"github.com/procsvc/procsvc/internal/respcache"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
@@ -45,6 +46,8 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics) *handler.Serve
 	srv.Use(depthLimit{max: MaxDepth})
 	srv.Use(pageSizeLimit{max: MaxPageSize})
 	srv.Use(extension.FixedComplexityLimit(MaxComplexity))
+	// After the complexity limit, which computes the cost it charges.
+	srv.Use(operationCost{})
 	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 		oc := graphql.GetOperationContext(ctx)
 		name := oc.OperationName
@@ -181,6 +184,41 @@ func inputField(ctx context.Context, path ast.Path) string {
 		}
 	}
 	return ""
+}
+
+// ComplexityPerToken is how much complexity one token of the rate limit
+// buys: an operation costs ceil(complexity / ComplexityPerToken) tokens, at
+// least 1, so that a page of 100 procedures costs 2 and the most complex
+// operation allowed (MaxComplexity) 20.
+const ComplexityPerToken = 100
+
+// OperationTokens is what an operation of complexity costs.
+func OperationTokens(complexity int) int {
+	return max(1, (complexity+ComplexityPerToken-1)/ComplexityPerToken)
+}
+
+// operationCost charges the request's rate limit (internal/ratelimit) by
+// the operation's cost once it passed every limit, before anything
+// executes. A refusal stops the request; the rate limiter's middleware
+// answers it (429 rate_limited, with Retry-After).
+type operationCost struct{}
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.OperationContextMutator
+} = operationCost{}
+
+func (operationCost) ExtensionName() string                   { return "OperationCost" }
+func (operationCost) Validate(graphql.ExecutableSchema) error { return nil }
+func (operationCost) MutateOperationContext(ctx context.Context, oc *graphql.OperationContext) *gqlerror.Error {
+	complexity := 0
+	if s := extension.GetComplexityStats(graphql.WithOperationContext(ctx, oc)); s != nil {
+		complexity = s.Complexity
+	}
+	if err := ratelimit.Spend(ctx, OperationTokens(complexity)); err != nil {
+		return &gqlerror.Error{Message: apperr.From(err).Message, Err: err}
+	}
+	return nil
 }
 
 // pageCost is what a list field adds to a query's complexity: its page size,

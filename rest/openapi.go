@@ -141,8 +141,21 @@ func errorResponse(desc string) obj {
 }
 
 func okResponse(schema string) obj {
+	headers := rateLimitHeaders()
+	headers["X-Request-Id"] = obj{"schema": uuidStr}
 	return obj{"description": "OK", "content": obj{"application/json": obj{"schema": ref(schema)}},
-		"headers": obj{"X-Request-Id": obj{"schema": uuidStr}}}
+		"headers": headers}
+}
+
+// rateLimitHeaders are on every authenticated response while the per-token
+// rate limit is on (docs/api.md, Rate limits).
+func rateLimitHeaders() obj {
+	n := obj{"type": "integer", "minimum": 0}
+	return obj{
+		"RateLimit-Limit":     obj{"schema": n, "description": "the size of the token's bucket: the most it spends at once"},
+		"RateLimit-Remaining": obj{"schema": n, "description": "whole tokens left in the bucket after this request"},
+		"RateLimit-Reset":     obj{"schema": n, "description": "seconds until the bucket is full again"},
+	}
 }
 
 func query(name, desc string, schema obj) obj {
@@ -170,6 +183,35 @@ type operation struct {
 
 var ifMatch = obj{"name": "If-Match", "in": "header", "required": false, "schema": str,
 	"description": "the ETag of the record as last read; if it changed since, the write is refused with 412 precondition_failed and nothing changes"}
+
+// idempotencyKey is docs/api.md's Idempotency-Key, on every write.
+var idempotencyKey = obj{"name": "Idempotency-Key", "in": "header", "required": false,
+	"schema": obj{"type": "string", "pattern": "^[ -~]{1,255}$"},
+	"description": "makes the write safe to retry: sent again with the same request (member, method, path, query and body) within 24 hours, " +
+		"the write runs once and the first answer (2xx or 4xx; a 5xx or 429 leaves the key free) is replayed byte for byte with Idempotent-Replayed: true; " +
+		"the key with another request is 409 conflict, and 409 conflict with Retry-After while the first request still runs"}
+
+// keyed documents Idempotency-Key on a write's operation o: the header, the
+// marker of a replayed answer, and its 409s.
+func keyed(o, responses obj) {
+	params, _ := o["parameters"].([]any)
+	o["parameters"] = append(append([]any{}, params...), idempotencyKey)
+	replayed := obj{"schema": obj{"type": "string", "enum": []any{"true"}},
+		"description": "set on an answer replayed for a retry with the same Idempotency-Key"}
+	responses["409"] = errorResponse("conflict: the write breaks a rule, or its Idempotency-Key was used for a different request or is still in progress (then with Retry-After)")
+	for code, r := range responses {
+		if code == "429" || code >= "5" {
+			continue
+		}
+		resp := r.(obj)
+		headers, _ := resp["headers"].(obj)
+		if headers == nil {
+			headers = obj{}
+			resp["headers"] = headers
+		}
+		headers["Idempotent-Replayed"] = replayed
+	}
+}
 
 func operations() map[string]operation {
 	procedureList := append(pageParams(core.DefaultProcedurePageSize, core.MaxProcedurePageSize),
@@ -215,6 +257,7 @@ var errorDescriptions = map[string]string{
 	"412": "precondition_failed",
 	"413": "payload_too_large",
 	"415": "unsupported_media_type",
+	"429": "rate_limited: the token is over its rate limit; nothing ran",
 	"500": "internal",
 	"502": "generation_failed",
 	"503": "unavailable",
@@ -243,9 +286,12 @@ func Document() map[string]any {
 			okResp["headers"].(obj)["ETag"] = obj{"schema": str, "description": "send it back as If-Match to write only if the record is unchanged"}
 		}
 		responses := obj{"200": okResp}
-		for _, code := range append(op.errors, "405", "500", "503") {
+		for _, code := range append(op.errors, "405", "429", "500", "503") {
 			responses[code] = errorResponse(errorDescriptions[code])
 		}
+		limited := rateLimitHeaders()
+		limited["Retry-After"] = obj{"schema": obj{"type": "integer", "minimum": 1}, "description": "seconds until the bucket holds what the request costs"}
+		responses["429"].(obj)["headers"] = limited
 		o := obj{
 			"operationId": strings.ToLower(rt.Method) + strings.NewReplacer("/", "_", "{", "", "}", "").Replace(rt.Path),
 			"summary":     op.summary,
@@ -256,6 +302,9 @@ func Document() map[string]any {
 		}
 		if op.body != "" {
 			o["requestBody"] = obj{"required": true, "content": obj{"application/json": obj{"schema": ref(op.body)}}}
+		}
+		if rt.Method != http.MethodGet {
+			keyed(o, responses)
 		}
 		item[strings.ToLower(rt.Method)] = o
 	}

@@ -80,6 +80,40 @@ var (
 			},
 		},
 	}
+	// IdempotencyKeysColumns holds the columns for the "idempotency_keys" table.
+	IdempotencyKeysColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "workspace_id", Type: field.TypeUUID},
+		{Name: "key", Type: field.TypeString, Size: 255},
+		{Name: "fingerprint", Type: field.TypeString},
+		{Name: "state", Type: field.TypeEnum, Enums: []string{"in_progress", "completed"}},
+		{Name: "owner", Type: field.TypeString},
+		{Name: "locked_at", Type: field.TypeTime},
+		{Name: "expires_at", Type: field.TypeTime},
+		{Name: "status", Type: field.TypeInt, Nullable: true},
+		{Name: "content_type", Type: field.TypeString, Default: ""},
+		{Name: "etag", Type: field.TypeString, Default: ""},
+		{Name: "body", Type: field.TypeBytes, Nullable: true},
+		{Name: "created_at", Type: field.TypeTime},
+	}
+	// IdempotencyKeysTable holds the schema information for the "idempotency_keys" table.
+	IdempotencyKeysTable = &schema.Table{
+		Name:       "idempotency_keys",
+		Columns:    IdempotencyKeysColumns,
+		PrimaryKey: []*schema.Column{IdempotencyKeysColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "idempotencykey_workspace_id_key",
+				Unique:  true,
+				Columns: []*schema.Column{IdempotencyKeysColumns[1], IdempotencyKeysColumns[2]},
+			},
+			{
+				Name:    "idempotencykey_expires_at",
+				Unique:  false,
+				Columns: []*schema.Column{IdempotencyKeysColumns[7]},
+			},
+		},
+	}
 	// MembersColumns holds the columns for the "members" table.
 	MembersColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
@@ -316,6 +350,7 @@ var (
 	Tables = []*schema.Table{
 		CategoriesTable,
 		CommentsTable,
+		IdempotencyKeysTable,
 		MembersTable,
 		ProceduresTable,
 		ProjectsTable,

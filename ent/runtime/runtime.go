@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/procsvc/procsvc/ent/category"
 	"github.com/procsvc/procsvc/ent/comment"
+	"github.com/procsvc/procsvc/ent/idempotencykey"
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/ent/project"
@@ -88,6 +89,29 @@ func init() {
 	commentDescID := commentFields[0].Descriptor()
 	// comment.DefaultID holds the default value on creation for the id field.
 	comment.DefaultID = commentDescID.Default.(func() uuid.UUID)
+	idempotencykeyMixin := schema.IdempotencyKey{}.Mixin()
+	idempotencykeyMixinHooks0 := idempotencykeyMixin[0].Hooks()
+	idempotencykey.Hooks[0] = idempotencykeyMixinHooks0[0]
+	idempotencykeyMixinInters0 := idempotencykeyMixin[0].Interceptors()
+	idempotencykey.Interceptors[0] = idempotencykeyMixinInters0[0]
+	idempotencykeyFields := schema.IdempotencyKey{}.Fields()
+	_ = idempotencykeyFields
+	// idempotencykeyDescKey is the schema descriptor for key field.
+	idempotencykeyDescKey := idempotencykeyFields[1].Descriptor()
+	// idempotencykey.KeyValidator is a validator for the "key" field. It is called by the builders before save.
+	idempotencykey.KeyValidator = idempotencykeyDescKey.Validators[0].(func(string) error)
+	// idempotencykeyDescContentType is the schema descriptor for content_type field.
+	idempotencykeyDescContentType := idempotencykeyFields[8].Descriptor()
+	// idempotencykey.DefaultContentType holds the default value on creation for the content_type field.
+	idempotencykey.DefaultContentType = idempotencykeyDescContentType.Default.(string)
+	// idempotencykeyDescEtag is the schema descriptor for etag field.
+	idempotencykeyDescEtag := idempotencykeyFields[9].Descriptor()
+	// idempotencykey.DefaultEtag holds the default value on creation for the etag field.
+	idempotencykey.DefaultEtag = idempotencykeyDescEtag.Default.(string)
+	// idempotencykeyDescCreatedAt is the schema descriptor for created_at field.
+	idempotencykeyDescCreatedAt := idempotencykeyFields[11].Descriptor()
+	// idempotencykey.DefaultCreatedAt holds the default value on creation for the created_at field.
+	idempotencykey.DefaultCreatedAt = idempotencykeyDescCreatedAt.Default.(func() time.Time)
 	memberMixin := schema.Member{}.Mixin()
 	memberMixinHooks0 := memberMixin[0].Hooks()
 	member.Hooks[0] = memberMixinHooks0[0]

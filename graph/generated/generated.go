@@ -1646,31 +1646,36 @@ Writes to procedures, projects and categories take an optional ifUpdatedAt:
 the record's updatedAt as the client last read it. If the record changed since,
 the write is refused with code precondition_failed and nothing changes
 (optimistic concurrency; REST's If-Match).
+
+Each root field of a mutation runs and commits on its own, in order. Results
+are nullable so that one field's failure does not hide the others': a field
+that fails is null, with an error whose path is the field's response name,
+and the fields after it still run.
 """
 type Mutation {
-  createProcedure(input: CreateProcedureInput!): Procedure!
-  updateProcedure(id: ID!, input: UpdateProcedureInput!, ifUpdatedAt: Time): Procedure!
+  createProcedure(input: CreateProcedureInput!): Procedure
+  updateProcedure(id: ID!, input: UpdateProcedureInput!, ifUpdatedAt: Time): Procedure
   "Place a procedure in a column (its state, or the given one) between afterId (above) and beforeId (below); with neither, at the end."
-  moveProcedure(id: ID!, state: ProcedureState, afterId: ID, beforeId: ID): Procedure!
+  moveProcedure(id: ID!, state: ProcedureState, afterId: ID, beforeId: ID): Procedure
   "Deletes the procedure and its comments."
-  deleteProcedure(id: ID!, ifUpdatedAt: Time): DeletePayload!
-  createProject(input: CreateProjectInput!): Project!
-  updateProject(id: ID!, input: UpdateProjectInput!, ifUpdatedAt: Time): Project!
+  deleteProcedure(id: ID!, ifUpdatedAt: Time): DeletePayload
+  createProject(input: CreateProjectInput!): Project
+  updateProject(id: ID!, input: UpdateProjectInput!, ifUpdatedAt: Time): Project
   "Refused with conflict while the project has procedures."
-  deleteProject(id: ID!, ifUpdatedAt: Time): DeletePayload!
-  createCategory(input: CreateCategoryInput!): Category!
-  updateCategory(id: ID!, input: UpdateCategoryInput!, ifUpdatedAt: Time): Category!
+  deleteProject(id: ID!, ifUpdatedAt: Time): DeletePayload
+  createCategory(input: CreateCategoryInput!): Category
+  updateCategory(id: ID!, input: UpdateCategoryInput!, ifUpdatedAt: Time): Category
   "Its procedures become uncategorised."
-  deleteCategory(id: ID!, ifUpdatedAt: Time): DeletePayload!
-  addComment(input: AddCommentInput!): Comment!
-  updateComment(id: ID!, input: UpdateCommentInput!): Comment!
-  deleteComment(id: ID!): DeletePayload!
-  addMember(input: AddMemberInput!): Member!
-  updateMember(id: ID!, input: UpdateMemberInput!): Member!
+  deleteCategory(id: ID!, ifUpdatedAt: Time): DeletePayload
+  addComment(input: AddCommentInput!): Comment
+  updateComment(id: ID!, input: UpdateCommentInput!): Comment
+  deleteComment(id: ID!): DeletePayload
+  addMember(input: AddMemberInput!): Member
+  updateMember(id: ID!, input: UpdateMemberInput!): Member
   "Removes a member; their tokens stop working."
-  removeMember(id: ID!): Member!
-  createToken(input: CreateTokenInput!): CreateTokenPayload!
-  revokeToken(id: ID!): Token!
+  removeMember(id: ID!): Member
+  createToken(input: CreateTokenInput!): CreateTokenPayload
+  revokeToken(id: ID!): Token
 }
 `, BuiltIn: false},
 }
@@ -3698,10 +3703,10 @@ func (ec *executionContext) _Mutation_createProcedure(ctx context.Context, field
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Procedure) graphql.Marshaler {
-			return ec.marshalNProcedure2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐProcedure(ctx, selections, v)
+			return ec.marshalOProcedure2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐProcedure(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_createProcedure(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -3742,10 +3747,10 @@ func (ec *executionContext) _Mutation_updateProcedure(ctx context.Context, field
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Procedure) graphql.Marshaler {
-			return ec.marshalNProcedure2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐProcedure(ctx, selections, v)
+			return ec.marshalOProcedure2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐProcedure(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_updateProcedure(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -3786,10 +3791,10 @@ func (ec *executionContext) _Mutation_moveProcedure(ctx context.Context, field g
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Procedure) graphql.Marshaler {
-			return ec.marshalNProcedure2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐProcedure(ctx, selections, v)
+			return ec.marshalOProcedure2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐProcedure(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_moveProcedure(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -3830,10 +3835,10 @@ func (ec *executionContext) _Mutation_deleteProcedure(ctx context.Context, field
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.DeletePayload) graphql.Marshaler {
-			return ec.marshalNDeletePayload2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐDeletePayload(ctx, selections, v)
+			return ec.marshalODeletePayload2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐDeletePayload(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_deleteProcedure(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -3874,10 +3879,10 @@ func (ec *executionContext) _Mutation_createProject(ctx context.Context, field g
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Project) graphql.Marshaler {
-			return ec.marshalNProject2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐProject(ctx, selections, v)
+			return ec.marshalOProject2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐProject(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_createProject(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -3918,10 +3923,10 @@ func (ec *executionContext) _Mutation_updateProject(ctx context.Context, field g
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Project) graphql.Marshaler {
-			return ec.marshalNProject2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐProject(ctx, selections, v)
+			return ec.marshalOProject2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐProject(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_updateProject(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -3962,10 +3967,10 @@ func (ec *executionContext) _Mutation_deleteProject(ctx context.Context, field g
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.DeletePayload) graphql.Marshaler {
-			return ec.marshalNDeletePayload2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐDeletePayload(ctx, selections, v)
+			return ec.marshalODeletePayload2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐDeletePayload(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_deleteProject(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4006,10 +4011,10 @@ func (ec *executionContext) _Mutation_createCategory(ctx context.Context, field 
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Category) graphql.Marshaler {
-			return ec.marshalNCategory2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐCategory(ctx, selections, v)
+			return ec.marshalOCategory2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐCategory(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_createCategory(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4050,10 +4055,10 @@ func (ec *executionContext) _Mutation_updateCategory(ctx context.Context, field 
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Category) graphql.Marshaler {
-			return ec.marshalNCategory2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐCategory(ctx, selections, v)
+			return ec.marshalOCategory2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐCategory(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_updateCategory(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4094,10 +4099,10 @@ func (ec *executionContext) _Mutation_deleteCategory(ctx context.Context, field 
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.DeletePayload) graphql.Marshaler {
-			return ec.marshalNDeletePayload2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐDeletePayload(ctx, selections, v)
+			return ec.marshalODeletePayload2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐDeletePayload(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_deleteCategory(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4138,10 +4143,10 @@ func (ec *executionContext) _Mutation_addComment(ctx context.Context, field grap
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Comment) graphql.Marshaler {
-			return ec.marshalNComment2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐComment(ctx, selections, v)
+			return ec.marshalOComment2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐComment(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_addComment(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4182,10 +4187,10 @@ func (ec *executionContext) _Mutation_updateComment(ctx context.Context, field g
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Comment) graphql.Marshaler {
-			return ec.marshalNComment2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐComment(ctx, selections, v)
+			return ec.marshalOComment2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐComment(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_updateComment(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4226,10 +4231,10 @@ func (ec *executionContext) _Mutation_deleteComment(ctx context.Context, field g
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.DeletePayload) graphql.Marshaler {
-			return ec.marshalNDeletePayload2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐDeletePayload(ctx, selections, v)
+			return ec.marshalODeletePayload2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐDeletePayload(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_deleteComment(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4270,10 +4275,10 @@ func (ec *executionContext) _Mutation_addMember(ctx context.Context, field graph
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Member) graphql.Marshaler {
-			return ec.marshalNMember2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐMember(ctx, selections, v)
+			return ec.marshalOMember2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐMember(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_addMember(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4314,10 +4319,10 @@ func (ec *executionContext) _Mutation_updateMember(ctx context.Context, field gr
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Member) graphql.Marshaler {
-			return ec.marshalNMember2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐMember(ctx, selections, v)
+			return ec.marshalOMember2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐMember(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_updateMember(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4358,10 +4363,10 @@ func (ec *executionContext) _Mutation_removeMember(ctx context.Context, field gr
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Member) graphql.Marshaler {
-			return ec.marshalNMember2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐMember(ctx, selections, v)
+			return ec.marshalOMember2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐMember(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_removeMember(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4402,10 +4407,10 @@ func (ec *executionContext) _Mutation_createToken(ctx context.Context, field gra
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.CreateTokenPayload) graphql.Marshaler {
-			return ec.marshalNCreateTokenPayload2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐCreateTokenPayload(ctx, selections, v)
+			return ec.marshalOCreateTokenPayload2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐCreateTokenPayload(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_createToken(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4446,10 +4451,10 @@ func (ec *executionContext) _Mutation_revokeToken(ctx context.Context, field gra
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Token) graphql.Marshaler {
-			return ec.marshalNToken2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐToken(ctx, selections, v)
+			return ec.marshalOToken2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐToken(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_revokeToken(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -8937,126 +8942,126 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createProcedure(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "updateProcedure":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_updateProcedure(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "moveProcedure":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_moveProcedure(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "deleteProcedure":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deleteProcedure(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "createProject":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createProject(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "updateProject":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_updateProject(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "deleteProject":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deleteProject(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "createCategory":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createCategory(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "updateCategory":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_updateCategory(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "deleteCategory":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deleteCategory(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "addComment":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_addComment(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "updateComment":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_updateComment(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "deleteComment":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deleteComment(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "addMember":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_addMember(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "updateMember":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_updateMember(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "removeMember":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_removeMember(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "createToken":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createToken(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "revokeToken":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_revokeToken(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -10227,22 +10232,6 @@ func (ec *executionContext) unmarshalNCreateTokenInput2githubᚗcomᚋprocsvcᚋ
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNCreateTokenPayload2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐCreateTokenPayload(ctx context.Context, sel ast.SelectionSet, v *model.CreateTokenPayload) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "CreateTokenPayload!")
-		return graphql.Null
-	}
-	return ec._CreateTokenPayload(ctx, sel, v)
-}
-
-func (ec *executionContext) marshalNDeletePayload2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐDeletePayload(ctx context.Context, sel ast.SelectionSet, v *model.DeletePayload) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "DeletePayload!")
-		return graphql.Null
-	}
-	return ec._DeletePayload(ctx, sel, v)
-}
-
 func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
 	res, err := graphql.UnmarshalFloatContext(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -10884,6 +10873,13 @@ func (ec *executionContext) marshalOCategory2ᚖgithubᚗcomᚋprocsvcᚋprocsvc
 	return ec._Category(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalOComment2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐComment(ctx context.Context, sel ast.SelectionSet, v *ent.Comment) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Comment(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalOContentType2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐContentType(ctx context.Context, v any) (*model.ContentType, error) {
 	if v == nil {
 		return nil, nil
@@ -10898,6 +10894,20 @@ func (ec *executionContext) marshalOContentType2ᚖgithubᚗcomᚋprocsvcᚋproc
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalOCreateTokenPayload2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐCreateTokenPayload(ctx context.Context, sel ast.SelectionSet, v *model.CreateTokenPayload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._CreateTokenPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalODeletePayload2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐDeletePayload(ctx context.Context, sel ast.SelectionSet, v *model.DeletePayload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._DeletePayload(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalODocStyle2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐDocStyle(ctx context.Context, v any) (*model.DocStyle, error) {
@@ -11209,6 +11219,13 @@ func (ec *executionContext) marshalOTime2ᚖtimeᚐTime(ctx context.Context, sel
 	_ = ctx
 	res := scalar.MarshalTime(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOToken2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐToken(ctx context.Context, sel ast.SelectionSet, v *ent.Token) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Token(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) graphql.Marshaler {

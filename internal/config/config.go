@@ -7,9 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Config is every setting of `procsvc serve`.
@@ -24,12 +28,14 @@ type Config struct {
 	BootstrapToken    string
 	Migrate           bool
 	ResponseCacheMB   int
+	IdempotencyKeyTTL time.Duration
 	ShutdownTimeout   time.Duration
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 	AI                AI
+	RateLimit         RateLimit
 
 	// PostgreSQL session settings of every pooled connection (0: the
 	// server's own, normally none).
@@ -46,6 +52,24 @@ type AI struct {
 	APIKey     string
 	Timeout    time.Duration
 	MaxRetries int
+}
+
+// RateLimit configures the per-token rate limit (internal/ratelimit): every
+// API token has a bucket of Burst tokens refilled at Rate per second.
+type RateLimit struct {
+	// Rate is in tokens per second; 0 turns rate limiting off, Workspaces
+	// included.
+	Rate  float64
+	Burst int
+	// Workspaces overrides Rate and Burst for the tokens of a workspace,
+	// keyed by workspace id (lower-case UUID).
+	Workspaces map[string]WorkspaceRate
+}
+
+// WorkspaceRate is one workspace's rate and burst; a rate of 0 exempts it.
+type WorkspaceRate struct {
+	Rate  float64
+	Burst int
 }
 
 // setting is one flag with its environment variable.
@@ -67,6 +91,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		LogFormat:         "json",
 		LogLevel:          "info",
 		ResponseCacheMB:   64,
+		IdempotencyKeyTTL: 24 * time.Hour,
 		DBPrepare:         true,
 		ShutdownTimeout:   20 * time.Second,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -74,6 +99,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		AI:                AI{Provider: "template", Timeout: 60 * time.Second, MaxRetries: 2},
+		RateLimit:         RateLimit{Rate: 50, Burst: 200},
 
 		DBLockTimeout:              5 * time.Second,
 		DBStatementTimeout:         30 * time.Second,
@@ -87,6 +113,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		str(&c.DatabaseURL, "database-url", "DATABASE_URL", "postgres://… for PostgreSQL; sqlite://PATH for SQLite (default sqlite://data/procsvc.db)"),
 		num(&c.DBMaxConns, "db-max-conns", "PROCSVC_DB_MAX_CONNS", "database connection pool size (0: 20 on PostgreSQL, 8 on SQLite)"),
 		num(&c.ResponseCacheMB, "response-cache-mb", "PROCSVC_RESPONSE_CACHE_MB", "memory for cached read responses, keyed by workspace version (0 disables)"),
+		dur(&c.IdempotencyKeyTTL, "idempotency-key-ttl", "PROCSVC_IDEMPOTENCY_KEY_TTL", "how long an Idempotency-Key and its response are kept for replay (1m to 720h)"),
 		boolean(&c.DBPrepare, "db-prepare", "PROCSVC_DB_PREPARE", "PostgreSQL: send reads as prepared statements, planned once per connection; set false behind PgBouncer in transaction mode"),
 		dur(&c.DBLockTimeout, "db-lock-timeout", "PROCSVC_DB_LOCK_TIMEOUT", "PostgreSQL lock_timeout: a statement waiting longer for a lock fails, answered 503 (0 disables; PgBouncer needs 0 for all three --db-*-timeout settings or ignore_startup_parameters)"),
 		dur(&c.DBStatementTimeout, "db-statement-timeout", "PROCSVC_DB_STATEMENT_TIMEOUT", "PostgreSQL statement_timeout: a statement running longer is cancelled, answered 503 (0 disables)"),
@@ -106,6 +133,9 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		str(&c.AI.APIKey, "ai-api-key", "PROCSVC_AI_API_KEY", "openai: API key, optional for local servers (prefer the environment variable)"),
 		dur(&c.AI.Timeout, "ai-timeout", "PROCSVC_AI_TIMEOUT", "openai: timeout of one attempt"),
 		num(&c.AI.MaxRetries, "ai-max-retries", "PROCSVC_AI_MAX_RETRIES", "openai: retries on 429, 5xx and connection errors (0 to 10)"),
+		float(&c.RateLimit.Rate, "rate-limit", "PROCSVC_RATE_LIMIT", "per-token rate limit: tokens per second refilling each API token's bucket, in this replica's memory; a REST request costs 1, a GraphQL operation ceil(complexity/100) (0 turns rate limiting off)"),
+		num(&c.RateLimit.Burst, "rate-burst", "PROCSVC_RATE_BURST", "per-token rate limit: size of each API token's bucket, the most it spends at once"),
+		workspaceRates(&c.RateLimit.Workspaces, "rate-limit-workspace", "PROCSVC_RATE_LIMIT_WORKSPACES", "per-token rate limit of one workspace's tokens, as WORKSPACE_ID=RATE/BURST, or WORKSPACE_ID=0 for none; repeat the flag, or separate with commas"),
 	}
 	for _, s := range settings {
 		s.bind(fs, s.flag, fmt.Sprintf("%s (env %s)", s.usage, s.env))
@@ -147,8 +177,17 @@ func (c *Config) validate() error {
 	if c.ResponseCacheMB < 0 || c.ResponseCacheMB > 1<<16 {
 		errs = append(errs, fmt.Errorf("invalid response cache size %d MB: use 0 to 65536 (--response-cache-mb, PROCSVC_RESPONSE_CACHE_MB)", c.ResponseCacheMB))
 	}
+	if c.IdempotencyKeyTTL < time.Minute || c.IdempotencyKeyTTL > 30*24*time.Hour {
+		errs = append(errs, fmt.Errorf("invalid Idempotency-Key TTL %s: use 1m to 720h (--idempotency-key-ttl, PROCSVC_IDEMPOTENCY_KEY_TTL)", c.IdempotencyKeyTTL))
+	}
 	if c.DBMaxConns < 0 || c.DBMaxConns > 1000 {
 		errs = append(errs, fmt.Errorf("invalid pool size %d: use 0 to 1000 (--db-max-conns, PROCSVC_DB_MAX_CONNS)", c.DBMaxConns))
+	}
+	if c.RateLimit.Rate < 0 || math.IsNaN(c.RateLimit.Rate) || math.IsInf(c.RateLimit.Rate, 0) {
+		errs = append(errs, fmt.Errorf("invalid rate limit %v: use 0 (off) or a positive number of tokens per second (--rate-limit, PROCSVC_RATE_LIMIT)", c.RateLimit.Rate))
+	}
+	if c.RateLimit.Rate > 0 && c.RateLimit.Burst < 1 {
+		errs = append(errs, fmt.Errorf("invalid rate burst %d: use at least 1 (--rate-burst, PROCSVC_RATE_BURST)", c.RateLimit.Burst))
 	}
 	for name, d := range map[string]time.Duration{
 		"--db-lock-timeout (PROCSVC_DB_LOCK_TIMEOUT)":                               c.DBLockTimeout,
@@ -202,6 +241,81 @@ func num(p *int, name, env, usage string) setting {
 			*p = n
 			return nil
 		}}
+}
+
+func float(p *float64, name, env, usage string) setting {
+	return setting{flag: name, env: env, usage: usage,
+		bind: func(fs *flag.FlagSet, n, u string) { fs.Float64Var(p, n, *p, u) },
+		fromEnv: func(v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return errors.New("not a number")
+			}
+			*p = f
+			return nil
+		}}
+}
+
+// workspaceRates is a repeatable flag (and a comma list in the environment)
+// of WORKSPACE_ID=RATE/BURST or WORKSPACE_ID=0 entries.
+func workspaceRates(p *map[string]WorkspaceRate, name, env, usage string) setting {
+	v := workspaceRateList{p}
+	return setting{flag: name, env: env, usage: usage,
+		bind:    func(fs *flag.FlagSet, n, u string) { fs.Var(v, n, u) },
+		fromEnv: v.Set}
+}
+
+type workspaceRateList struct{ m *map[string]WorkspaceRate }
+
+func (l workspaceRateList) String() string {
+	if l.m == nil {
+		return ""
+	}
+	var parts []string
+	for id, r := range *l.m {
+		if r.Rate == 0 {
+			parts = append(parts, id+"=0")
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s=%s/%d", id, strconv.FormatFloat(r.Rate, 'g', -1, 64), r.Burst))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// Set adds the entries of v, a comma list.
+func (l workspaceRateList) Set(v string) error {
+	for _, entry := range strings.Split(v, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		id, limit, ok := strings.Cut(entry, "=")
+		ws, err := uuid.Parse(strings.TrimSpace(id))
+		if !ok || err != nil {
+			return fmt.Errorf("%q: want WORKSPACE_ID=RATE/BURST (or WORKSPACE_ID=0), with a workspace id such as procsvc workspace list prints", entry)
+		}
+		var r WorkspaceRate
+		rate, burst, hasBurst := strings.Cut(strings.TrimSpace(limit), "/")
+		r.Rate, err = strconv.ParseFloat(rate, 64)
+		if err != nil || r.Rate < 0 || math.IsNaN(r.Rate) || math.IsInf(r.Rate, 0) {
+			return fmt.Errorf("%q: the rate must be 0 (no limit) or a positive number of tokens per second", entry)
+		}
+		if r.Rate > 0 || hasBurst {
+			r.Burst, err = strconv.Atoi(burst)
+			if err != nil || r.Burst < 1 {
+				return fmt.Errorf("%q: want WORKSPACE_ID=RATE/BURST with a whole burst of at least 1", entry)
+			}
+		}
+		if *l.m == nil {
+			*l.m = map[string]WorkspaceRate{}
+		}
+		if _, dup := (*l.m)[ws.String()]; dup {
+			return fmt.Errorf("%q: workspace %s is given twice", entry, ws)
+		}
+		(*l.m)[ws.String()] = r
+	}
+	return nil
 }
 
 func dur(p *time.Duration, name, env, usage string) setting {

@@ -81,7 +81,10 @@ func WriteErrorJSON(w http.ResponseWriter, code apperr.Code, v any) {
 	case apperr.Unauthenticated:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="procsvc"`)
 	case apperr.Unavailable, apperr.RateLimited:
-		w.Header().Set("Retry-After", "1")
+		// The rate limiter sets its own: when the bucket holds enough.
+		if w.Header().Get("Retry-After") == "" {
+			w.Header().Set("Retry-After", "1")
+		}
 	}
 	WriteJSON(w, HTTPStatus(code), v)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/generate"
+	"github.com/procsvc/procsvc/internal/idempotency"
 	"github.com/procsvc/procsvc/internal/metrics"
 )
 
@@ -27,6 +28,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		return err
 	}
 	log.Info(generatorSummary(cfg.AI))
+	limiter, err := NewRateLimiter(cfg.RateLimit)
+	if err != nil {
+		return err
+	}
 	if cfg.AI.Provider == generate.ProviderOpenAI && cfg.WriteTimeout <= cfg.AI.Timeout {
 		log.Warn("--write-timeout is not longer than --ai-timeout: a slow generation outlives its response", "write_timeout", cfg.WriteTimeout.String(), "ai_timeout", cfg.AI.Timeout.String())
 	}
@@ -45,6 +50,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		return err
 	}
 	svc := core.New(db.Client, core.WithGenerator(gen))
+	// Expired Idempotency-Keys are purged in the background until the
+	// server stops, before the database closes.
+	defer idempotency.New(db.Client, idempotency.Options{Log: log}).StartPurger(ctx, 0)()
 	if err := bootstrap(ctx, svc, cfg.BootstrapToken, out); err != nil {
 		return err
 	}
@@ -58,7 +66,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		defer stop()
 	}
 	srv := &http.Server{
-		Handler:           NewHandler(Deps{DB: db, Service: svc, Log: log, Metrics: m, ResponseCacheBytes: int64(cfg.ResponseCacheMB) << 20, RequestTimeout: cfg.WriteTimeout}),
+		Handler:           NewHandler(Deps{DB: db, Service: svc, Log: log, Metrics: m, ResponseCacheBytes: int64(cfg.ResponseCacheMB) << 20, RequestTimeout: cfg.WriteTimeout, RateLimit: limiter, IdempotencyTTL: cfg.IdempotencyKeyTTL}),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.WriteTimeout,

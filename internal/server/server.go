@@ -3,19 +3,25 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/procsvc/procsvc/graph"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/auth"
+	"github.com/procsvc/procsvc/internal/config"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
+	"github.com/procsvc/procsvc/internal/idempotency"
 	"github.com/procsvc/procsvc/internal/loader"
 	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/middleware"
 	"github.com/procsvc/procsvc/internal/playground"
+	"github.com/procsvc/procsvc/internal/ratelimit"
 	"github.com/procsvc/procsvc/internal/respcache"
 	"github.com/procsvc/procsvc/rest"
 )
@@ -34,6 +40,12 @@ type Deps struct {
 	// RequestTimeout, when set, bounds every request's work (database and
 	// generation calls see the deadline); use the server's write timeout.
 	RequestTimeout time.Duration
+	// RateLimit is the per-token rate limit; nil turns it off.
+	RateLimit *ratelimit.Limiter
+	// IdempotencyTTL is how long an Idempotency-Key is remembered
+	// (0: idempotency.DefaultTTL). Keys in progress are abandoned after
+	// RequestTimeout (idempotency.DefaultLockTimeout when 0).
+	IdempotencyTTL time.Duration
 }
 
 // NewHandler returns procsvc's whole HTTP surface.
@@ -51,16 +63,26 @@ func NewHandler(d Deps) http.Handler {
 		cache = respcache.New(d.ResponseCacheBytes)
 	}
 	cached := cache.Middleware(func(ctx context.Context, route string) { middleware.Info(ctx).Route = route })
-	// Each face answers authentication failures in its own shape.
-	authenticated := func(writeErr middleware.ErrorWriter) func(http.Handler) http.Handler {
-		authn := middleware.Authenticate(authn, writeErr)
-		return func(h http.Handler) http.Handler { return authn(loaders(cached(h))) }
+	idem := idempotency.New(d.DB.Client, idempotency.Options{TTL: d.IdempotencyTTL, LockTimeout: d.RequestTimeout, Log: d.Log})
+	// Each face answers authentication failures in its own shape, and
+	// charges the token's rate limit as it can (before the response cache,
+	// so that replays count): REST per request, GraphQL by the operation's
+	// cost once parsed.
+	authenticated := func(limit func(ratelimit.ErrorWriter) func(http.Handler) http.Handler) func(middleware.ErrorWriter) func(http.Handler) http.Handler {
+		return func(writeErr middleware.ErrorWriter) func(http.Handler) http.Handler {
+			authn, limit := middleware.Authenticate(authn, writeErr), limit(writeErr)
+			// Idempotency-Key after the rate limit (a refused request
+			// leaves its key alone; a replay is charged) and before the
+			// response cache (which never stores a write).
+			keyed := idem.Middleware(writeErr)
+			return func(h http.Handler) http.Handler { return authn(limit(keyed(loaders(cached(h))))) }
+		}
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", graph.NewHandler(resolver, d.Log, d.Metrics, authenticated))
+	mux.Handle("/graphql", graph.NewHandler(resolver, d.Log, d.Metrics, authenticated(d.RateLimit.PerOperation)))
 	api := rest.New(resolver, d.Log)
-	api.Register(mux, authenticated(restErr))
+	api.Register(mux, authenticated(d.RateLimit.PerRequest)(restErr))
 	pg := playground.Handler()
 	mux.Handle(playground.Path, pg)
 	mux.Handle(playground.Path+"/", pg)
@@ -91,6 +113,23 @@ func NewHandler(d Deps) http.Handler {
 		h = withDeadline(d.RequestTimeout, h)
 	}
 	return middleware.SecurityHeaders(middleware.WithRequestID(middleware.Observe(d.Log, d.Metrics)(h)))
+}
+
+// NewRateLimiter returns the per-token rate limiter c configures, nil when
+// c turns it off.
+func NewRateLimiter(c config.RateLimit, opts ...ratelimit.Option) (*ratelimit.Limiter, error) {
+	cfg := ratelimit.Config{Limit: ratelimit.Limit{Rate: c.Rate, Burst: c.Burst}}
+	for id, r := range c.Workspaces {
+		ws, err := uuid.Parse(id)
+		if err != nil {
+			return nil, fmt.Errorf("rate limit of workspace %q: %w", id, err)
+		}
+		if cfg.Workspaces == nil {
+			cfg.Workspaces = map[uuid.UUID]ratelimit.Limit{}
+		}
+		cfg.Workspaces[ws] = ratelimit.Limit{Rate: r.Rate, Burst: r.Burst}
+	}
+	return ratelimit.New(cfg, opts...)
 }
 
 // withDeadline gives each request's context a deadline just short of the

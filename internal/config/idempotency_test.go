@@ -1,0 +1,45 @@
+package config_test
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/procsvc/procsvc/internal/config"
+)
+
+// TestIdempotencyKeyTTLSetting: --idempotency-key-ttl defaults to 24h, is
+// read from PROCSVC_IDEMPOTENCY_KEY_TTL (the flag wins), and is refused
+// outside 1m..720h with a message naming the setting.
+func TestIdempotencyKeyTTLSetting(t *testing.T) {
+	load := func(args []string, env map[string]string) (config.Config, error) {
+		var c config.Config
+		fs, applyEnv := c.FlagSet("serve", io.Discard)
+		if err := fs.Parse(args); err != nil {
+			return c, err
+		}
+		return c, applyEnv(func(k string) string { return env[k] })
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want time.Duration
+	}{
+		{"default", nil, nil, 24 * time.Hour},
+		{"flag", []string{"--idempotency-key-ttl", "1h"}, nil, time.Hour},
+		{"environment", nil, map[string]string{"PROCSVC_IDEMPOTENCY_KEY_TTL": "48h"}, 48 * time.Hour},
+		{"flag wins", []string{"--idempotency-key-ttl", "2h"}, map[string]string{"PROCSVC_IDEMPOTENCY_KEY_TTL": "48h"}, 2 * time.Hour},
+	} {
+		c, err := load(tc.args, tc.env)
+		if err != nil || c.IdempotencyKeyTTL != tc.want {
+			t.Errorf("%s: %s, %v; want %s", tc.name, c.IdempotencyKeyTTL, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"10s", "721h", "-1h"} {
+		if _, err := load([]string{"--idempotency-key-ttl", bad}, nil); err == nil || !strings.Contains(err.Error(), "--idempotency-key-ttl") {
+			t.Errorf("%s: %v, want a refusal naming the setting", bad, err)
+		}
+	}
+}

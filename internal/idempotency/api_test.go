@@ -1,0 +1,671 @@
+package idempotency_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/procsvc/procsvc/ent/category"
+	"github.com/procsvc/procsvc/ent/idempotencykey"
+	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/internal/apitest"
+	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/database"
+	"github.com/procsvc/procsvc/internal/dbtest"
+	"github.com/procsvc/procsvc/internal/idempotency"
+	"github.com/procsvc/procsvc/internal/viewer"
+)
+
+// env is a real server over a real database with one workspace.
+type env struct {
+	s  *apitest.Server
+	db *database.DB
+	ws *apitest.Workspace
+}
+
+func newEnv(t *testing.T, db *database.DB, opts ...core.Option) *env {
+	t.Helper()
+	s := apitest.Start(t, db, opts...)
+	return &env{s: s, db: db, ws: s.NewWorkspace(t, "Idem", "IDM")}
+}
+
+// answer is one HTTP response, body kept byte for byte.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (a answer) replayed() bool { return a.header.Get(idempotency.ReplayedHeader) == "true" }
+
+// errorBody is docs/design.md §6's error body.
+type errorBody struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	RequestID string `json:"requestId"`
+	Fields    []struct {
+		Field   string `json:"field"`
+		Message string `json:"message"`
+	} `json:"fields"`
+}
+
+func (a answer) err(t *testing.T) errorBody {
+	t.Helper()
+	var e errorBody
+	if err := json.Unmarshal(a.body, &e); err != nil {
+		t.Fatalf("not an error body (status %d): %s", a.status, a.body)
+	}
+	return e
+}
+
+// send sends a request to s with token and, unless keys is empty, one
+// Idempotency-Key header per key.
+func send(t testing.TB, s *apitest.Server, method, path, token string, body []byte, keys ...string) answer {
+	t.Helper()
+	a, err := try(context.Background(), s, method, path, token, body, keys...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func try(ctx context.Context, s *apitest.Server, method, path, token string, body []byte, keys ...string) (answer, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.URL+path, rd)
+	if err != nil {
+		return answer{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for _, k := range keys {
+		req.Header.Add(idempotency.Header, k)
+	}
+	resp, err := s.HTTP.Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{status: resp.StatusCode, header: resp.Header, body: raw}, nil
+}
+
+func (e *env) procBody(name string) []byte {
+	b, _ := json.Marshal(map[string]any{"name": name, "priority": "MEDIUM", "state": "TODO", "dueAt": "2030-01-01T00:00:00Z",
+		"projectId": e.ws.ProjectID, "categoryId": e.ws.CategoryID, "doerId": e.ws.MemberID})
+	return b
+}
+
+func gqlBody(query string, vars map[string]any) []byte {
+	b, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	return b
+}
+
+const createMutation = `mutation C($in: CreateProcedureInput!) { createProcedure(input: $in) { id name shortId } }`
+
+func (e *env) createVars(name string) map[string]any {
+	return map[string]any{"in": map[string]any{"name": name, "priority": "MEDIUM", "state": "TODO", "dueAt": "2030-01-01T00:00:00Z",
+		"projectId": e.ws.ProjectID, "categoryId": e.ws.CategoryID, "doerId": e.ws.MemberID}}
+}
+
+// procedures counts the procedures named name, in every workspace.
+func procedures(t testing.TB, db *database.DB, name string) int {
+	t.Helper()
+	n, err := db.Client.Procedure.Query().Where(procedure.Name(name)).Count(viewer.System(context.Background()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// keyRows counts the stored keys, in every workspace.
+func keyRows(t testing.TB, db *database.DB) int {
+	t.Helper()
+	n, err := db.Client.IdempotencyKey.Query().Count(viewer.System(context.Background()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func wantSameResponse(t *testing.T, first, again answer) {
+	t.Helper()
+	if again.status != first.status || !bytes.Equal(again.body, first.body) || again.header.Get("ETag") != first.header.Get("ETag") ||
+		again.header.Get("Content-Type") != first.header.Get("Content-Type") {
+		t.Fatalf("replay differs:\nfirst %d %q %q %s\nagain %d %q %q %s", first.status, first.header.Get("ETag"), first.header.Get("Content-Type"), first.body,
+			again.status, again.header.Get("ETag"), again.header.Get("Content-Type"), again.body)
+	}
+	if !again.replayed() {
+		t.Fatalf("a replay lacks %s: true", idempotency.ReplayedHeader)
+	}
+}
+
+func wantKeyError(t *testing.T, a answer, status int, code, message string) {
+	t.Helper()
+	if a.status != status {
+		t.Fatalf("status %d, want %d: %s", a.status, status, a.body)
+	}
+	e := a.err(t)
+	if e.Code != code || !strings.Contains(e.Message, message) || len(e.Fields) != 1 || e.Fields[0].Field != idempotency.Header ||
+		e.RequestID != a.header.Get("X-Request-Id") {
+		t.Fatalf("want %s naming %s (%q) in the usual body, got %s", code, idempotency.Header, message, a.body)
+	}
+}
+
+// TestRetryReplaysTheFirstResponse: a create retried with the same key runs
+// once and answers the first response byte for byte (status, body, ETag),
+// marked Idempotent-Replayed; the response cache serves no stale list
+// around it; without the header every request executes.
+func TestRetryReplaysTheFirstResponse(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		e := newEnv(t, db)
+		tok := e.ws.MemberToken
+		// A cached list before the write.
+		before := send(t, e.s, "GET", "/procedures?search=retried.", tok, nil)
+		if before.status != 200 {
+			t.Fatalf("list: %d %s", before.status, before.body)
+		}
+		body := e.procBody("retried.")
+		first := send(t, e.s, "POST", "/procedures", tok, body, "create-1")
+		if first.status != 200 || first.header.Get("ETag") == "" || first.replayed() {
+			t.Fatalf("first: %d %v %s", first.status, first.header, first.body)
+		}
+		for range 3 {
+			wantSameResponse(t, first, send(t, e.s, "POST", "/procedures", tok, body, "create-1"))
+		}
+		if n := procedures(t, db, "retried."); n != 1 {
+			t.Fatalf("%d procedures after retries, want 1", n)
+		}
+		var list struct{ Meta struct{ Total int } }
+		after := send(t, e.s, "GET", "/procedures?search=retried.", tok, nil)
+		if err := json.Unmarshal(after.body, &list); err != nil || list.Meta.Total != 1 {
+			t.Fatalf("list after the write: %s", after.body)
+		}
+		// Writes of other methods replay too: an update and a delete.
+		var created struct{ ID string }
+		_ = json.Unmarshal(first.body, &created)
+		put := send(t, e.s, "PUT", "/procedures/"+created.ID, tok, []byte(`{"name":"renamed."}`), "update-1")
+		wantSameResponse(t, put, send(t, e.s, "PUT", "/procedures/"+created.ID, tok, []byte(`{"name":"renamed."}`), "update-1"))
+		del := send(t, e.s, "DELETE", "/procedures/"+created.ID, tok, nil, "delete-1")
+		if del.status != 200 {
+			t.Fatalf("delete: %d %s", del.status, del.body)
+		}
+		// The retried delete answers what the first did, not 404.
+		wantSameResponse(t, del, send(t, e.s, "DELETE", "/procedures/"+created.ID, tok, nil, "delete-1"))
+		// A 4xx answer is recorded and replayed as well.
+		bad := send(t, e.s, "POST", "/procedures", tok, []byte(`{"name":""}`), "invalid-1")
+		if bad.status != 400 {
+			t.Fatalf("invalid create: %d %s", bad.status, bad.body)
+		}
+		wantSameResponse(t, bad, send(t, e.s, "POST", "/procedures", tok, []byte(`{"name":""}`), "invalid-1"))
+		// Without the header, nothing changes: two creates.
+		plain := e.procBody("unkeyed.")
+		for range 2 {
+			if a := send(t, e.s, "POST", "/procedures", tok, plain); a.status != 200 || a.replayed() {
+				t.Fatalf("unkeyed create: %d %s", a.status, a.body)
+			}
+		}
+		if n := procedures(t, db, "unkeyed."); n != 2 {
+			t.Fatalf("%d unkeyed procedures, want 2", n)
+		}
+		// Reads ignore the header, however malformed.
+		for range 2 {
+			if a := send(t, e.s, "GET", "/procedures?search=retried.", tok, nil, "é\t"); a.status != 200 || a.replayed() {
+				t.Fatalf("keyed read: %d %s", a.status, a.body)
+			}
+		}
+	})
+}
+
+// TestKeyReusedForAnotherRequest: the same key with a different body, path,
+// method or member is 409 conflict naming the header, and runs nothing.
+func TestKeyReusedForAnotherRequest(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		e := newEnv(t, db)
+		first := send(t, e.s, "POST", "/procedures", e.ws.MemberToken, e.procBody("reused-a."), "key-1")
+		if first.status != 200 {
+			t.Fatalf("first: %d %s", first.status, first.body)
+		}
+		for _, c := range []struct {
+			name, method, path, token string
+			body                      []byte
+		}{
+			{"another body", "POST", "/procedures", e.ws.MemberToken, e.procBody("reused-b.")},
+			{"another query", "POST", "/procedures?x=1", e.ws.MemberToken, e.procBody("reused-a.")},
+			{"another path", "POST", "/categories", e.ws.MemberToken, []byte(`{"name":"reused-c."}`)},
+			{"another member", "POST", "/procedures", e.ws.AdminToken, e.procBody("reused-a.")},
+		} {
+			a := send(t, e.s, c.method, c.path, c.token, c.body, "key-1")
+			wantKeyError(t, a, http.StatusConflict, "conflict", idempotency.Header)
+		}
+		if n := procedures(t, db, "reused-a.") + procedures(t, db, "reused-b."); n != 1 {
+			t.Fatalf("%d procedures, want 1", n)
+		}
+		// The original request still replays.
+		wantSameResponse(t, first, send(t, e.s, "POST", "/procedures", e.ws.MemberToken, e.procBody("reused-a."), "key-1"))
+	})
+}
+
+// TestMalformedKeys: a key that is empty, longer than 255 characters, not
+// printable ASCII, or sent twice is 400 validation_failed naming the header,
+// and runs nothing.
+func TestMalformedKeys(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		e := newEnv(t, db)
+		for name, keys := range map[string][]string{
+			"empty":     {""},
+			"too long":  {strings.Repeat("k", 256)},
+			"non-ASCII": {"clé"},
+			"tab":       {"a\tb"},
+			"two":       {"a", "b"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				a := send(t, e.s, "POST", "/procedures", e.ws.MemberToken, e.procBody("malformed."), keys...)
+				wantKeyError(t, a, http.StatusBadRequest, "validation_failed", idempotency.Header)
+				g := send(t, e.s, "POST", "/graphql", e.ws.MemberToken, gqlBody(createMutation, e.createVars("malformed.")), keys...)
+				wantGraphQLKeyError(t, g, http.StatusBadRequest, "validation_failed", idempotency.Header)
+			})
+		}
+		if n := procedures(t, db, "malformed."); n != 0 {
+			t.Fatalf("%d procedures created with malformed keys", n)
+		}
+		// The longest key, and every printable character, are accepted.
+		for _, key := range []string{strings.Repeat("k", 255), " !\"#$%&'()*+,-./0123456789:;<=>?@AZ[\\]^_`az{|}~"} {
+			if a := send(t, e.s, "POST", "/categories", e.ws.MemberToken, []byte(`{"name":"ok `+fmt.Sprint(len(key))+`"}`), key); a.status != 200 {
+				t.Fatalf("key %q: %d %s", key, a.status, a.body)
+			}
+		}
+	})
+}
+
+// gqlAnswer is a GraphQL response's errors.
+type gqlAnswer struct {
+	Data   json.RawMessage `json:"data"`
+	Errors []struct {
+		Message    string `json:"message"`
+		Extensions struct {
+			Code      string `json:"code"`
+			RequestID string `json:"requestId"`
+			Fields    []struct {
+				Field string `json:"field"`
+			} `json:"fields"`
+		} `json:"extensions"`
+	} `json:"errors"`
+}
+
+func wantGraphQLKeyError(t *testing.T, a answer, status int, code, message string) {
+	t.Helper()
+	var g gqlAnswer
+	if err := json.Unmarshal(a.body, &g); err != nil || a.status != status || len(g.Errors) != 1 {
+		t.Fatalf("want %d %s, got %d %s", status, code, a.status, a.body)
+	}
+	ext := g.Errors[0].Extensions
+	if ext.Code != code || !strings.Contains(g.Errors[0].Message, message) || len(ext.Fields) != 1 || ext.Fields[0].Field != idempotency.Header ||
+		ext.RequestID != a.header.Get("X-Request-Id") {
+		t.Fatalf("want %s naming %s, got %s", code, idempotency.Header, a.body)
+	}
+}
+
+// TestGraphQLMutationReplays: a GraphQL mutation retried with its key runs
+// once and replays; another mutation with the key is 409; queries ignore the
+// header.
+func TestGraphQLMutationReplays(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		e := newEnv(t, db)
+		body := gqlBody(createMutation, e.createVars("graphql."))
+		first := send(t, e.s, "POST", "/graphql", e.ws.MemberToken, body, "gql-1")
+		var g gqlAnswer
+		if err := json.Unmarshal(first.body, &g); err != nil || first.status != 200 || len(g.Errors) > 0 || first.replayed() {
+			t.Fatalf("first: %d %s", first.status, first.body)
+		}
+		for range 2 {
+			wantSameResponse(t, first, send(t, e.s, "POST", "/graphql", e.ws.MemberToken, body, "gql-1"))
+		}
+		if n := procedures(t, db, "graphql."); n != 1 {
+			t.Fatalf("%d procedures, want 1", n)
+		}
+		// A refused document (400, no data key) replays as such.
+		invalid := gqlBody(`mutation { createProcedure(input: {name: 5}) { id } }`, nil)
+		refused := send(t, e.s, "POST", "/graphql", e.ws.MemberToken, invalid, "gql-invalid")
+		if refused.status != http.StatusBadRequest || strings.Contains(string(refused.body), `"data"`) {
+			t.Fatalf("invalid mutation: %d %s", refused.status, refused.body)
+		}
+		wantSameResponse(t, refused, send(t, e.s, "POST", "/graphql", e.ws.MemberToken, invalid, "gql-invalid"))
+		other := send(t, e.s, "POST", "/graphql", e.ws.MemberToken, gqlBody(createMutation, e.createVars("graphql-other.")), "gql-1")
+		wantGraphQLKeyError(t, other, http.StatusConflict, "conflict", idempotency.Header)
+		// The same key on REST is another request too.
+		wantKeyError(t, send(t, e.s, "POST", "/procedures", e.ws.MemberToken, e.procBody("graphql."), "gql-1"), http.StatusConflict, "conflict", idempotency.Header)
+		// A query ignores the header, even a malformed one, and is never
+		// replayed.
+		q := gqlBody(`query Q { procedures(filter: {search: "graphql."}) { totalCount } }`, nil)
+		for _, key := range []string{"gql-1", "é"} {
+			a := send(t, e.s, "POST", "/graphql", e.ws.MemberToken, q, key)
+			if a.status != 200 || a.replayed() || !strings.Contains(string(a.body), `"totalCount":1`) {
+				t.Fatalf("keyed query: %d %v %s", a.status, a.header, a.body)
+			}
+		}
+		if n := procedures(t, db, "graphql-other."); n != 0 {
+			t.Fatalf("the conflicting mutation ran")
+		}
+		if n := keyRows(t, db); n != 2 {
+			t.Fatalf("%d keys stored, want 2 (queries store none)", n)
+		}
+	})
+}
+
+// TestConcurrentDuplicatesExecuteOnce: 20 identical keyed creates at once
+// make one procedure; each of the others is either a replay of its
+// response or 409 conflict "still in progress" with Retry-After.
+func TestConcurrentDuplicatesExecuteOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		e := newEnv(t, db)
+		for _, face := range []string{"rest", "graphql"} {
+			name := "concurrent-" + face + "."
+			path, body := "/procedures", e.procBody(name)
+			if face == "graphql" {
+				path, body = "/graphql", gqlBody(createMutation, e.createVars(name))
+			}
+			const n = 20
+			answers := make([]answer, n)
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					answers[i] = send(t, e.s, "POST", path, e.ws.MemberToken, body, "same-"+face)
+				}()
+			}
+			close(start)
+			wg.Wait()
+			var executed []answer
+			replays, inProgress := 0, 0
+			for _, a := range answers {
+				switch {
+				case a.status == 200 && !a.replayed():
+					executed = append(executed, a)
+				case a.status == 200:
+					replays++
+				case a.status == http.StatusConflict:
+					if face == "rest" {
+						wantKeyError(t, a, http.StatusConflict, "conflict", "still in progress")
+					} else {
+						wantGraphQLKeyError(t, a, http.StatusConflict, "conflict", "still in progress")
+					}
+					if a.header.Get("Retry-After") == "" {
+						t.Fatalf("in-progress 409 without Retry-After")
+					}
+					inProgress++
+				default:
+					t.Fatalf("unexpected answer %d %s", a.status, a.body)
+				}
+			}
+			if len(executed) != 1 {
+				t.Fatalf("%s: %d executions, want 1", face, len(executed))
+			}
+			for _, a := range answers {
+				if a.status == 200 && !bytes.Equal(a.body, executed[0].body) {
+					t.Fatalf("a replay differs from the execution")
+				}
+			}
+			if got := procedures(t, db, name); got != 1 {
+				t.Fatalf("%s: %d procedures, want 1", face, got)
+			}
+			t.Logf("%s: 1 execution, %d replays, %d in progress", face, replays, inProgress)
+			wantSameResponse(t, executed[0], send(t, e.s, "POST", path, e.ws.MemberToken, body, "same-"+face))
+		}
+	})
+}
+
+// viewerOf is the viewer a token of ws's member acts as.
+func viewerOf(ws *apitest.Workspace) *viewer.Viewer {
+	return &viewer.Viewer{WorkspaceID: uuid.MustParse(ws.ID), MemberID: uuid.MustParse(ws.MemberID), Role: viewer.RoleMember}
+}
+
+// claimAs claims key for the member's request, as a request in progress on
+// another replica would.
+func claimAs(t *testing.T, db *database.DB, ws *apitest.Workspace, method, path string, body []byte, key string) *idempotency.Claim {
+	t.Helper()
+	v := viewerOf(ws)
+	fp := idempotency.Fingerprint(v, httptest.NewRequest(method, path, nil), body)
+	claim, replay, err := idempotency.New(db.Client, idempotency.Options{}).Claim(viewer.NewContext(context.Background(), v), key, fp)
+	if err != nil || replay != nil || claim == nil {
+		t.Fatalf("claim: %v %v", replay, err)
+	}
+	return claim
+}
+
+// TestInProgressAndAbandonedKeys: while the first request with a key runs
+// (here: claimed through the store, as by another replica), the same
+// request is 409 "still in progress" and runs nothing; once that claim is
+// older than the lock timeout (the holder died), the next request takes
+// it over and runs; the late holder can no longer record its outcome.
+func TestInProgressAndAbandonedKeys(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		e := newEnv(t, db)
+		body := e.procBody("abandoned.")
+		claim := claimAs(t, db, e.ws, "POST", "/procedures", body, "held")
+		a := send(t, e.s, "POST", "/procedures", e.ws.MemberToken, body, "held")
+		wantKeyError(t, a, http.StatusConflict, "conflict", "a request with this Idempotency-Key is still in progress")
+		if a.header.Get("Retry-After") == "" {
+			t.Fatal("no Retry-After")
+		}
+		if n := procedures(t, db, "abandoned."); n != 0 {
+			t.Fatalf("%d procedures while the key was held", n)
+		}
+		// The holder died a lock timeout ago.
+		ctx := viewer.System(context.Background())
+		if _, err := db.Client.IdempotencyKey.Update().Where(idempotencykey.Key("held")).
+			SetLockedAt(time.Now().UTC().Add(-idempotency.DefaultLockTimeout - time.Second)).Save(ctx); err != nil {
+			t.Fatal(err)
+		}
+		taken := send(t, e.s, "POST", "/procedures", e.ws.MemberToken, body, "held")
+		if taken.status != 200 || taken.replayed() {
+			t.Fatalf("takeover: %d %s", taken.status, taken.body)
+		}
+		wantSameResponse(t, taken, send(t, e.s, "POST", "/procedures", e.ws.MemberToken, body, "held"))
+		if kept, err := claim.Complete(viewer.NewContext(context.Background(), viewerOf(e.ws)), idempotency.Response{Status: 500}); err != nil || kept {
+			t.Fatalf("the abandoned claim still recorded its outcome: %v %v", kept, err)
+		}
+		wantSameResponse(t, taken, send(t, e.s, "POST", "/procedures", e.ws.MemberToken, body, "held"))
+		if n := procedures(t, db, "abandoned."); n != 1 {
+			t.Fatalf("%d procedures, want 1", n)
+		}
+		// A claim released by its holder frees the key at once.
+		body2 := e.procBody("released.")
+		claim = claimAs(t, db, e.ws, "POST", "/procedures", body2, "released")
+		if kept, err := claim.Release(viewer.NewContext(context.Background(), viewerOf(e.ws))); err != nil || !kept {
+			t.Fatalf("release: %v %v", kept, err)
+		}
+		if a := send(t, e.s, "POST", "/procedures", e.ws.MemberToken, body2, "released"); a.status != 200 || a.replayed() {
+			t.Fatalf("after release: %d %s", a.status, a.body)
+		}
+	})
+}
+
+// TestKeysSurviveARestart: a key recorded by one server is replayed by
+// another over the same database (a restart, or another replica).
+func TestKeysSurviveARestart(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		e := newEnv(t, db)
+		body := e.procBody("restart.")
+		first := send(t, e.s, "POST", "/procedures", e.ws.MemberToken, body, "restart-1")
+		gbody := gqlBody(createMutation, e.createVars("restart-gql."))
+		gfirst := send(t, e.s, "POST", "/graphql", e.ws.MemberToken, gbody, "restart-2")
+		if first.status != 200 || gfirst.status != 200 {
+			t.Fatalf("first: %d %s / %d %s", first.status, first.body, gfirst.status, gfirst.body)
+		}
+		other := apitest.Start(t, db)
+		wantSameResponse(t, first, send(t, other, "POST", "/procedures", e.ws.MemberToken, body, "restart-1"))
+		wantSameResponse(t, gfirst, send(t, other, "POST", "/graphql", e.ws.MemberToken, gbody, "restart-2"))
+		if n := procedures(t, db, "restart.") + procedures(t, db, "restart-gql."); n != 2 {
+			t.Fatalf("%d procedures, want 2", n)
+		}
+	})
+}
+
+// TestKeysBelongToTheirWorkspace: a key used in workspace A never matches
+// a request of workspace B, even for an identical request: B's runs.
+func TestKeysBelongToTheirWorkspace(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		e := newEnv(t, db)
+		b := e.s.NewWorkspace(t, "Other", "OTH")
+		body := []byte(`{"name":"tenant."}`)
+		first := send(t, e.s, "POST", "/categories", e.ws.AdminToken, body, "shared")
+		second := send(t, e.s, "POST", "/categories", b.AdminToken, body, "shared")
+		if first.status != 200 || second.status != 200 || second.replayed() || bytes.Equal(first.body, second.body) {
+			t.Fatalf("A: %d %s\nB: %d %v %s", first.status, first.body, second.status, second.header, second.body)
+		}
+		n, err := db.Client.Category.Query().Where(category.Name("tenant.")).Count(viewer.System(context.Background()))
+		if err != nil || n != 2 {
+			t.Fatalf("%d categories, want one per workspace (%v)", n, err)
+		}
+		// Each replays its own.
+		wantSameResponse(t, first, send(t, e.s, "POST", "/categories", e.ws.AdminToken, body, "shared"))
+		wantSameResponse(t, second, send(t, e.s, "POST", "/categories", b.AdminToken, body, "shared"))
+		// A's key with B's different request: B's key is its own, so this
+		// is a conflict with B's record, never a replay of A's.
+		wantKeyError(t, send(t, e.s, "POST", "/categories", b.AdminToken, []byte(`{"name":"tenant-b."}`), "shared"), http.StatusConflict, "conflict", idempotency.Header)
+	})
+}
+
+// TestExpiredKeysArePurged: an expired key no longer replays (the request
+// runs again), even before it is purged; the purge deletes expired keys in
+// batches and keeps live ones; the server's background purger runs at start.
+func TestExpiredKeysArePurged(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		e := newEnv(t, db)
+		sys := viewer.System(context.Background())
+		var first answer
+		for i := range 5 {
+			a := send(t, e.s, "POST", "/categories", e.ws.AdminToken, []byte(fmt.Sprintf(`{"name":"expiring %d"}`, i)), fmt.Sprint("exp-", i))
+			if a.status != 200 {
+				t.Fatalf("create: %d %s", a.status, a.body)
+			}
+			if i == 0 {
+				first = a
+			}
+		}
+		live := send(t, e.s, "POST", "/procedures", e.ws.MemberToken, e.procBody("live."), "live")
+		expire := func() {
+			t.Helper()
+			if _, err := db.Client.IdempotencyKey.Update().Where(idempotencykey.KeyHasPrefix("exp-")).
+				SetExpiresAt(time.Now().UTC().Add(-time.Minute)).Save(sys); err != nil {
+				t.Fatal(err)
+			}
+		}
+		expire()
+		// Expired but not purged: the request runs again.
+		again := send(t, e.s, "POST", "/categories", e.ws.AdminToken, []byte(`{"name":"expiring 0"}`), "exp-0")
+		if again.replayed() || bytes.Equal(again.body, first.body) {
+			t.Fatalf("an expired key replayed: %d %s", again.status, again.body)
+		}
+		expire()
+		store := idempotency.New(db.Client, idempotency.Options{})
+		n, err := store.Purge(context.Background(), 2)
+		if err != nil || n != 5 {
+			t.Fatalf("purged %d (%v), want 5", n, err)
+		}
+		if rows := keyRows(t, db); rows != 1 {
+			t.Fatalf("%d keys left, want the live one", rows)
+		}
+		wantSameResponse(t, live, send(t, e.s, "POST", "/procedures", e.ws.MemberToken, e.procBody("live."), "live"))
+		// The background purger: it purges when started, then every tick.
+		if _, err := db.Client.IdempotencyKey.Update().SetExpiresAt(time.Now().UTC().Add(-time.Second)).Save(sys); err != nil {
+			t.Fatal(err)
+		}
+		purged := make(chan int, 1)
+		stop := idempotency.New(db.Client, idempotency.Options{Purged: func(n int, err error) {
+			if err != nil {
+				t.Errorf("purge: %v", err)
+			}
+			select {
+			case purged <- n:
+			default:
+			}
+		}}).StartPurger(context.Background(), time.Hour)
+		got := <-purged
+		stop()
+		if got != 1 || keyRows(t, db) != 0 {
+			t.Fatalf("the purger deleted %d, %d left", got, keyRows(t, db))
+		}
+		if a := send(t, e.s, "POST", "/procedures", e.ws.MemberToken, e.procBody("live."), "live"); a.status != 200 || a.replayed() {
+			t.Fatalf("a purged key replayed: %d %s", a.status, a.body)
+		}
+		if n := procedures(t, db, "live."); n != 2 {
+			t.Fatalf("%d procedures, want 2 (the purged key's request ran again)", n)
+		}
+	})
+}
+
+// flaky fails its first generation, then succeeds.
+type flaky struct{ calls atomic.Int32 }
+
+func (f *flaky) Generate(ctx context.Context, req core.GenerateRequest) (string, error) {
+	if f.calls.Add(1) == 1 {
+		return "", errors.New("the model is down")
+	}
+	return "# " + req.Name, nil
+}
+
+// TestFailedExecutionReleasesTheKey: a keyed create that fails with a 5xx
+// (generation_failed, 502) is not recorded: the retry with the same key runs
+// and succeeds, on both faces.
+func TestFailedExecutionReleasesTheKey(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		var e *env
+		for _, face := range []string{"rest", "graphql"} {
+			gen := &flaky{}
+			if s := apitest.Start(t, db, core.WithGenerator(gen)); e == nil {
+				e = &env{s: s, db: db, ws: s.NewWorkspace(t, "Idem", "IDM")}
+			} else {
+				e.s = s
+			}
+			name := "generated-" + face + "."
+			path := "/procedures"
+			var body []byte
+			if face == "rest" {
+				var in map[string]any
+				_ = json.Unmarshal(e.procBody(name), &in)
+				in["generateProcedure"] = true
+				body, _ = json.Marshal(in)
+			} else {
+				vars := e.createVars(name)
+				vars["in"].(map[string]any)["generateProcedure"] = true
+				path, body = "/graphql", gqlBody(createMutation, vars)
+			}
+			failed := send(t, e.s, "POST", path, e.ws.MemberToken, body, "gen-"+face)
+			if !strings.Contains(string(failed.body), "generation_failed") {
+				t.Fatalf("%s: the first attempt did not fail: %d %s", face, failed.status, failed.body)
+			}
+			retried := send(t, e.s, "POST", path, e.ws.MemberToken, body, "gen-"+face)
+			if retried.status != 200 || retried.replayed() || strings.Contains(string(retried.body), "errors") {
+				t.Fatalf("%s: the retry did not run: %d %s", face, retried.status, retried.body)
+			}
+			wantSameResponse(t, retried, send(t, e.s, "POST", path, e.ws.MemberToken, body, "gen-"+face))
+			if n := procedures(t, db, name); n != 1 || gen.calls.Load() != 2 {
+				t.Fatalf("%s: %d procedures, %d generations", face, n, gen.calls.Load())
+			}
+		}
+	})
+}

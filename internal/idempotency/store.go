@@ -1,0 +1,318 @@
+// Package idempotency makes writes safe to retry: a write sent with an
+// Idempotency-Key header runs once, and a retry with the same key replays
+// its first response byte for byte (docs/api.md, "Idempotency-Key").
+//
+// The record of a key lives in the database (table idempotency_keys), so a
+// retry is recognised by any replica and after a restart. A key is claimed by
+// inserting its row, in state in_progress, before the write runs; the unique
+// (workspace, key) index makes concurrent duplicates execute once. The row is
+// then completed with the response, or deleted when the write failed in a way
+// a retry may overcome (a 5xx, a 429), so that a key is never locked by a
+// failure. A row left in progress by a process that died is taken over once
+// it is older than the lock timeout. Rows expire after the TTL and are purged
+// in small batches in the background (StartPurger); lookups ignore expired rows.
+package idempotency
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/ent/idempotencykey"
+	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/viewer"
+)
+
+// Defaults of Options.
+const (
+	// DefaultTTL is how long a key is remembered (Stripe's 24 hours).
+	DefaultTTL = 24 * time.Hour
+	// DefaultLockTimeout is how long an execution in progress holds its key
+	// before it counts as abandoned: the server's default write timeout.
+	DefaultLockTimeout = 60 * time.Second
+	// DefaultPurgeEvery is the pause between two purges of expired keys.
+	DefaultPurgeEvery = 5 * time.Minute
+	// DefaultPurgeBatch is how many expired rows one DELETE removes.
+	DefaultPurgeBatch = 500
+)
+
+// Options configure a Store; zero values take the defaults above.
+type Options struct {
+	// TTL is how long a key is remembered after it was first claimed.
+	TTL time.Duration
+	// LockTimeout bounds an execution: it runs with a deadline of its claim
+	// time plus LockTimeout, and a row still in progress after that is
+	// taken over by the next request with its key. Use the request
+	// timeout.
+	LockTimeout time.Duration
+	// Log receives failures to record an outcome (nil: discarded).
+	Log *slog.Logger
+	// Purged, if set, is told the outcome of each background purge
+	// (StartPurger) once it is over.
+	Purged func(deleted int, err error)
+}
+
+// Store records keys in the database.
+type Store struct {
+	client      *ent.Client
+	ttl         time.Duration
+	lockTimeout time.Duration
+	log         *slog.Logger
+	purged      func(deleted int, err error)
+}
+
+// New returns a Store over client.
+func New(client *ent.Client, o Options) *Store {
+	s := &Store{client: client, ttl: o.TTL, lockTimeout: o.LockTimeout, log: o.Log, purged: o.Purged}
+	if s.ttl <= 0 {
+		s.ttl = DefaultTTL
+	}
+	if s.lockTimeout <= 0 {
+		s.lockTimeout = DefaultLockTimeout
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	return s
+}
+
+// Response is a recorded response: what a retry replays.
+type Response struct {
+	Status      int
+	ContentType string
+	ETag        string
+	Body        []byte
+}
+
+// Claim is the right to execute a keyed request, held until Complete or
+// Release (or until the lock timeout, when another request may take it over).
+type Claim struct {
+	s        *Store
+	id       int
+	owner    string
+	deadline time.Time
+}
+
+// Deadline is when the claim may be taken over: the execution must be over
+// by then.
+func (c *Claim) Deadline() time.Time { return c.deadline }
+
+// errInProgress and errKeyReused are the causes of the two refusals of a
+// claim (see IsInProgress).
+var (
+	errInProgress = errors.New("idempotency: key in progress")
+	errKeyReused  = errors.New("idempotency: key reused for a different request")
+)
+
+// keyReused is the 409 answered when a key comes back with a different
+// request: its message and fields name the header.
+func keyReused() error {
+	return &apperr.Error{Code: apperr.Conflict,
+		Message: Header + ": this key was already used for a different request; send a new key for a new request",
+		Fields:  []apperr.FieldError{{Field: Header, Message: "already used for a different request"}},
+		Err:     errKeyReused}
+}
+
+// inProgress is the 409 answered while the first request with a key runs.
+func inProgress() error {
+	return &apperr.Error{Code: apperr.Conflict,
+		Message: "a request with this " + Header + " is still in progress",
+		Fields:  []apperr.FieldError{{Field: Header, Message: "a request with this key is still in progress; retry shortly"}},
+		Err:     errInProgress}
+}
+
+// IsInProgress reports whether err refused a claim because the first request
+// with the key is still running.
+func IsInProgress(err error) bool { return errors.Is(err, errInProgress) }
+
+// maxClaimAttempts bounds the loop of Claim, which repeats only when a
+// competing request changed the row between two statements.
+const maxClaimAttempts = 5
+
+// now is the store's clock: UTC, at the databases' microsecond precision.
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// Claim claims key for the request of fingerprint in the workspace of ctx's
+// viewer. It returns exactly one of: a claim (execute the request, then
+// Complete or Release it), the response recorded for the same request
+// (replay it), or an error (409 conflict for a key reused by a different
+// request or still in progress, see IsInProgress; or a storage
+// error).
+func (s *Store) Claim(ctx context.Context, key, fingerprint string) (*Claim, *Response, error) {
+	v := viewer.FromContext(ctx)
+	if v == nil {
+		return nil, nil, viewer.ErrNoViewer
+	}
+	for range maxClaimAttempts {
+		t := now()
+		owner := newOwner()
+		row, err := s.client.IdempotencyKey.Create().
+			SetWorkspaceID(v.WorkspaceID).SetKey(key).SetFingerprint(fingerprint).
+			SetState(idempotencykey.StateInProgress).SetOwner(owner).
+			SetLockedAt(t).SetExpiresAt(t.Add(s.ttl)).
+			Save(ctx)
+		if err == nil {
+			return s.claim(row.ID, owner, t), nil, nil
+		}
+		if !ent.IsConstraintError(err) {
+			return nil, nil, err
+		}
+		// The key is taken: by this request before (replay), by another
+		// (conflict), by one still running (in progress), or by an expired
+		// or abandoned row (take it over).
+		row, err = s.client.IdempotencyKey.Query().
+			Where(idempotencykey.WorkspaceID(v.WorkspaceID), idempotencykey.Key(key)).
+			Only(ctx)
+		if ent.IsNotFound(err) {
+			continue // released or purged in between: insert again
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		switch {
+		case !row.ExpiresAt.After(t):
+			// Expired and not purged yet: as if absent.
+		case row.Fingerprint != fingerprint:
+			return nil, nil, keyReused()
+		case row.State == idempotencykey.StateCompleted:
+			return nil, &Response{Status: row.Status, ContentType: row.ContentType, ETag: row.Etag, Body: row.Body}, nil
+		case row.LockedAt.Add(s.lockTimeout).After(t):
+			return nil, nil, inProgress()
+		}
+		// Take the row over, on the condition that nobody else did since
+		// it was read (its owner is unchanged).
+		n, err := s.client.IdempotencyKey.Update().
+			Where(idempotencykey.ID(row.ID), idempotencykey.Owner(row.Owner)).
+			SetFingerprint(fingerprint).SetState(idempotencykey.StateInProgress).SetOwner(owner).
+			SetLockedAt(t).SetExpiresAt(t.Add(s.ttl)).
+			ClearStatus().ClearBody().SetContentType("").SetEtag("").
+			Save(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if n == 1 {
+			if row.State == idempotencykey.StateInProgress && row.ExpiresAt.After(t) {
+				s.log.WarnContext(ctx, "idempotency: took over an abandoned key", "workspace_id", v.WorkspaceID.String(),
+					"locked_at", row.LockedAt.Format(time.RFC3339Nano))
+			}
+			return s.claim(row.ID, owner, t), nil, nil
+		}
+	}
+	return nil, nil, &apperr.Error{Code: apperr.Unavailable, Message: "the " + Header + " is contended; retry shortly",
+		Err: errors.New("idempotency: claim attempts exhausted")}
+}
+
+func (s *Store) claim(id int, owner string, lockedAt time.Time) *Claim {
+	return &Claim{s: s, id: id, owner: owner, deadline: lockedAt.Add(s.lockTimeout)}
+}
+
+// Complete records resp as the key's response. It returns false when the
+// claim was lost (taken over after the lock timeout).
+func (c *Claim) Complete(ctx context.Context, resp Response) (bool, error) {
+	n, err := c.s.client.IdempotencyKey.Update().
+		Where(idempotencykey.ID(c.id), idempotencykey.Owner(c.owner)).
+		SetState(idempotencykey.StateCompleted).SetStatus(resp.Status).
+		SetContentType(resp.ContentType).SetEtag(resp.ETag).SetBody(nonNil(resp.Body)).
+		Save(ctx)
+	return n == 1, err
+}
+
+// Release deletes the key's row, so that a retry executes again. It returns
+// false when the claim was lost.
+func (c *Claim) Release(ctx context.Context) (bool, error) {
+	n, err := c.s.client.IdempotencyKey.Delete().
+		Where(idempotencykey.ID(c.id), idempotencykey.Owner(c.owner)).
+		Exec(ctx)
+	return n == 1, err
+}
+
+// Purge deletes expired keys of every workspace, batch rows per statement,
+// until none is left or ctx ends, and returns how many it deleted. Each
+// batch is one short statement of its own, so requests never wait on it for
+// long.
+func (s *Store) Purge(ctx context.Context, batch int) (int, error) {
+	if batch <= 0 {
+		batch = DefaultPurgeBatch
+	}
+	ctx = viewer.System(ctx)
+	total := 0
+	for ctx.Err() == nil {
+		t := now()
+		ids, err := s.client.IdempotencyKey.Query().
+			Where(idempotencykey.ExpiresAtLTE(t)).
+			Limit(batch).IDs(ctx)
+		if err != nil || len(ids) == 0 {
+			return total, err
+		}
+		// The expiry is checked again: a row taken over in between has a
+		// new one.
+		n, err := s.client.IdempotencyKey.Delete().
+			Where(idempotencykey.IDIn(ids...), idempotencykey.ExpiresAtLTE(t)).
+			Exec(ctx)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if len(ids) < batch {
+			return total, nil
+		}
+	}
+	return total, ctx.Err()
+}
+
+// StartPurger purges expired keys now and then every interval
+// (DefaultPurgeEvery when 0), in a goroutine, until ctx ends or stop is
+// called; stop waits for the goroutine to return. Start it with the server
+// and stop it before closing the database. Failures are logged and retried
+// at the next tick.
+func (s *Store) StartPurger(ctx context.Context, every time.Duration) (stop func()) {
+	if every <= 0 {
+		every = DefaultPurgeEvery
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			n, err := s.Purge(ctx, DefaultPurgeBatch)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				s.log.WarnContext(ctx, "idempotency: purge of expired keys failed", "error", err.Error(), "deleted", n)
+			case n > 0:
+				s.log.InfoContext(ctx, "idempotency: purged expired keys", "deleted", n)
+			}
+			if s.purged != nil {
+				s.purged(n, err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+func newOwner() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// nonNil keeps an empty body distinct from no body at all (NULL).
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}

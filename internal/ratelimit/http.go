@@ -1,0 +1,208 @@
+package ratelimit
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/viewer"
+)
+
+// The headers of every limited response (draft-ietf-httpapi-ratelimit-headers):
+// the bucket's size, the whole tokens left, and the seconds until the
+// bucket is full again. A refusal adds Retry-After: the seconds until the
+// bucket holds what the request costs.
+const (
+	HeaderLimit     = "RateLimit-Limit"
+	HeaderRemaining = "RateLimit-Remaining"
+	HeaderReset     = "RateLimit-Reset"
+	HeaderRetry     = "Retry-After"
+)
+
+// ErrorWriter answers an error in a face's own shape (a
+// middleware.ErrorWriter).
+type ErrorWriter = func(w http.ResponseWriter, r *http.Request, err error)
+
+// seconds rounds d up to whole seconds.
+func seconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
+
+func (d Decision) setHeaders(h http.Header) {
+	h.Set(HeaderLimit, strconv.Itoa(d.Limit))
+	h.Set(HeaderRemaining, strconv.Itoa(d.Remaining))
+	h.Set(HeaderReset, strconv.FormatInt(seconds(d.Reset), 10))
+	if !d.Allowed {
+		h.Set(HeaderRetry, strconv.FormatInt(max(seconds(d.RetryAfter), 1), 10))
+	}
+}
+
+// Err is the refusal of d: rate_limited, answered 429.
+func (d Decision) Err() error {
+	return apperr.New(apperr.RateLimited, "this token is over its rate limit; retry in %d s", max(seconds(d.RetryAfter), 1))
+}
+
+// PerRequest returns middleware that charges each authenticated request one
+// token of its token's bucket before next runs, sets the RateLimit headers,
+// and answers a refusal through writeErr (next does not run). It must run
+// after authentication. A nil Limiter's middleware is next itself.
+func (l *Limiter) PerRequest(writeErr ErrorWriter) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if l == nil {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			v := viewer.FromContext(r.Context())
+			if v == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+			d, ok := l.Take(v.TokenID, v.WorkspaceID, 1)
+			if !ok {
+				next.ServeHTTP(w, r)
+				return
+			}
+			d.setHeaders(w.Header())
+			if !d.Allowed {
+				writeErr(w, r, d.Err())
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// PerOperation returns middleware for a handler that learns what a request
+// costs only once it has parsed it (GraphQL): the handler calls Spend with
+// the cost before it executes anything. A request whose response starts
+// without a Spend (refused before its cost was known, or replayed from a
+// cache) is charged one token then. Either way the RateLimit headers are
+// set when the response starts, and a refusal is answered through writeErr
+// in place of whatever the handler writes. It must run after
+// authentication. A nil Limiter's middleware is next itself.
+func (l *Limiter) PerOperation(writeErr ErrorWriter) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if l == nil {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			v := viewer.FromContext(r.Context())
+			if v == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+			b := l.bucket(v.TokenID, v.WorkspaceID)
+			if b == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+			c := &charge{now: l.now, b: b}
+			before := make(map[string]bool, len(w.Header()))
+			for k := range w.Header() {
+				before[k] = true
+			}
+			cw := &chargedWriter{ResponseWriter: w, r: r, c: c, writeErr: writeErr, before: before}
+			next.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), chargeKey{}, c)))
+			cw.begin()
+		})
+	}
+}
+
+type chargeKey struct{}
+
+// charge is one request's spending: once, by Spend or when the response
+// starts.
+type charge struct {
+	now func() time.Time
+	b   *bucket
+
+	mu   sync.Mutex
+	done bool
+	d    Decision
+}
+
+func (c *charge) spend(n int) Decision {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.done {
+		c.d, c.done = c.b.take(c.now(), n), true
+	}
+	return c.d
+}
+
+// Spend charges the request of ctx n tokens of its token's bucket (at least
+// 1, at most the bucket's size), under PerOperation; elsewhere, or when the
+// request's workspace is not limited, it does nothing. A request is charged
+// once: later calls return the first one's answer. The error is
+// rate_limited when the bucket lacks the tokens; the caller must then stop
+// (the middleware answers the refusal).
+func Spend(ctx context.Context, n int) error {
+	c, _ := ctx.Value(chargeKey{}).(*charge)
+	if c == nil {
+		return nil
+	}
+	if d := c.spend(n); !d.Allowed {
+		return d.Err()
+	}
+	return nil
+}
+
+// chargedWriter charges its request when the response starts and, on a
+// refusal, answers it through writeErr, dropping what the handler writes.
+type chargedWriter struct {
+	http.ResponseWriter
+	r        *http.Request
+	c        *charge
+	writeErr ErrorWriter
+	// before holds the header names set before the handler ran: a refusal
+	// keeps those (request id, security headers) and drops the handler's.
+	before           map[string]bool
+	started, refused bool
+}
+
+func (w *chargedWriter) begin() {
+	if w.started {
+		return
+	}
+	w.started = true
+	d := w.c.spend(1)
+	h := w.ResponseWriter.Header()
+	if !d.Allowed {
+		w.refused = true
+		for k := range h {
+			if !w.before[k] {
+				delete(h, k)
+			}
+		}
+	}
+	d.setHeaders(h)
+	if w.refused {
+		w.writeErr(w.ResponseWriter, w.r, d.Err())
+	}
+}
+
+func (w *chargedWriter) WriteHeader(code int) {
+	w.begin()
+	if !w.refused {
+		w.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (w *chargedWriter) Write(b []byte) (int, error) {
+	w.begin()
+	if w.refused {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush starts the response (charging it) before flushing.
+func (w *chargedWriter) Flush() {
+	w.begin()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.refused {
+		f.Flush()
+	}
+}
+
+func (w *chargedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
