@@ -96,17 +96,23 @@ func (b *body) ignore(names ...string) {
 
 // finish reports unknown fields and every type error collected.
 func (b *body) finish() error {
+	addUnused(b.val, b.fields, b.used, "is not a field of this resource")
+	return b.val.Err()
+}
+
+// addUnused reports msg for every name of all that used lacks, in name
+// order: bodies and query strings refuse what the endpoint does not read.
+func addUnused[V any](val *apperr.Validation, all map[string]V, used map[string]bool, msg string) {
 	var unknown []string
-	for k := range b.fields {
-		if !b.used[k] {
+	for k := range all {
+		if !used[k] {
 			unknown = append(unknown, k)
 		}
 	}
 	sort.Strings(unknown)
 	for _, k := range unknown {
-		b.val.Add(k, "is not a field of this resource")
+		val.Add(k, "%s", msg)
 	}
-	return b.val.Err()
 }
 
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }

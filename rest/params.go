@@ -2,7 +2,6 @@ package rest
 
 import (
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -143,15 +142,6 @@ func (p *params) timestamp(name string) *time.Time {
 
 // finish reports unknown parameters and every error collected.
 func (p *params) finish() error {
-	var unknown []string
-	for k := range p.q {
-		if !p.used[k] {
-			unknown = append(unknown, k)
-		}
-	}
-	sort.Strings(unknown)
-	for _, k := range unknown {
-		p.val.Add(k, "is not a parameter of this endpoint")
-	}
+	addUnused(p.val, p.q, p.used, "is not a parameter of this endpoint")
 	return p.val.Err()
 }
