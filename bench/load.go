@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,7 +48,21 @@ type LoadConfig struct {
 	// a tiny one injects timeouts, which retries with the same key must
 	// survive without duplicating a write.
 	RequestTimeout time.Duration
+	// Mix is what writes do: "create" (the default: create procedures of
+	// the run's own and delete some, verified at the end) or "update" (the
+	// realistic mix: reads spread over five list shapes, writes changing the
+	// priority of existing procedures, verified at the end).
+	Mix string
+	// Pool is how many existing procedures the update mix samples at start
+	// and writes to (default 500); each client writes to its own share.
+	Pool int
 }
+
+// Mixes of the load tool.
+const (
+	MixCreate = "create"
+	MixUpdate = "update"
+)
 
 // Report is what a run measured.
 type Report struct {
@@ -77,6 +92,15 @@ type Report struct {
 	Unacknowledged int
 	// Duplicates counts creates found more than once at verification.
 	Duplicates int
+	// Reads and Writes split Requests; the percentiles below split P50..P99.
+	Reads, Writes                int
+	ReadP50, ReadP90, ReadP99    time.Duration
+	WriteP50, WriteP90, WriteP99 time.Duration
+	// Update mix: PoolSize procedures sampled, Updated acknowledged
+	// updates, Checked procedures whose priority was verified, Uncertain
+	// those of them whose last update was never acknowledged (either value
+	// passes).
+	PoolSize, Updated, Checked, Uncertain int
 }
 
 // RequestsPerSecond is the run's throughput.
@@ -89,9 +113,27 @@ func (r *Report) RequestsPerSecond() float64 {
 
 // Print writes the report as the table docs/performance.md uses.
 func (r *Report) Print(w io.Writer, cfg LoadConfig) {
-	fmt.Fprintf(w, "api=%s clients=%d duration=%s write_ratio=%.2f page=%d\n", cfg.API, cfg.Clients, r.Elapsed.Round(time.Millisecond), cfg.WriteRatio, cfg.PageSize)
+	if cfg.PageSize == 0 {
+		cfg.PageSize = 50
+	}
+	mix := ""
+	if cfg.Mix == MixUpdate {
+		mix = fmt.Sprintf(" mix=update pool=%d", r.PoolSize)
+	}
+	fmt.Fprintf(w, "api=%s clients=%d duration=%s write_ratio=%.2f page=%d%s\n", cfg.API, cfg.Clients, r.Elapsed.Round(time.Millisecond), cfg.WriteRatio, cfg.PageSize, mix)
 	fmt.Fprintf(w, "requests=%d req/s=%.1f p50=%s p90=%s p99=%s max=%s\n", r.Requests, r.RequestsPerSecond(),
 		r.P50.Round(10*time.Microsecond), r.P90.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), r.Max.Round(10*time.Microsecond))
+	if cfg.Mix == MixUpdate {
+		rate := func(n int) float64 {
+			if r.Elapsed <= 0 {
+				return 0
+			}
+			return float64(n) / r.Elapsed.Seconds()
+		}
+		rd := func(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
+		fmt.Fprintf(w, "reads=%d reads/s=%.1f read_p50=%s read_p90=%s read_p99=%s\n", r.Reads, rate(r.Reads), rd(r.ReadP50), rd(r.ReadP90), rd(r.ReadP99))
+		fmt.Fprintf(w, "writes=%d writes/s=%.1f write_p50=%s write_p90=%s write_p99=%s\n", r.Writes, rate(r.Writes), rd(r.WriteP50), rd(r.WriteP90), rd(r.WriteP99))
+	}
 	codes := make([]string, 0, len(r.Errors))
 	for c := range r.Errors {
 		codes = append(codes, c)
@@ -112,7 +154,11 @@ func (r *Report) Print(w io.Writer, cfg LoadConfig) {
 		if !r.Verified {
 			status = "FAILED"
 		}
-		fmt.Fprintf(w, "writes: created=%d deleted=%d duplicates=%d verification=%s\n", r.Created, r.Deleted, r.Duplicates, status)
+		if cfg.Mix == MixUpdate {
+			fmt.Fprintf(w, "updates: acknowledged=%d checked=%d uncertain=%d verification=%s\n", r.Updated, r.Checked, r.Uncertain, status)
+		} else {
+			fmt.Fprintf(w, "writes: created=%d deleted=%d duplicates=%d verification=%s\n", r.Created, r.Deleted, r.Duplicates, status)
+		}
 		for _, n := range r.VerifyNotes {
 			fmt.Fprintf(w, "  %s\n", n)
 		}
@@ -127,6 +173,8 @@ type client struct {
 	http  *http.Client
 	refs  refs
 	runID string
+	// page2 is the GraphQL cursor after the first page (update mix).
+	page2 string
 	// keys numbers Idempotency-Keys; the counters below feed the Report.
 	keys                                                  atomic.Int64
 	attempts, timeouts, retries, replays, inProgressCount atomic.Int64
@@ -135,6 +183,16 @@ type client struct {
 type outcome struct {
 	code    string // "" on success
 	latency time.Duration
+	write   bool
+}
+
+// target is a procedure of the update mix's pool. Each belongs to one
+// client, so its last acknowledged priority is known.
+type target struct {
+	shortID  string
+	priority string   // the last acknowledged (or, before any, the sampled) priority
+	pending  []string // priorities of updates after it never acknowledged
+	written  bool
 }
 
 // Load runs cfg against a live server and verifies, at the end, that every
@@ -163,7 +221,31 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 	if cfg.RequestTimeout > 0 {
 		c.http.Timeout = 0 // each attempt has its own deadline
 	}
-	if cfg.WriteRatio > 0 {
+	if cfg.Mix == "" {
+		cfg.Mix = MixCreate
+	}
+	if cfg.Mix != MixCreate && cfg.Mix != MixUpdate {
+		return nil, fmt.Errorf("load: mix must be create or update, not %q", cfg.Mix)
+	}
+	if cfg.Pool <= 0 {
+		cfg.Pool = 500
+	}
+	c.cfg = cfg
+	var pool []*target
+	switch {
+	case cfg.Mix == MixUpdate:
+		var err error
+		if cfg.API == "graphql" {
+			if c.page2, err = c.secondPage(ctx); err != nil {
+				return nil, err
+			}
+		}
+		if cfg.WriteRatio > 0 {
+			if pool, err = c.samplePool(ctx); err != nil {
+				return nil, err
+			}
+		}
+	case cfg.WriteRatio > 0:
 		var err error
 		if c.refs, err = c.lookupRefs(ctx); err != nil {
 			return nil, err
@@ -201,10 +283,28 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 			rng := rand.New(rand.NewPCG(uint64(worker), 42))
 			var local []outcome
 			var mine []string
+			var own []*target // this client's share of the pool
+			for j := worker; j < len(pool); j += cfg.Clients {
+				own = append(own, pool[j])
+			}
 			seq := 0
 			for runCtx.Err() == nil && take() {
 				var o outcome
 				switch {
+				case cfg.Mix == MixUpdate && len(own) > 0 && rng.Float64() < cfg.WriteRatio:
+					t := own[rng.IntN(len(own))]
+					prio := otherPriority(rng, t.priority)
+					key := c.newKey()
+					o = c.timed(runCtx, true, func(ctx context.Context) (string, error) { return "", c.update(ctx, t.shortID, prio, key) })
+					t.written = true
+					if o.code == "" {
+						t.priority, t.pending = prio, nil
+					} else {
+						t.pending = append(t.pending, prio)
+					}
+				case cfg.Mix == MixUpdate:
+					shape := rng.IntN(len(restShapes))
+					o = c.timed(runCtx, false, func(ctx context.Context) (string, error) { return "", c.listShape(ctx, shape) })
 				case rng.Float64() < cfg.WriteRatio && len(mine) > 0 && rng.IntN(3) == 0:
 					id := mine[len(mine)-1]
 					mine = mine[:len(mine)-1]
@@ -249,14 +349,41 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 		}(i)
 	}
 	wg.Wait()
-	rep := &Report{Elapsed: time.Since(start), Errors: map[string]int{}, Requests: len(results), Deleted: len(deleted)}
+	rep := &Report{Elapsed: time.Since(start), Errors: map[string]int{}, Requests: len(results), Deleted: len(deleted), PoolSize: len(pool)}
 	lat := make([]time.Duration, 0, len(results))
+	var readLat, writeLat []time.Duration
 	for _, o := range results {
 		lat = append(lat, o.latency)
+		if o.write {
+			writeLat = append(writeLat, o.latency)
+			if o.code == "" && cfg.Mix == MixUpdate {
+				rep.Updated++
+			}
+		} else {
+			readLat = append(readLat, o.latency)
+		}
 		if o.code != "" {
 			rep.Errors[o.code]++
 		}
 	}
+	rep.Reads, rep.Writes = len(readLat), len(writeLat)
+	rep.P50, rep.P90, rep.P99, rep.Max = percentiles(lat)
+	rep.ReadP50, rep.ReadP90, rep.ReadP99, _ = percentiles(readLat)
+	rep.WriteP50, rep.WriteP90, rep.WriteP99, _ = percentiles(writeLat)
+	rep.Created = len(created) + len(deleted)
+	rep.Attempts, rep.Timeouts, rep.Retries = int(c.attempts.Load()), int(c.timeouts.Load()), int(c.retries.Load())
+	rep.Replays, rep.InProgress, rep.Unacknowledged = int(c.replays.Load()), int(c.inProgressCount.Load()), len(unacked)
+	switch {
+	case cfg.WriteRatio > 0 && cfg.Mix == MixUpdate:
+		rep.Verified, rep.Checked, rep.Uncertain, rep.VerifyNotes = c.verifyUpdates(ctx, pool)
+	case cfg.WriteRatio > 0:
+		rep.Verified, rep.Duplicates, rep.VerifyNotes = c.verify(ctx, created, deleted, unacked)
+	}
+	return rep, nil
+}
+
+// percentiles sorts lat and returns its p50, p90, p99 and max.
+func percentiles(lat []time.Duration) (p50, p90, p99, maximum time.Duration) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	pct := func(p float64) time.Duration {
 		if len(lat) == 0 {
@@ -264,14 +391,7 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 		}
 		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
 	}
-	rep.P50, rep.P90, rep.P99, rep.Max = pct(0.50), pct(0.90), pct(0.99), pct(1)
-	rep.Created = len(created) + len(deleted)
-	rep.Attempts, rep.Timeouts, rep.Retries = int(c.attempts.Load()), int(c.timeouts.Load()), int(c.retries.Load())
-	rep.Replays, rep.InProgress, rep.Unacknowledged = int(c.replays.Load()), int(c.inProgressCount.Load()), len(unacked)
-	if cfg.WriteRatio > 0 {
-		rep.Verified, rep.Duplicates, rep.VerifyNotes = c.verify(ctx, created, deleted, unacked)
-	}
-	return rep, nil
+	return pct(0.50), pct(0.90), pct(0.99), pct(1)
 }
 
 // newKey returns a fresh Idempotency-Key for one write, "" without keys.
@@ -287,7 +407,7 @@ func (c *client) newKey() string {
 func (c *client) timed(ctx context.Context, write bool, fn func(context.Context) (string, error)) outcome {
 	t := time.Now()
 	err := c.retry(ctx, write, fn)
-	o := outcome{latency: time.Since(t)}
+	o := outcome{latency: time.Since(t), write: write}
 	if err != nil {
 		var ae *apiError
 		switch {
@@ -570,4 +690,153 @@ func (c *client) verify(ctx context.Context, created map[string]string, deleted,
 		}
 	}
 	return len(notes) == 0, duplicates, notes
+}
+
+// restShapes are the update mix's five list shapes, each a page of
+// PageSize with every nested edge and the total; listShape sends the same
+// in GraphQL (the second page's cursor is read at start).
+var restShapes = []string{"", "&page=2", "&state=IN_PROGRESS", "&sortBy=dueAt&sortOrder=asc", "&priority=HIGH"}
+
+const loadShapeQuery = `query LoadShape($first: Int!, $after: String, $filter: ProcedureFilter, $orderBy: ProcedureOrder) {
+  procedures(first: $first, after: $after, filter: $filter, orderBy: $orderBy) { totalCount nodes {
+  id shortId name priority state content categoryId doerId creatorId position dueAt createdAt updatedAt
+  projectId workspaceId captureId displayVideo isFineTunedData
+  category { id name } doer { id name email } project { id name } comments { id text createdAt } } } }`
+
+// listShape reads list shape i (0..4) of restShapes.
+func (c *client) listShape(ctx context.Context, i int) error {
+	if c.cfg.API != "graphql" {
+		return c.do(ctx, http.MethodGet, "/procedures?limit="+strconv.Itoa(c.cfg.PageSize)+restShapes[i], nil, nil)
+	}
+	vars := map[string]any{"first": c.cfg.PageSize}
+	switch i {
+	case 1:
+		if c.page2 != "" {
+			vars["after"] = c.page2
+		}
+	case 2:
+		vars["filter"] = map[string]any{"state": "IN_PROGRESS"}
+	case 3:
+		vars["orderBy"] = map[string]any{"field": "DUE_AT", "direction": "ASC"}
+	case 4:
+		vars["filter"] = map[string]any{"priority": "HIGH"}
+	}
+	return c.graphql(ctx, loadShapeQuery, vars, nil)
+}
+
+// secondPage returns the GraphQL cursor after the first page of PageSize.
+func (c *client) secondPage(ctx context.Context) (string, error) {
+	var out struct {
+		Procedures struct{ PageInfo struct{ EndCursor *string } }
+	}
+	if err := c.graphql(ctx, `query P($first: Int!) { procedures(first: $first) { pageInfo { endCursor } } }`,
+		map[string]any{"first": c.cfg.PageSize}, &out); err != nil {
+		return "", fmt.Errorf("load: reading the first page's cursor: %w", err)
+	}
+	if out.Procedures.PageInfo.EndCursor == nil {
+		return "", nil
+	}
+	return *out.Procedures.PageInfo.EndCursor, nil
+}
+
+// samplePool pages through the newest procedures (REST, 100 a page) until it
+// holds Pool of them with a shortId, or the workspace has no more.
+func (c *client) samplePool(ctx context.Context) ([]*target, error) {
+	var pool []*target
+	for page := 1; len(pool) < c.cfg.Pool; page++ {
+		var out struct {
+			Data []struct {
+				ShortID  *string `json:"shortId"`
+				Priority string  `json:"priority"`
+			}
+		}
+		if err := c.do(ctx, http.MethodGet, "/procedures?limit=100&page="+strconv.Itoa(page), nil, &out); err != nil {
+			return nil, fmt.Errorf("load: sampling procedures (page %d): %w", page, err)
+		}
+		for _, d := range out.Data {
+			if d.ShortID != nil && len(pool) < c.cfg.Pool {
+				pool = append(pool, &target{shortID: *d.ShortID, priority: d.Priority})
+			}
+		}
+		if len(out.Data) < 100 {
+			break
+		}
+	}
+	if len(pool) == 0 {
+		return nil, errors.New("load: the workspace has no procedures to update; seed it first")
+	}
+	return pool, nil
+}
+
+var priorities = []string{"LOW", "MEDIUM", "HIGH"}
+
+// otherPriority picks a priority other than p, so that every update changes
+// the procedure.
+func otherPriority(rng *rand.Rand, p string) string {
+	for {
+		if q := priorities[rng.IntN(len(priorities))]; q != p {
+			return q
+		}
+	}
+}
+
+// update sets the priority of the procedure with shortID.
+func (c *client) update(ctx context.Context, shortID, priority, key string) error {
+	if c.cfg.API == "graphql" {
+		var out struct{ UpdateProcedure *struct{ Priority string } }
+		err := c.graphqlKeyed(ctx, key, `mutation U($id: ID!, $in: UpdateProcedureInput!) { updateProcedure(id: $id, input: $in) { priority } }`,
+			map[string]any{"id": shortID, "in": map[string]any{"priority": priority}}, &out)
+		if err == nil && (out.UpdateProcedure == nil || out.UpdateProcedure.Priority != priority) {
+			return &apiError{status: 200, code: "wrong_result"}
+		}
+		return err
+	}
+	var out struct{ Priority string }
+	err := c.doKeyed(ctx, http.MethodPut, "/procedures/"+url.PathEscape(shortID), key, map[string]any{"priority": priority}, &out)
+	if err == nil && out.Priority != priority {
+		return &apiError{status: 200, code: "wrong_result"}
+	}
+	return err
+}
+
+// priorityOf reads the procedure's priority through the run's API.
+func (c *client) priorityOf(ctx context.Context, shortID string) (string, error) {
+	if c.cfg.API == "graphql" {
+		var out struct{ Procedure *struct{ Priority string } }
+		if err := c.graphql(ctx, `query G($id: ID!) { procedure(id: $id) { priority } }`, map[string]any{"id": shortID}, &out); err != nil {
+			return "", err
+		}
+		if out.Procedure == nil {
+			return "", &apiError{status: 200, code: "not_found"}
+		}
+		return out.Procedure.Priority, nil
+	}
+	var out struct{ Priority string }
+	err := c.do(ctx, http.MethodGet, "/procedures/"+url.PathEscape(shortID), nil, &out)
+	return out.Priority, err
+}
+
+// verifyUpdates checks, for every procedure of the pool the run wrote to,
+// that the API returns its last acknowledged priority (or, when updates
+// after it were never acknowledged, one of theirs: they may have run). Each
+// procedure had one writer, so its last acknowledged write is known.
+func (c *client) verifyUpdates(ctx context.Context, pool []*target) (ok bool, checked, uncertain int, notes []string) {
+	for _, t := range pool {
+		if !t.written {
+			continue
+		}
+		checked++
+		if len(t.pending) > 0 {
+			uncertain++
+		}
+		got, err := c.priorityOf(ctx, t.shortID)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("update %s: read failed: %v", t.shortID, err))
+			continue
+		}
+		if got != t.priority && !slices.Contains(t.pending, got) {
+			notes = append(notes, fmt.Sprintf("update %s: priority %s, last acknowledged %s (unacknowledged after it: %v)", t.shortID, got, t.priority, t.pending))
+		}
+	}
+	return len(notes) == 0, checked, uncertain, notes
 }

@@ -9,6 +9,9 @@
 #   PROCEDURES=10000 NOISE=0 bash bench/measure.sh
 #   CACHES=0 bash bench/measure.sh           # only without the response cache
 #   SERVE_ARGS="--db-prepare" bash bench/measure.sh   # extra serve flags
+#   MIX=update WRITE_RATIOS="0 0.01 0.10" bash bench/measure.sh
+#       # the realistic mix: reads over five list shapes, writes changing the
+#       # priority of existing procedures; a row per (ratio, clients)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROCEDURES=${PROCEDURES:-100000}
@@ -19,6 +22,8 @@ CACHES=${CACHES:-"64 0"}   # response cache sizes (MB) to measure; 0 = off
 CLIENTS=${CLIENTS:-"16 64"}
 APIS=${APIS:-"rest graphql"}
 PG=${PG:-postgres://postgres@127.0.0.1:5432}
+MIX=${MIX:-}                       # "update": the realistic read/update mix
+WRITE_RATIOS=${WRITE_RATIOS:-"0 0.01 0.10"}   # with MIX=update
 DB=procsvc_measure_$$
 SERVER=
 ADDR=127.0.0.1:18300
@@ -44,12 +49,38 @@ pg_ticks() {
 }
 hz=$(getconf CLK_TCK)
 
-printf '| cache | api | clients | req/s | p50 | p90 | p99 | procsvc CPU ms/req | PostgreSQL CPU ms/req | errors |\n|---|---|---|---|---|---|---|---|---|---|\n'
+if [ "$MIX" = update ]; then
+  printf '| cache | api | write ratio | clients | reads/s | writes/s | read p50 | read p99 | write p99 | procsvc CPU ms/req | PostgreSQL CPU ms/req | errors | verification |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+else
+  printf '| cache | api | clients | req/s | p50 | p90 | p99 | procsvc CPU ms/req | PostgreSQL CPU ms/req | errors |\n|---|---|---|---|---|---|---|---|---|---|\n'
+fi
 for cache in $CACHES; do
 PROCSVC_LOG_LEVEL=warn "$BIN" serve --addr "$ADDR" --response-cache-mb "$cache" --rate-limit 0 ${SERVE_ARGS:-} 2>/dev/null &
 SERVER=$!
 for _ in $(seq 1 50); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.2; done
 for api in $APIS; do
+  if [ "$MIX" = update ]; then
+    for ratio in $WRITE_RATIOS; do
+      for c in $CLIENTS; do
+        "$BIN" bench load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration 2s --mix update >/dev/null
+        a0=$(ticks $SERVER); p0=$(pg_ticks)
+        # a failed verification exits non-zero: keep the row, show it
+        out=$("$BIN" bench load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration "$DURATION" --mix update --write-ratio "$ratio") || true
+        a1=$(ticks $SERVER); p1=$(pg_ticks)
+        n=$(echo "$out" | sed -n 's/^requests=\([0-9]*\).*/\1/p')
+        rps=$(echo "$out" | sed -n 's/.*reads\/s=\([0-9.]*\).*/\1/p'); wps=$(echo "$out" | sed -n 's/.*writes\/s=\([0-9.]*\).*/\1/p')
+        rp50=$(echo "$out" | sed -n 's/.*read_p50=\([^ ]*\).*/\1/p'); rp99=$(echo "$out" | sed -n 's/.*read_p99=\([^ ]*\).*/\1/p')
+        wp99=$(echo "$out" | sed -n 's/.*write_p99=\([^ ]*\).*/\1/p')
+        errs=$(echo "$out" | grep '^errors\[' | tr '\n' ' ' || true)
+        verify=$(echo "$out" | sed -n 's/.*verification=\([A-Z]*\).*/\1/p')
+        app=$(awk -v d=$((a1 - a0)) -v n="${n:-0}" -v hz="$hz" 'BEGIN { printf "%.2f", n ? d * 1000 / hz / n : 0 }')
+        pg=$(awk -v d=$((p1 - p0)) -v n="${n:-0}" -v hz="$hz" 'BEGIN { printf "%.2f", n ? d * 1000 / hz / n : 0 }')
+        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$([ "$cache" = 0 ] && echo off || echo "${cache} MB")" "$api" "$ratio" "$c" \
+          "$rps" "$wps" "$rp50" "$rp99" "$wp99" "$app" "$pg" "${errs:-0}" "${verify:--}"
+      done
+    done
+    continue
+  fi
   for c in $CLIENTS; do
     # warm the caches and connections, then measure
     "$BIN" bench load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration 2s >/dev/null

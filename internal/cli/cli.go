@@ -459,7 +459,7 @@ func benchSeed(ctx context.Context, args []string, env Env) error {
 
 func benchLoad(ctx context.Context, args []string, env Env) error {
 	cfg := bench.LoadConfig{URL: "http://127.0.0.1:8080", Clients: 16, Duration: 10 * time.Second, API: "rest", PageSize: 50}
-	fs := command("procsvc bench load", "Drives a running procsvc with concurrent clients listing procedures (and, with\n--write-ratio, creating and deleting them), then prints req/s, latency percentiles and\nerrors by code, and verifies every acknowledged create and delete.", env)
+	fs := command("procsvc bench load", "Drives a running procsvc with concurrent clients listing procedures (and, with\n--write-ratio, creating and deleting them, or with --mix update changing their priority),\nthen prints req/s, latency percentiles and errors by code, and verifies every acknowledged write.", env)
 	fs.StringVar(&cfg.URL, "url", cfg.URL, "server base URL (loopback only in shared environments)")
 	fs.StringVar(&cfg.Token, "token", env.Getenv("PROCSVC_TOKEN"), "bearer token (env PROCSVC_TOKEN)")
 	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "concurrent clients")
@@ -472,6 +472,8 @@ func benchLoad(ctx context.Context, args []string, env Env) error {
 	fs.IntVar(&cfg.Retries, "retries", 0, "send a request again, up to this many times, after a client timeout, a transport error, a 503 or a 409 in progress (writes only with --idempotency-keys)")
 	fs.DurationVar(&cfg.RetryBackoff, "retry-backoff", 10*time.Millisecond, "pause before the first retry, doubled for each next one up to 1s, with jitter")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", 0, "client-side timeout of each attempt (0: 30s); a tiny one injects timeouts")
+	fs.StringVar(&cfg.Mix, "mix", bench.MixCreate, "create: writes create and delete procedures of the run's own, reads list one page;\nupdate: the realistic mix, reads spread over five list shapes (first page, second page, state,\ndueAt ascending, priority) and writes change the priority of existing procedures")
+	fs.IntVar(&cfg.Pool, "pool", 500, "--mix update: existing procedures sampled at start to update, split between the clients")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
