@@ -180,6 +180,11 @@ func (c *Config) validate() error {
 	if c.IdempotencyKeyTTL < time.Minute || c.IdempotencyKeyTTL > 30*24*time.Hour {
 		errs = append(errs, fmt.Errorf("invalid Idempotency-Key TTL %s: use 1m to 720h (--idempotency-key-ttl, PROCSVC_IDEMPOTENCY_KEY_TTL)", c.IdempotencyKeyTTL))
 	}
+	if c.WriteTimeout > 0 && c.IdempotencyKeyTTL <= c.WriteTimeout {
+		// A key must outlive the execution it guards: its row is taken
+		// over once older than the write timeout.
+		errs = append(errs, fmt.Errorf("--idempotency-key-ttl (PROCSVC_IDEMPOTENCY_KEY_TTL, %s) must be longer than --write-timeout (PROCSVC_WRITE_TIMEOUT, %s)", c.IdempotencyKeyTTL, c.WriteTimeout))
+	}
 	if c.DBMaxConns < 0 || c.DBMaxConns > 1000 {
 		errs = append(errs, fmt.Errorf("invalid pool size %d: use 0 to 1000 (--db-max-conns, PROCSVC_DB_MAX_CONNS)", c.DBMaxConns))
 	}

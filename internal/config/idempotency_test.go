@@ -37,6 +37,15 @@ func TestIdempotencyKeyTTLSetting(t *testing.T) {
 			t.Errorf("%s: %s, %v; want %s", tc.name, c.IdempotencyKeyTTL, err, tc.want)
 		}
 	}
+	// The TTL must be longer than the write timeout (the lock timeout of
+	// a key in progress).
+	if _, err := load([]string{"--idempotency-key-ttl", "2m", "--write-timeout", "2m"}, nil); err == nil ||
+		!strings.Contains(err.Error(), "--idempotency-key-ttl") || !strings.Contains(err.Error(), "--write-timeout") {
+		t.Errorf("a TTL equal to the write timeout: %v, want a refusal naming both settings", err)
+	}
+	if _, err := load([]string{"--idempotency-key-ttl", "2m", "--write-timeout", "1m"}, nil); err != nil {
+		t.Errorf("a TTL longer than the write timeout: %v", err)
+	}
 	for _, bad := range []string{"10s", "721h", "-1h"} {
 		if _, err := load([]string{"--idempotency-key-ttl", bad}, nil); err == nil || !strings.Contains(err.Error(), "--idempotency-key-ttl") {
 			t.Errorf("%s: %v, want a refusal naming the setting", bad, err)

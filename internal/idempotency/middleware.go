@@ -8,12 +8,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"regexp"
 	"time"
 
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
 
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/middleware"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
@@ -36,9 +38,32 @@ const graphqlPath = "/graphql"
 // executor's own token limit (graph.MaxTokens; a test holds them equal).
 const maxTokens = 15_000
 
-// maxStoredBody bounds a recorded response. A larger one is not recorded and
-// releases its key (no write of procsvc answers anything near it).
-const maxStoredBody = 16 << 20
+// MaxStoredBody bounds a recorded response body, in bytes (1 MiB). A larger
+// response is answered in full but not kept: its key is completed with a
+// marker, and a retry is answered 409 conflict (see errTooLarge) rather
+// than running the write again. The recorder stops buffering past it.
+const MaxStoredBody = 1 << 20
+
+// secretFields are the GraphQL root fields whose result carries a bearer
+// secret (CreateTokenPayload.secret). Their response is never kept (secrets
+// are stored only as SHA-256 hashes): the key is completed with a marker,
+// and a retry is answered 409 conflict (see errHeldSecret). A response
+// holding a string shaped like a secret (auth.SecretPrefix followed by 43
+// base64url characters) is not kept either, whatever ran: a persisted query
+// sent by hash alone does not show its root fields.
+var secretFields = map[string]bool{"createToken": true}
+
+// secretShape matches a bearer secret as a JSON string.
+var secretShape = regexp.MustCompile(`"` + auth.SecretPrefix + `[A-Za-z0-9_-]{43}"`)
+
+// handlerMargin is the share of the lock timeout by which a keyed request's
+// handler must be done before its claim may be taken over (10%, at most
+// maxHandlerMargin): the outcome is recorded before another request can
+// take the key over and run the write again.
+const (
+	handlerMargin    = 10
+	maxHandlerMargin = 5 * time.Second
+)
 
 // recordTimeout bounds recording an outcome, which runs even when the
 // request's own context has ended.
@@ -75,21 +100,30 @@ func (s *Store) Middleware(writeErr middleware.ErrorWriter) func(http.Handler) h
 				return
 			}
 			body, ok := readBody(r)
-			if !ok || (graphql && !runsMutation(body)) {
+			if !ok {
 				next.ServeHTTP(w, r)
 				return
+			}
+			secret := false
+			if graphql {
+				var mutation bool
+				mutation, secret = inspect(body)
+				if !mutation {
+					next.ServeHTTP(w, r)
+					return
+				}
 			}
 			key, err := checkKey(values)
 			if err != nil {
 				writeErr(w, r, err)
 				return
 			}
-			s.serve(w, r, next, writeErr, key, fingerprint(v, r, body), graphql)
+			s.serve(w, r, next, writeErr, key, fingerprint(v, r, body), graphql, secret)
 		})
 	}
 }
 
-func (s *Store) serve(w http.ResponseWriter, r *http.Request, next http.Handler, writeErr middleware.ErrorWriter, key, fp string, graphql bool) {
+func (s *Store) serve(w http.ResponseWriter, r *http.Request, next http.Handler, writeErr middleware.ErrorWriter, key, fp string, graphql, secret bool) {
 	// The claim is not cut short by the client leaving: an INSERT that
 	// committed while its caller gave up would hold the key until the lock
 	// timeout.
@@ -107,27 +141,38 @@ func (s *Store) serve(w http.ResponseWriter, r *http.Request, next http.Handler,
 		writeReplay(w, replay)
 		return
 	}
-	rec := &recorder{ResponseWriter: w}
+	rec := &recorder{ResponseWriter: w, max: s.maxBody}
 	finished := false
 	defer func() {
 		// A panic (answered by the server's recovery) releases the key.
 		if !finished {
-			s.finish(r.Context(), claim, rec, graphql, true)
+			s.finish(r.Context(), claim, rec, graphql, secret, true)
 		}
 	}()
-	ctx, cancel := context.WithDeadline(context.WithoutCancel(r.Context()), claim.Deadline())
+	// The handler must be over a margin before the claim may be taken
+	// over, leaving time to record its outcome: a takeover never races a
+	// commit.
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(r.Context()), claim.Deadline().Add(-s.handlerMargin()))
 	defer cancel()
 	next.ServeHTTP(rec, r.WithContext(ctx))
 	finished = true
-	s.finish(r.Context(), claim, rec, graphql, false)
+	s.finish(r.Context(), claim, rec, graphql, secret, false)
+}
+
+// handlerMargin is how long before its claim's deadline a keyed handler's
+// context ends.
+func (s *Store) handlerMargin() time.Duration {
+	return min(s.lockTimeout*handlerMargin/100, maxHandlerMargin)
 }
 
 // finish records the execution's response, or releases the key when the
 // request failed in a way a retry may overcome: a 5xx (every write is one
 // transaction, rolled back on failure), a 429 (not executed), a GraphQL
 // response with such an error and nothing written (see replayable), or a
-// panic.
-func (s *Store) finish(reqCtx context.Context, claim *Claim, rec *recorder, graphql, panicked bool) {
+// panic. A response that is kept for replay but holds a secret, or is over
+// MaxStoredBody, is not stored: the key is completed with a marker that
+// answers a retry 409 conflict.
+func (s *Store) finish(reqCtx context.Context, claim *Claim, rec *recorder, graphql, secret, panicked bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(reqCtx), recordTimeout)
 	defer cancel()
 	status := rec.status
@@ -139,10 +184,17 @@ func (s *Store) finish(reqCtx context.Context, claim *Claim, rec *recorder, grap
 		err  error
 		what = "record"
 	)
-	if panicked || rec.overflow || !replayable(status, rec.buf.Bytes(), graphql) {
+	switch {
+	case panicked || (!rec.overflow && !replayable(status, rec.buf.Bytes(), graphql)):
 		what = "release"
 		kept, err = claim.Release(ctx)
-	} else {
+	case rec.overflow:
+		// Too large to keep, and possibly committed (a 5xx or 429 is never
+		// this large): a retry must not run it again.
+		kept, err = claim.complete(ctx, Response{Status: status, ContentType: markerTooLarge, Body: []byte{}})
+	case secret || secretShape.Match(rec.buf.Bytes()):
+		kept, err = claim.complete(ctx, Response{Status: status, ContentType: markerSecret, Body: []byte{}})
+	default:
 		kept, err = claim.Complete(ctx, Response{Status: status, ContentType: rec.contentType, ETag: rec.etag, Body: rec.buf.Bytes()})
 	}
 	switch {
@@ -272,13 +324,17 @@ type readCloser struct {
 	io.Closer
 }
 
-// fingerprint identifies "the same request": the same member sending the
-// same method, path with query, and body. Another member of the workspace
-// reusing a key is a different request (409), never a replay of a
-// response it might not be allowed to see.
+// fingerprint identifies "the same request": the same member, in the same
+// role, sending the same method, path with query, and body. Another member
+// of the workspace reusing a key is a different request (409), never a
+// replay of a response it might not be allowed to see; so is the same
+// member after a change of role (a response made under the old role is
+// never replayed).
 func fingerprint(v *viewer.Viewer, r *http.Request, body []byte) string {
 	h := sha256.New()
 	h.Write(v.MemberID[:])
+	h.Write([]byte(v.Role))
+	h.Write([]byte{0})
 	h.Write([]byte(r.Method))
 	h.Write([]byte{0})
 	h.Write([]byte(r.URL.RequestURI()))
@@ -287,22 +343,30 @@ func fingerprint(v *viewer.Viewer, r *http.Request, body []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// runsMutation reports whether a GraphQL POST body may run a mutation: its
+// runsMutation reports whether a GraphQL POST body may run a mutation (see
+// inspect).
+func runsMutation(body []byte) bool {
+	m, _ := inspect(body)
+	return m
+}
+
+// inspect reports whether a GraphQL POST body may run a mutation: its
 // selected operation is one, or cannot be known before the executor (a
 // persisted query sent by hash alone, a document that does not parse, an
-// operation name that matches nothing). The transport guard has already
-// checked that the body is one JSON object.
-func runsMutation(body []byte) bool {
+// operation name that matches nothing); and whether that mutation selects
+// a root field of secretFields (through fragments too). The transport guard
+// has already checked that the body is one JSON object.
+func inspect(body []byte) (mutation, secret bool) {
 	var req struct {
 		Query         string `json:"query"`
 		OperationName string `json:"operationName"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil || req.Query == "" {
-		return true
+		return true, false
 	}
 	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: req.Query}, maxTokens)
 	if err != nil {
-		return true
+		return true, false
 	}
 	var op *ast.OperationDefinition
 	switch {
@@ -311,7 +375,40 @@ func runsMutation(body []byte) bool {
 	case len(doc.Operations) == 1:
 		op = doc.Operations[0]
 	}
-	return op == nil || op.Operation == ast.Mutation
+	if op == nil {
+		return true, false
+	}
+	if op.Operation != ast.Mutation {
+		return false, false
+	}
+	return true, selectsSecret(doc, op.SelectionSet, map[string]bool{})
+}
+
+// selectsSecret reports whether set selects a field of secretFields,
+// directly or through inline fragments and fragment spreads (seen guards
+// against cycles, which the validator refuses anyway).
+func selectsSecret(doc *ast.QueryDocument, set ast.SelectionSet, seen map[string]bool) bool {
+	for _, sel := range set {
+		switch sel := sel.(type) {
+		case *ast.Field:
+			if secretFields[sel.Name] {
+				return true
+			}
+		case *ast.InlineFragment:
+			if selectsSecret(doc, sel.SelectionSet, seen) {
+				return true
+			}
+		case *ast.FragmentSpread:
+			if seen[sel.Name] {
+				continue
+			}
+			seen[sel.Name] = true
+			if f := doc.Fragments.ForName(sel.Name); f != nil && selectsSecret(doc, f.SelectionSet, seen) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // recorder passes the response through and keeps what a replay needs.
@@ -321,6 +418,7 @@ type recorder struct {
 	contentType string
 	etag        string
 	buf         bytes.Buffer
+	max         int
 	overflow    bool
 }
 
@@ -338,7 +436,7 @@ func (r *recorder) Write(b []byte) (int, error) {
 		r.WriteHeader(http.StatusOK)
 	}
 	if !r.overflow {
-		if r.buf.Len()+len(b) > maxStoredBody {
+		if r.buf.Len()+len(b) > r.max {
 			r.overflow = true
 			r.buf = bytes.Buffer{}
 		} else {

@@ -8,8 +8,10 @@
 // (workspace, key) index makes concurrent duplicates execute once. The row is
 // then completed with the response, or deleted when the write failed in a way
 // a retry may overcome (a 5xx, a 429), so that a key is never locked by a
-// failure. A row left in progress by a process that died is taken over once
-// it is older than the lock timeout. Rows expire after the TTL and are purged
+// failure. A response that may not or cannot be stored (it holds a secret,
+// or is over MaxStoredBody) completes the row with a marker instead, and a
+// retry is answered 409 conflict. A row left in progress by a process that
+// died is taken over once it is older than the lock timeout. Rows expire after the TTL and are purged
 // in small batches in the background (StartPurger); lookups ignore expired rows.
 package idempotency
 
@@ -49,6 +51,8 @@ type Options struct {
 	// taken over by the next request with its key. Use the request
 	// timeout.
 	LockTimeout time.Duration
+	// MaxBody bounds a stored response body (0: MaxStoredBody).
+	MaxBody int
 	// Log receives failures to record an outcome (nil: discarded).
 	Log *slog.Logger
 	// Purged, if set, is told the outcome of each background purge
@@ -61,13 +65,17 @@ type Store struct {
 	client      *ent.Client
 	ttl         time.Duration
 	lockTimeout time.Duration
+	maxBody     int
 	log         *slog.Logger
 	purged      func(deleted int, err error)
 }
 
 // New returns a Store over client.
 func New(client *ent.Client, o Options) *Store {
-	s := &Store{client: client, ttl: o.TTL, lockTimeout: o.LockTimeout, log: o.Log, purged: o.Purged}
+	s := &Store{client: client, ttl: o.TTL, lockTimeout: o.LockTimeout, maxBody: o.MaxBody, log: o.Log, purged: o.Purged}
+	if s.maxBody <= 0 {
+		s.maxBody = MaxStoredBody
+	}
 	if s.ttl <= 0 {
 		s.ttl = DefaultTTL
 	}
@@ -106,6 +114,7 @@ func (c *Claim) Deadline() time.Time { return c.deadline }
 var (
 	errInProgress = errors.New("idempotency: key in progress")
 	errKeyReused  = errors.New("idempotency: key reused for a different request")
+	errNotKept    = errors.New("idempotency: the first response was not kept")
 )
 
 // keyReused is the 409 answered when a key comes back with a different
@@ -123,6 +132,25 @@ func inProgress() error {
 		Message: "a request with this " + Header + " is still in progress",
 		Fields:  []apperr.FieldError{{Field: Header, Message: "a request with this key is still in progress; retry shortly"}},
 		Err:     errInProgress}
+}
+
+// The markers stored as a completed row's content type, with an empty body,
+// when its response was not kept; a retry is answered 409 conflict.
+const (
+	markerSecret   = "procsvc/not-kept; reason=secret"
+	markerTooLarge = "procsvc/not-kept; reason=too-large"
+)
+
+// notKept is the 409 answered to a retry whose first response was not kept
+// (see the markers).
+func notKept(marker string) error {
+	msg := "the first response was too large to keep; fetch the record instead"
+	if marker == markerSecret {
+		msg = "the response held a secret and was not kept; list tokens to find the one created"
+	}
+	return &apperr.Error{Code: apperr.Conflict, Message: msg,
+		Fields: []apperr.FieldError{{Field: Header, Message: "already used; its response was not kept"}},
+		Err:    errNotKept}
 }
 
 // IsInProgress reports whether err refused a claim because the first request
@@ -178,6 +206,8 @@ func (s *Store) Claim(ctx context.Context, key, fingerprint string) (*Claim, *Re
 			// Expired and not purged yet: as if absent.
 		case row.Fingerprint != fingerprint:
 			return nil, nil, keyReused()
+		case row.State == idempotencykey.StateCompleted && (row.ContentType == markerSecret || row.ContentType == markerTooLarge):
+			return nil, nil, notKept(row.ContentType)
 		case row.State == idempotencykey.StateCompleted:
 			return nil, &Response{Status: row.Status, ContentType: row.ContentType, ETag: row.Etag, Body: row.Body}, nil
 		case row.LockedAt.Add(s.lockTimeout).After(t):
@@ -211,8 +241,20 @@ func (s *Store) claim(id int, owner string, lockedAt time.Time) *Claim {
 }
 
 // Complete records resp as the key's response. It returns false when the
-// claim was lost (taken over after the lock timeout).
+// claim was lost (taken over after the lock timeout). A body over the
+// store's limit, or a content type that is one of the markers, is not
+// stored: the key is completed with the matching marker instead.
 func (c *Claim) Complete(ctx context.Context, resp Response) (bool, error) {
+	switch {
+	case len(resp.Body) > c.s.maxBody:
+		resp = Response{Status: resp.Status, ContentType: markerTooLarge}
+	case resp.ContentType == markerSecret || resp.ContentType == markerTooLarge:
+		resp = Response{Status: resp.Status, ContentType: resp.ContentType}
+	}
+	return c.complete(ctx, resp)
+}
+
+func (c *Claim) complete(ctx context.Context, resp Response) (bool, error) {
 	n, err := c.s.client.IdempotencyKey.Update().
 		Where(idempotencykey.ID(c.id), idempotencykey.Owner(c.owner)).
 		SetState(idempotencykey.StateCompleted).SetStatus(resp.Status).
