@@ -3,7 +3,6 @@ package auth_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -61,38 +60,6 @@ func open(t *testing.T, dialect string) (db *database.DB, driverName, dsn string
 	return db, driverName, dsn
 }
 
-// holdWorkspace makes another client hold what every write of the
-// workspace needs (its row lock; SQLite's write lock) in a transaction left
-// open, and returns what ends it.
-func holdWorkspace(t *testing.T, driverName, dsn, workspaceID string) (release func()) {
-	t.Helper()
-	ctx := context.Background()
-	other, err := sql.Open(driverName, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close() })
-	conn, err := other.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := []string{"BEGIN IMMEDIATE"}
-	if driverName == "postgres" {
-		stmts = []string{"BEGIN", "UPDATE workspaces SET version = version WHERE id = '" + workspaceID + "'"}
-	}
-	for _, s := range stmts {
-		if _, err := conn.ExecContext(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return func() {
-		if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
-			t.Fatal(err)
-		}
-		conn.Close()
-	}
-}
-
 // TestTokenUseNeverWaitsForAWorkspaceLock: a transaction left open on the
 // workspace (its row lock on PostgreSQL, the write lock on SQLite) used to
 // hold up every request whose token was due a lastUsedAt write, until the
@@ -127,7 +94,7 @@ func TestTokenUseNeverWaitsForAWorkspaceLock(t *testing.T) {
 			a := auth.New(db, auth.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 			header := "Bearer " + b.Secret
 
-			release := holdWorkspace(t, driverName, dsn, b.Workspace.ID.String())
+			release := dbtest.HoldWorkspace(t, driverName, dsn, b.Workspace.ID.String())
 			v, err := a.Authenticate(ctx, header)
 			if err != nil {
 				t.Fatalf("authentication behind a held workspace lock: %v", err)

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -230,35 +229,6 @@ func TestLockTimeoutIsUnavailable(t *testing.T) {
 	}
 }
 
-// terminateBackends ends every other session of the database named by
-// rawURL, as an operator or a failover does, and waits until they are gone.
-func terminateBackends(t *testing.T, rawURL string) {
-	t.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := strings.TrimPrefix(u.Path, "/")
-	admin := session(t, "postgres", rawURL)
-	ctx, cancel := context.WithTimeout(context.Background(), guard)
-	defer cancel()
-	if _, err := admin.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE datname = $1 AND pid <> pg_backend_pid()`, name); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		var left int
-		if err := admin.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = $1 AND pid <> pg_backend_pid()`, name).Scan(&left); err != nil {
-			t.Fatalf("waiting for the backends to exit: %v", err)
-		}
-		if left == 0 {
-			break
-		}
-	}
-	admin.Close()
-}
-
 // warmPool leaves n idle connections in db's pool.
 func warmPool(t *testing.T, db *database.DB, n int) {
 	t.Helper()
@@ -294,7 +264,7 @@ func TestPingAfterBackendsTerminated(t *testing.T) {
 		db.SQL.SetMaxIdleConns(0)
 		db.SQL.SetMaxIdleConns(pool)
 		warmPool(t, db, pool)
-		terminateBackends(t, rawURL)
+		dbtest.TerminateBackends(t, rawURL)
 		ctx, cancel := context.WithTimeout(context.Background(), guard)
 		if err := db.Ping(ctx); err != nil {
 			t.Fatalf("round %d: Ping after the backends were terminated: %v", round, err)
@@ -339,7 +309,7 @@ func TestQueriesAfterBackendsTerminated(t *testing.T) {
 		db.SQL.SetMaxIdleConns(0)
 		db.SQL.SetMaxIdleConns(pool)
 		warmPool(t, db, pool)
-		terminateBackends(t, rawURL)
+		dbtest.TerminateBackends(t, rawURL)
 		var wg sync.WaitGroup
 		errs := make([]error, pool)
 		for i := range pool {

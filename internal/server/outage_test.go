@@ -158,14 +158,6 @@ func (p *tcpProxy) URL(t *testing.T, rawURL string) string {
 	return u.String()
 }
 
-func needPostgres(t *testing.T) {
-	t.Helper()
-	dbtest.Dialects(t) // fails under CI=true without PostgreSQL
-	if os.Getenv(dbtest.EnvPostgres) == "" {
-		t.Skipf("%s is not set", dbtest.EnvPostgres)
-	}
-}
-
 // hostOf returns the host:port of a database URL.
 func hostOf(t *testing.T, rawURL string) string {
 	t.Helper()
@@ -343,39 +335,6 @@ func wantResolverUnavailable(t *testing.T, what string, a answer) {
 	wantNoLeak(t, what, a)
 }
 
-// terminateBackends ends every other session of the database named by
-// rawURL, through a direct connection, and waits until they are gone.
-func terminateBackends(t *testing.T, rawURL string) {
-	t.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := sql.Open("postgres", rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	admin.SetMaxOpenConns(1)
-	ctx, cancel := context.WithTimeout(context.Background(), faultGuard)
-	defer cancel()
-	name := strings.TrimPrefix(u.Path, "/")
-	if _, err := admin.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE datname = $1 AND pid <> pg_backend_pid()`, name); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		var left int
-		if err := admin.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = $1 AND pid <> pg_backend_pid()`, name).Scan(&left); err != nil {
-			t.Fatalf("waiting for the backends to exit: %v", err)
-		}
-		if left == 0 {
-			return
-		}
-	}
-}
-
 // fillPool leaves n idle connections in db's pool.
 func fillPool(t *testing.T, db *database.DB, n int) {
 	t.Helper()
@@ -398,7 +357,7 @@ func fillPool(t *testing.T, db *database.DB, n int) {
 // in a row. When the database is unreachable it answers 503, and 200 again
 // once it is back, without a restart.
 func TestReadinessFollowsTheDatabase(t *testing.T) {
-	needPostgres(t)
+	dbtest.NeedPostgres(t)
 	const pool = 20
 	rawURL := dbtest.CreatePostgres(t)
 	migrated(t, rawURL, database.Options{})
@@ -408,7 +367,7 @@ func TestReadinessFollowsTheDatabase(t *testing.T) {
 
 	for round := range 2 {
 		fillPool(t, db, pool)
-		terminateBackends(t, rawURL)
+		dbtest.TerminateBackends(t, rawURL)
 		for i := range pool {
 			if a := e.do(t, "GET", "/readyz", "", nil); a.status != http.StatusOK {
 				t.Fatalf("round %d: /readyz #%d after the backends were terminated (PostgreSQL up): %d %s", round, i+1, a.status, a.body)
@@ -466,38 +425,6 @@ func TestClosedDatabaseAnswers503(t *testing.T) {
 	})
 }
 
-// holdWorkspace makes another client hold what every write of the
-// workspace needs (its row lock on PostgreSQL, the write lock on SQLite) in
-// a transaction left open, until the returned function ends it.
-func holdWorkspace(t *testing.T, driverName, dsn, workspaceID string) (release func()) {
-	t.Helper()
-	ctx := context.Background()
-	other, err := sql.Open(driverName, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close() })
-	conn, err := other.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := []string{"BEGIN IMMEDIATE"}
-	if driverName == "postgres" {
-		stmts = []string{"BEGIN", "UPDATE workspaces SET version = version WHERE id = '" + workspaceID + "'"}
-	}
-	for _, s := range stmts {
-		if _, err := conn.ExecContext(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return func() {
-		if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
-			t.Fatal(err)
-		}
-		conn.Close()
-	}
-}
-
 // TestHeldLockAnswers503: a transaction left open on the workspace used to
 // hang every write (59 s, until the request's deadline) and every request
 // whose token was due a lastUsedAt write. Now writes fail after the lock
@@ -541,7 +468,7 @@ func TestHeldLockAnswers503(t *testing.T) {
 			if a := e.do(t, "GET", "/procedures?limit=5", e.ws.MemberToken, nil); a.status != http.StatusOK {
 				t.Fatalf("before the lock: %d %s", a.status, a.body)
 			}
-			release := holdWorkspace(t, c.driverName, c.dsn, e.ws.ID)
+			release := dbtest.HoldWorkspace(t, c.driverName, c.dsn, e.ws.ID)
 
 			a := e.do(t, "POST", "/procedures", e.ws.MemberToken, e.procBody("behind a lock"))
 			want503(t, "REST write behind a held lock", a)
@@ -593,7 +520,7 @@ const (
 // answered 200 is stored (read back directly, not through the proxy); and
 // service resumes within 5 s of the restore.
 func TestOutageUnderLoad(t *testing.T) {
-	needPostgres(t)
+	dbtest.NeedPostgres(t)
 	const (
 		workers      = 4
 		before       = 40   // answers before the cut

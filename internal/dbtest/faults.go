@@ -1,0 +1,90 @@
+package dbtest
+
+import (
+	"context"
+	"database/sql"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// faultGuard bounds how long a fault helper may wait on the database.
+const faultGuard = 30 * time.Second
+
+// NeedPostgres skips t when EnvPostgres is unset; under CI=true it fails
+// instead, like Dialects.
+func NeedPostgres(t testing.TB) {
+	t.Helper()
+	Dialects(t)
+	if os.Getenv(EnvPostgres) == "" {
+		t.Skipf("%s is not set", EnvPostgres)
+	}
+}
+
+// TerminateBackends ends every other session of the PostgreSQL database
+// named by rawURL, as an operator or a failover does, through a connection
+// of its own, and waits until they are gone.
+func TerminateBackends(t testing.TB, rawURL string) {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := sql.Open("postgres", rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	admin.SetMaxOpenConns(1)
+	ctx, cancel := context.WithTimeout(context.Background(), faultGuard)
+	defer cancel()
+	name := strings.TrimPrefix(u.Path, "/")
+	if _, err := admin.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = $1 AND pid <> pg_backend_pid()`, name); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		var left int
+		if err := admin.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = $1 AND pid <> pg_backend_pid()`, name).Scan(&left); err != nil {
+			t.Fatalf("waiting for the backends to exit: %v", err)
+		}
+		if left == 0 {
+			return
+		}
+	}
+}
+
+// HoldWorkspace makes another client hold what every write of the
+// workspace needs (its row lock on PostgreSQL, the write lock on SQLite) in
+// a transaction left open, until the returned function ends it.
+func HoldWorkspace(t testing.TB, driverName, dsn, workspaceID string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	other, err := sql.Open(driverName, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{"BEGIN IMMEDIATE"}
+	if driverName == "postgres" {
+		stmts = []string{"BEGIN", "UPDATE workspaces SET version = version WHERE id = '" + workspaceID + "'"}
+	}
+	for _, s := range stmts {
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func() {
+		if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+	}
+}
