@@ -61,17 +61,22 @@ func (l *slowWrites) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		l.mu.Unlock()
 	}
+	// The faulty requests' writes run to completion whatever the client
+	// does: on a loaded machine a write can outlast the client's timeout,
+	// and cancelling it would roll it back and release its key (so its
+	// retry would run afresh instead of replaying), which is not the fault
+	// these requests stand for.
 	switch {
 	case lose:
 		l.lost.Add(1)
-		l.next.ServeHTTP(httptest.NewRecorder(), r)
+		l.next.ServeHTTP(httptest.NewRecorder(), r.WithContext(context.WithoutCancel(r.Context())))
 		<-r.Context().Done() // the client timed out
 	case hold != nil:
 		l.delayed.Add(1)
 		l.next.ServeHTTP(&heldWriter{ResponseWriter: w, wait: func() {
 			<-r.Context().Done() // the client timed out
 			<-hold               // and its retry was answered
-		}}, r)
+		}}, r.WithContext(context.WithoutCancel(r.Context())))
 	case retryOfHeld != nil:
 		l.next.ServeHTTP(w, r)
 		close(retryOfHeld)

@@ -15,6 +15,7 @@ import (
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/internal/auth"
+	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/ids"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
@@ -159,6 +160,9 @@ func Seed(ctx context.Context, client *ent.Client, name, key string, s Shape, se
 		}
 	}
 	if err := flushComments(); err != nil {
+		return nil, err
+	}
+	if err := core.RebuildTallies(ctx, client, ws.ID); err != nil {
 		return nil, err
 	}
 	// Bump the version too: a server already running must not serve

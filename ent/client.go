@@ -21,9 +21,12 @@ import (
 	"github.com/procsvc/procsvc/ent/idempotencykey"
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/ent/proceduretally"
 	"github.com/procsvc/procsvc/ent/project"
 	"github.com/procsvc/procsvc/ent/token"
 	"github.com/procsvc/procsvc/ent/workspace"
+
+	stdsql "database/sql"
 )
 
 // Client is the client that holds all ent builders.
@@ -41,6 +44,8 @@ type Client struct {
 	Member *MemberClient
 	// Procedure is the client for interacting with the Procedure builders.
 	Procedure *ProcedureClient
+	// ProcedureTally is the client for interacting with the ProcedureTally builders.
+	ProcedureTally *ProcedureTallyClient
 	// Project is the client for interacting with the Project builders.
 	Project *ProjectClient
 	// Token is the client for interacting with the Token builders.
@@ -63,6 +68,7 @@ func (c *Client) init() {
 	c.IdempotencyKey = NewIdempotencyKeyClient(c.config)
 	c.Member = NewMemberClient(c.config)
 	c.Procedure = NewProcedureClient(c.config)
+	c.ProcedureTally = NewProcedureTallyClient(c.config)
 	c.Project = NewProjectClient(c.config)
 	c.Token = NewTokenClient(c.config)
 	c.Workspace = NewWorkspaceClient(c.config)
@@ -163,6 +169,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		IdempotencyKey: NewIdempotencyKeyClient(cfg),
 		Member:         NewMemberClient(cfg),
 		Procedure:      NewProcedureClient(cfg),
+		ProcedureTally: NewProcedureTallyClient(cfg),
 		Project:        NewProjectClient(cfg),
 		Token:          NewTokenClient(cfg),
 		Workspace:      NewWorkspaceClient(cfg),
@@ -190,6 +197,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		IdempotencyKey: NewIdempotencyKeyClient(cfg),
 		Member:         NewMemberClient(cfg),
 		Procedure:      NewProcedureClient(cfg),
+		ProcedureTally: NewProcedureTallyClient(cfg),
 		Project:        NewProjectClient(cfg),
 		Token:          NewTokenClient(cfg),
 		Workspace:      NewWorkspaceClient(cfg),
@@ -222,8 +230,8 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.Category, c.Comment, c.IdempotencyKey, c.Member, c.Procedure, c.Project,
-		c.Token, c.Workspace,
+		c.Category, c.Comment, c.IdempotencyKey, c.Member, c.Procedure,
+		c.ProcedureTally, c.Project, c.Token, c.Workspace,
 	} {
 		n.Use(hooks...)
 	}
@@ -233,8 +241,8 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.Category, c.Comment, c.IdempotencyKey, c.Member, c.Procedure, c.Project,
-		c.Token, c.Workspace,
+		c.Category, c.Comment, c.IdempotencyKey, c.Member, c.Procedure,
+		c.ProcedureTally, c.Project, c.Token, c.Workspace,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -253,6 +261,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Member.mutate(ctx, m)
 	case *ProcedureMutation:
 		return c.Procedure.mutate(ctx, m)
+	case *ProcedureTallyMutation:
+		return c.ProcedureTally.mutate(ctx, m)
 	case *ProjectMutation:
 		return c.Project.mutate(ctx, m)
 	case *TokenMutation:
@@ -1195,6 +1205,157 @@ func (c *ProcedureClient) mutate(ctx context.Context, m *ProcedureMutation) (Val
 	}
 }
 
+// ProcedureTallyClient is a client for the ProcedureTally schema.
+type ProcedureTallyClient struct {
+	config
+}
+
+// NewProcedureTallyClient returns a client for the ProcedureTally from the given config.
+func NewProcedureTallyClient(c config) *ProcedureTallyClient {
+	return &ProcedureTallyClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `proceduretally.Hooks(f(g(h())))`.
+func (c *ProcedureTallyClient) Use(hooks ...Hook) {
+	c.hooks.ProcedureTally = append(c.hooks.ProcedureTally, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `proceduretally.Intercept(f(g(h())))`.
+func (c *ProcedureTallyClient) Intercept(interceptors ...Interceptor) {
+	c.inters.ProcedureTally = append(c.inters.ProcedureTally, interceptors...)
+}
+
+// Create returns a builder for creating a ProcedureTally entity.
+func (c *ProcedureTallyClient) Create() *ProcedureTallyCreate {
+	mutation := newProcedureTallyMutation(c.config, OpCreate)
+	return &ProcedureTallyCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of ProcedureTally entities.
+func (c *ProcedureTallyClient) CreateBulk(builders ...*ProcedureTallyCreate) *ProcedureTallyCreateBulk {
+	return &ProcedureTallyCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *ProcedureTallyClient) MapCreateBulk(slice any, setFunc func(*ProcedureTallyCreate, int)) *ProcedureTallyCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &ProcedureTallyCreateBulk{err: fmt.Errorf("calling to ProcedureTallyClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*ProcedureTallyCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &ProcedureTallyCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for ProcedureTally.
+func (c *ProcedureTallyClient) Update() *ProcedureTallyUpdate {
+	mutation := newProcedureTallyMutation(c.config, OpUpdate)
+	return &ProcedureTallyUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *ProcedureTallyClient) UpdateOne(_m *ProcedureTally) *ProcedureTallyUpdateOne {
+	mutation := newProcedureTallyMutation(c.config, OpUpdateOne, withProcedureTally(_m))
+	return &ProcedureTallyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *ProcedureTallyClient) UpdateOneID(id int) *ProcedureTallyUpdateOne {
+	mutation := newProcedureTallyMutation(c.config, OpUpdateOne, withProcedureTallyID(id))
+	return &ProcedureTallyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for ProcedureTally.
+func (c *ProcedureTallyClient) Delete() *ProcedureTallyDelete {
+	mutation := newProcedureTallyMutation(c.config, OpDelete)
+	return &ProcedureTallyDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *ProcedureTallyClient) DeleteOne(_m *ProcedureTally) *ProcedureTallyDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *ProcedureTallyClient) DeleteOneID(id int) *ProcedureTallyDeleteOne {
+	builder := c.Delete().Where(proceduretally.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &ProcedureTallyDeleteOne{builder}
+}
+
+// Query returns a query builder for ProcedureTally.
+func (c *ProcedureTallyClient) Query() *ProcedureTallyQuery {
+	return &ProcedureTallyQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeProcedureTally},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a ProcedureTally entity by its id.
+func (c *ProcedureTallyClient) Get(ctx context.Context, id int) (*ProcedureTally, error) {
+	return c.Query().Where(proceduretally.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *ProcedureTallyClient) GetX(ctx context.Context, id int) *ProcedureTally {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// QueryWorkspace queries the workspace edge of a ProcedureTally.
+func (c *ProcedureTallyClient) QueryWorkspace(_m *ProcedureTally) *WorkspaceQuery {
+	query := (&WorkspaceClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(proceduretally.Table, proceduretally.FieldID, id),
+			sqlgraph.To(workspace.Table, workspace.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, proceduretally.WorkspaceTable, proceduretally.WorkspaceColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// Hooks returns the client hooks.
+func (c *ProcedureTallyClient) Hooks() []Hook {
+	hooks := c.hooks.ProcedureTally
+	return append(hooks[:len(hooks):len(hooks)], proceduretally.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *ProcedureTallyClient) Interceptors() []Interceptor {
+	inters := c.inters.ProcedureTally
+	return append(inters[:len(inters):len(inters)], proceduretally.Interceptors[:]...)
+}
+
+func (c *ProcedureTallyClient) mutate(ctx context.Context, m *ProcedureTallyMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&ProcedureTallyCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&ProcedureTallyUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&ProcedureTallyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&ProcedureTallyDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown ProcedureTally mutation op: %q", m.Op())
+	}
+}
+
 // ProjectClient is a client for the Project schema.
 type ProjectClient struct {
 	config
@@ -1733,6 +1894,22 @@ func (c *WorkspaceClient) QueryComments(_m *Workspace) *CommentQuery {
 	return query
 }
 
+// QueryProcedureTallies queries the procedure_tallies edge of a Workspace.
+func (c *WorkspaceClient) QueryProcedureTallies(_m *Workspace) *ProcedureTallyQuery {
+	query := (&ProcedureTallyClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(workspace.Table, workspace.FieldID, id),
+			sqlgraph.To(proceduretally.Table, proceduretally.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, workspace.ProcedureTalliesTable, workspace.ProcedureTalliesColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
 // Hooks returns the client hooks.
 func (c *WorkspaceClient) Hooks() []Hook {
 	hooks := c.hooks.Workspace
@@ -1763,11 +1940,35 @@ func (c *WorkspaceClient) mutate(ctx context.Context, m *WorkspaceMutation) (Val
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		Category, Comment, IdempotencyKey, Member, Procedure, Project, Token,
-		Workspace []ent.Hook
+		Category, Comment, IdempotencyKey, Member, Procedure, ProcedureTally, Project,
+		Token, Workspace []ent.Hook
 	}
 	inters struct {
-		Category, Comment, IdempotencyKey, Member, Procedure, Project, Token,
-		Workspace []ent.Interceptor
+		Category, Comment, IdempotencyKey, Member, Procedure, ProcedureTally, Project,
+		Token, Workspace []ent.Interceptor
 	}
 )
+
+// ExecContext allows calling the underlying ExecContext method of the driver if it is supported by it.
+// See, database/sql#DB.ExecContext for more information.
+func (c *config) ExecContext(ctx context.Context, query string, args ...any) (stdsql.Result, error) {
+	ex, ok := c.driver.(interface {
+		ExecContext(context.Context, string, ...any) (stdsql.Result, error)
+	})
+	if !ok {
+		return nil, fmt.Errorf("Driver.ExecContext is not supported")
+	}
+	return ex.ExecContext(ctx, query, args...)
+}
+
+// QueryContext allows calling the underlying QueryContext method of the driver if it is supported by it.
+// See, database/sql#DB.QueryContext for more information.
+func (c *config) QueryContext(ctx context.Context, query string, args ...any) (*stdsql.Rows, error) {
+	q, ok := c.driver.(interface {
+		QueryContext(context.Context, string, ...any) (*stdsql.Rows, error)
+	})
+	if !ok {
+		return nil, fmt.Errorf("Driver.QueryContext is not supported")
+	}
+	return q.QueryContext(ctx, query, args...)
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/procsvc/procsvc/ent/idempotencykey"
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/ent/proceduretally"
 	"github.com/procsvc/procsvc/ent/project"
 	"github.com/procsvc/procsvc/ent/token"
 	"github.com/procsvc/procsvc/ent/workspace"
@@ -85,6 +86,7 @@ func checkColumn(t, c string) error {
 			idempotencykey.Table: idempotencykey.ValidColumn,
 			member.Table:         member.ValidColumn,
 			procedure.Table:      procedure.ValidColumn,
+			proceduretally.Table: proceduretally.ValidColumn,
 			project.Table:        project.ValidColumn,
 			token.Table:          token.ValidColumn,
 			workspace.Table:      workspace.ValidColumn,

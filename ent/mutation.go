@@ -18,6 +18,7 @@ import (
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/predicate"
 	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/ent/proceduretally"
 	"github.com/procsvc/procsvc/ent/project"
 	"github.com/procsvc/procsvc/ent/token"
 	"github.com/procsvc/procsvc/ent/workspace"
@@ -37,6 +38,7 @@ const (
 	TypeIdempotencyKey = "IdempotencyKey"
 	TypeMember         = "Member"
 	TypeProcedure      = "Procedure"
+	TypeProcedureTally = "ProcedureTally"
 	TypeProject        = "Project"
 	TypeToken          = "Token"
 	TypeWorkspace      = "Workspace"
@@ -5208,6 +5210,530 @@ func (m *ProcedureMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown Procedure edge %s", name)
 }
 
+// ProcedureTallyMutation represents an operation that mutates the ProcedureTally nodes in the graph.
+type ProcedureTallyMutation struct {
+	config
+	op               Op
+	typ              string
+	id               *int
+	key              *string
+	count            *int64
+	addcount         *int64
+	clearedFields    map[string]struct{}
+	workspace        *uuid.UUID
+	clearedworkspace bool
+	done             bool
+	oldValue         func(context.Context) (*ProcedureTally, error)
+	predicates       []predicate.ProcedureTally
+}
+
+var _ ent.Mutation = (*ProcedureTallyMutation)(nil)
+
+// proceduretallyOption allows management of the mutation configuration using functional options.
+type proceduretallyOption func(*ProcedureTallyMutation)
+
+// newProcedureTallyMutation creates new mutation for the ProcedureTally entity.
+func newProcedureTallyMutation(c config, op Op, opts ...proceduretallyOption) *ProcedureTallyMutation {
+	m := &ProcedureTallyMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeProcedureTally,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withProcedureTallyID sets the ID field of the mutation.
+func withProcedureTallyID(id int) proceduretallyOption {
+	return func(m *ProcedureTallyMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *ProcedureTally
+		)
+		m.oldValue = func(ctx context.Context) (*ProcedureTally, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().ProcedureTally.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withProcedureTally sets the old ProcedureTally of the mutation.
+func withProcedureTally(node *ProcedureTally) proceduretallyOption {
+	return func(m *ProcedureTallyMutation) {
+		m.oldValue = func(context.Context) (*ProcedureTally, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m ProcedureTallyMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m ProcedureTallyMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *ProcedureTallyMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *ProcedureTallyMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().ProcedureTally.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetWorkspaceID sets the "workspace_id" field.
+func (m *ProcedureTallyMutation) SetWorkspaceID(u uuid.UUID) {
+	m.workspace = &u
+}
+
+// WorkspaceID returns the value of the "workspace_id" field in the mutation.
+func (m *ProcedureTallyMutation) WorkspaceID() (r uuid.UUID, exists bool) {
+	v := m.workspace
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWorkspaceID returns the old "workspace_id" field's value of the ProcedureTally entity.
+// If the ProcedureTally object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ProcedureTallyMutation) OldWorkspaceID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWorkspaceID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWorkspaceID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWorkspaceID: %w", err)
+	}
+	return oldValue.WorkspaceID, nil
+}
+
+// ResetWorkspaceID resets all changes to the "workspace_id" field.
+func (m *ProcedureTallyMutation) ResetWorkspaceID() {
+	m.workspace = nil
+}
+
+// SetKey sets the "key" field.
+func (m *ProcedureTallyMutation) SetKey(s string) {
+	m.key = &s
+}
+
+// Key returns the value of the "key" field in the mutation.
+func (m *ProcedureTallyMutation) Key() (r string, exists bool) {
+	v := m.key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKey returns the old "key" field's value of the ProcedureTally entity.
+// If the ProcedureTally object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ProcedureTallyMutation) OldKey(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKey: %w", err)
+	}
+	return oldValue.Key, nil
+}
+
+// ResetKey resets all changes to the "key" field.
+func (m *ProcedureTallyMutation) ResetKey() {
+	m.key = nil
+}
+
+// SetCount sets the "count" field.
+func (m *ProcedureTallyMutation) SetCount(i int64) {
+	m.count = &i
+	m.addcount = nil
+}
+
+// Count returns the value of the "count" field in the mutation.
+func (m *ProcedureTallyMutation) Count() (r int64, exists bool) {
+	v := m.count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCount returns the old "count" field's value of the ProcedureTally entity.
+// If the ProcedureTally object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ProcedureTallyMutation) OldCount(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCount is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCount requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCount: %w", err)
+	}
+	return oldValue.Count, nil
+}
+
+// AddCount adds i to the "count" field.
+func (m *ProcedureTallyMutation) AddCount(i int64) {
+	if m.addcount != nil {
+		*m.addcount += i
+	} else {
+		m.addcount = &i
+	}
+}
+
+// AddedCount returns the value that was added to the "count" field in this mutation.
+func (m *ProcedureTallyMutation) AddedCount() (r int64, exists bool) {
+	v := m.addcount
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetCount resets all changes to the "count" field.
+func (m *ProcedureTallyMutation) ResetCount() {
+	m.count = nil
+	m.addcount = nil
+}
+
+// ClearWorkspace clears the "workspace" edge to the Workspace entity.
+func (m *ProcedureTallyMutation) ClearWorkspace() {
+	m.clearedworkspace = true
+	m.clearedFields[proceduretally.FieldWorkspaceID] = struct{}{}
+}
+
+// WorkspaceCleared reports if the "workspace" edge to the Workspace entity was cleared.
+func (m *ProcedureTallyMutation) WorkspaceCleared() bool {
+	return m.clearedworkspace
+}
+
+// WorkspaceIDs returns the "workspace" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// WorkspaceID instead. It exists only for internal usage by the builders.
+func (m *ProcedureTallyMutation) WorkspaceIDs() (ids []uuid.UUID) {
+	if id := m.workspace; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetWorkspace resets all changes to the "workspace" edge.
+func (m *ProcedureTallyMutation) ResetWorkspace() {
+	m.workspace = nil
+	m.clearedworkspace = false
+}
+
+// Where appends a list predicates to the ProcedureTallyMutation builder.
+func (m *ProcedureTallyMutation) Where(ps ...predicate.ProcedureTally) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the ProcedureTallyMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *ProcedureTallyMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.ProcedureTally, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *ProcedureTallyMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *ProcedureTallyMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (ProcedureTally).
+func (m *ProcedureTallyMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *ProcedureTallyMutation) Fields() []string {
+	fields := make([]string, 0, 3)
+	if m.workspace != nil {
+		fields = append(fields, proceduretally.FieldWorkspaceID)
+	}
+	if m.key != nil {
+		fields = append(fields, proceduretally.FieldKey)
+	}
+	if m.count != nil {
+		fields = append(fields, proceduretally.FieldCount)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *ProcedureTallyMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case proceduretally.FieldWorkspaceID:
+		return m.WorkspaceID()
+	case proceduretally.FieldKey:
+		return m.Key()
+	case proceduretally.FieldCount:
+		return m.Count()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *ProcedureTallyMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case proceduretally.FieldWorkspaceID:
+		return m.OldWorkspaceID(ctx)
+	case proceduretally.FieldKey:
+		return m.OldKey(ctx)
+	case proceduretally.FieldCount:
+		return m.OldCount(ctx)
+	}
+	return nil, fmt.Errorf("unknown ProcedureTally field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ProcedureTallyMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case proceduretally.FieldWorkspaceID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWorkspaceID(v)
+		return nil
+	case proceduretally.FieldKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKey(v)
+		return nil
+	case proceduretally.FieldCount:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCount(v)
+		return nil
+	}
+	return fmt.Errorf("unknown ProcedureTally field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *ProcedureTallyMutation) AddedFields() []string {
+	var fields []string
+	if m.addcount != nil {
+		fields = append(fields, proceduretally.FieldCount)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *ProcedureTallyMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case proceduretally.FieldCount:
+		return m.AddedCount()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ProcedureTallyMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case proceduretally.FieldCount:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddCount(v)
+		return nil
+	}
+	return fmt.Errorf("unknown ProcedureTally numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *ProcedureTallyMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *ProcedureTallyMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *ProcedureTallyMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown ProcedureTally nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *ProcedureTallyMutation) ResetField(name string) error {
+	switch name {
+	case proceduretally.FieldWorkspaceID:
+		m.ResetWorkspaceID()
+		return nil
+	case proceduretally.FieldKey:
+		m.ResetKey()
+		return nil
+	case proceduretally.FieldCount:
+		m.ResetCount()
+		return nil
+	}
+	return fmt.Errorf("unknown ProcedureTally field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *ProcedureTallyMutation) AddedEdges() []string {
+	edges := make([]string, 0, 1)
+	if m.workspace != nil {
+		edges = append(edges, proceduretally.EdgeWorkspace)
+	}
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *ProcedureTallyMutation) AddedIDs(name string) []ent.Value {
+	switch name {
+	case proceduretally.EdgeWorkspace:
+		if id := m.workspace; id != nil {
+			return []ent.Value{*id}
+		}
+	}
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *ProcedureTallyMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 1)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *ProcedureTallyMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *ProcedureTallyMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 1)
+	if m.clearedworkspace {
+		edges = append(edges, proceduretally.EdgeWorkspace)
+	}
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *ProcedureTallyMutation) EdgeCleared(name string) bool {
+	switch name {
+	case proceduretally.EdgeWorkspace:
+		return m.clearedworkspace
+	}
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *ProcedureTallyMutation) ClearEdge(name string) error {
+	switch name {
+	case proceduretally.EdgeWorkspace:
+		m.ClearWorkspace()
+		return nil
+	}
+	return fmt.Errorf("unknown ProcedureTally unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *ProcedureTallyMutation) ResetEdge(name string) error {
+	switch name {
+	case proceduretally.EdgeWorkspace:
+		m.ResetWorkspace()
+		return nil
+	}
+	return fmt.Errorf("unknown ProcedureTally edge %s", name)
+}
+
 // ProjectMutation represents an operation that mutates the Project nodes in the graph.
 type ProjectMutation struct {
 	config
@@ -6863,38 +7389,41 @@ func (m *TokenMutation) ResetEdge(name string) error {
 // WorkspaceMutation represents an operation that mutates the Workspace nodes in the graph.
 type WorkspaceMutation struct {
 	config
-	op                Op
-	typ               string
-	id                *uuid.UUID
-	name              *string
-	key               *string
-	procedure_seq     *int64
-	addprocedure_seq  *int64
-	version           *int64
-	addversion        *int64
-	created_at        *time.Time
-	clearedFields     map[string]struct{}
-	members           map[uuid.UUID]struct{}
-	removedmembers    map[uuid.UUID]struct{}
-	clearedmembers    bool
-	tokens            map[uuid.UUID]struct{}
-	removedtokens     map[uuid.UUID]struct{}
-	clearedtokens     bool
-	projects          map[uuid.UUID]struct{}
-	removedprojects   map[uuid.UUID]struct{}
-	clearedprojects   bool
-	categories        map[uuid.UUID]struct{}
-	removedcategories map[uuid.UUID]struct{}
-	clearedcategories bool
-	procedures        map[uuid.UUID]struct{}
-	removedprocedures map[uuid.UUID]struct{}
-	clearedprocedures bool
-	comments          map[uuid.UUID]struct{}
-	removedcomments   map[uuid.UUID]struct{}
-	clearedcomments   bool
-	done              bool
-	oldValue          func(context.Context) (*Workspace, error)
-	predicates        []predicate.Workspace
+	op                       Op
+	typ                      string
+	id                       *uuid.UUID
+	name                     *string
+	key                      *string
+	procedure_seq            *int64
+	addprocedure_seq         *int64
+	version                  *int64
+	addversion               *int64
+	created_at               *time.Time
+	clearedFields            map[string]struct{}
+	members                  map[uuid.UUID]struct{}
+	removedmembers           map[uuid.UUID]struct{}
+	clearedmembers           bool
+	tokens                   map[uuid.UUID]struct{}
+	removedtokens            map[uuid.UUID]struct{}
+	clearedtokens            bool
+	projects                 map[uuid.UUID]struct{}
+	removedprojects          map[uuid.UUID]struct{}
+	clearedprojects          bool
+	categories               map[uuid.UUID]struct{}
+	removedcategories        map[uuid.UUID]struct{}
+	clearedcategories        bool
+	procedures               map[uuid.UUID]struct{}
+	removedprocedures        map[uuid.UUID]struct{}
+	clearedprocedures        bool
+	comments                 map[uuid.UUID]struct{}
+	removedcomments          map[uuid.UUID]struct{}
+	clearedcomments          bool
+	procedure_tallies        map[int]struct{}
+	removedprocedure_tallies map[int]struct{}
+	clearedprocedure_tallies bool
+	done                     bool
+	oldValue                 func(context.Context) (*Workspace, error)
+	predicates               []predicate.Workspace
 }
 
 var _ ent.Mutation = (*WorkspaceMutation)(nil)
@@ -7545,6 +8074,60 @@ func (m *WorkspaceMutation) ResetComments() {
 	m.removedcomments = nil
 }
 
+// AddProcedureTallyIDs adds the "procedure_tallies" edge to the ProcedureTally entity by ids.
+func (m *WorkspaceMutation) AddProcedureTallyIDs(ids ...int) {
+	if m.procedure_tallies == nil {
+		m.procedure_tallies = make(map[int]struct{})
+	}
+	for i := range ids {
+		m.procedure_tallies[ids[i]] = struct{}{}
+	}
+}
+
+// ClearProcedureTallies clears the "procedure_tallies" edge to the ProcedureTally entity.
+func (m *WorkspaceMutation) ClearProcedureTallies() {
+	m.clearedprocedure_tallies = true
+}
+
+// ProcedureTalliesCleared reports if the "procedure_tallies" edge to the ProcedureTally entity was cleared.
+func (m *WorkspaceMutation) ProcedureTalliesCleared() bool {
+	return m.clearedprocedure_tallies
+}
+
+// RemoveProcedureTallyIDs removes the "procedure_tallies" edge to the ProcedureTally entity by IDs.
+func (m *WorkspaceMutation) RemoveProcedureTallyIDs(ids ...int) {
+	if m.removedprocedure_tallies == nil {
+		m.removedprocedure_tallies = make(map[int]struct{})
+	}
+	for i := range ids {
+		delete(m.procedure_tallies, ids[i])
+		m.removedprocedure_tallies[ids[i]] = struct{}{}
+	}
+}
+
+// RemovedProcedureTallies returns the removed IDs of the "procedure_tallies" edge to the ProcedureTally entity.
+func (m *WorkspaceMutation) RemovedProcedureTalliesIDs() (ids []int) {
+	for id := range m.removedprocedure_tallies {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ProcedureTalliesIDs returns the "procedure_tallies" edge IDs in the mutation.
+func (m *WorkspaceMutation) ProcedureTalliesIDs() (ids []int) {
+	for id := range m.procedure_tallies {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ResetProcedureTallies resets all changes to the "procedure_tallies" edge.
+func (m *WorkspaceMutation) ResetProcedureTallies() {
+	m.procedure_tallies = nil
+	m.clearedprocedure_tallies = false
+	m.removedprocedure_tallies = nil
+}
+
 // Where appends a list predicates to the WorkspaceMutation builder.
 func (m *WorkspaceMutation) Where(ps ...predicate.Workspace) {
 	m.predicates = append(m.predicates, ps...)
@@ -7773,7 +8356,7 @@ func (m *WorkspaceMutation) ResetField(name string) error {
 
 // AddedEdges returns all edge names that were set/added in this mutation.
 func (m *WorkspaceMutation) AddedEdges() []string {
-	edges := make([]string, 0, 6)
+	edges := make([]string, 0, 7)
 	if m.members != nil {
 		edges = append(edges, workspace.EdgeMembers)
 	}
@@ -7791,6 +8374,9 @@ func (m *WorkspaceMutation) AddedEdges() []string {
 	}
 	if m.comments != nil {
 		edges = append(edges, workspace.EdgeComments)
+	}
+	if m.procedure_tallies != nil {
+		edges = append(edges, workspace.EdgeProcedureTallies)
 	}
 	return edges
 }
@@ -7835,13 +8421,19 @@ func (m *WorkspaceMutation) AddedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case workspace.EdgeProcedureTallies:
+		ids := make([]ent.Value, 0, len(m.procedure_tallies))
+		for id := range m.procedure_tallies {
+			ids = append(ids, id)
+		}
+		return ids
 	}
 	return nil
 }
 
 // RemovedEdges returns all edge names that were removed in this mutation.
 func (m *WorkspaceMutation) RemovedEdges() []string {
-	edges := make([]string, 0, 6)
+	edges := make([]string, 0, 7)
 	if m.removedmembers != nil {
 		edges = append(edges, workspace.EdgeMembers)
 	}
@@ -7859,6 +8451,9 @@ func (m *WorkspaceMutation) RemovedEdges() []string {
 	}
 	if m.removedcomments != nil {
 		edges = append(edges, workspace.EdgeComments)
+	}
+	if m.removedprocedure_tallies != nil {
+		edges = append(edges, workspace.EdgeProcedureTallies)
 	}
 	return edges
 }
@@ -7903,13 +8498,19 @@ func (m *WorkspaceMutation) RemovedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case workspace.EdgeProcedureTallies:
+		ids := make([]ent.Value, 0, len(m.removedprocedure_tallies))
+		for id := range m.removedprocedure_tallies {
+			ids = append(ids, id)
+		}
+		return ids
 	}
 	return nil
 }
 
 // ClearedEdges returns all edge names that were cleared in this mutation.
 func (m *WorkspaceMutation) ClearedEdges() []string {
-	edges := make([]string, 0, 6)
+	edges := make([]string, 0, 7)
 	if m.clearedmembers {
 		edges = append(edges, workspace.EdgeMembers)
 	}
@@ -7927,6 +8528,9 @@ func (m *WorkspaceMutation) ClearedEdges() []string {
 	}
 	if m.clearedcomments {
 		edges = append(edges, workspace.EdgeComments)
+	}
+	if m.clearedprocedure_tallies {
+		edges = append(edges, workspace.EdgeProcedureTallies)
 	}
 	return edges
 }
@@ -7947,6 +8551,8 @@ func (m *WorkspaceMutation) EdgeCleared(name string) bool {
 		return m.clearedprocedures
 	case workspace.EdgeComments:
 		return m.clearedcomments
+	case workspace.EdgeProcedureTallies:
+		return m.clearedprocedure_tallies
 	}
 	return false
 }
@@ -7980,6 +8586,9 @@ func (m *WorkspaceMutation) ResetEdge(name string) error {
 		return nil
 	case workspace.EdgeComments:
 		m.ResetComments()
+		return nil
+	case workspace.EdgeProcedureTallies:
+		m.ResetProcedureTallies()
 		return nil
 	}
 	return fmt.Errorf("unknown Workspace edge %s", name)

@@ -4,6 +4,8 @@ package ent
 
 import (
 	"context"
+	stdsql "database/sql"
+	"fmt"
 	"sync"
 
 	"entgo.io/ent/dialect"
@@ -22,6 +24,8 @@ type Tx struct {
 	Member *MemberClient
 	// Procedure is the client for interacting with the Procedure builders.
 	Procedure *ProcedureClient
+	// ProcedureTally is the client for interacting with the ProcedureTally builders.
+	ProcedureTally *ProcedureTallyClient
 	// Project is the client for interacting with the Project builders.
 	Project *ProjectClient
 	// Token is the client for interacting with the Token builders.
@@ -164,6 +168,7 @@ func (tx *Tx) init() {
 	tx.IdempotencyKey = NewIdempotencyKeyClient(tx.config)
 	tx.Member = NewMemberClient(tx.config)
 	tx.Procedure = NewProcedureClient(tx.config)
+	tx.ProcedureTally = NewProcedureTallyClient(tx.config)
 	tx.Project = NewProjectClient(tx.config)
 	tx.Token = NewTokenClient(tx.config)
 	tx.Workspace = NewWorkspaceClient(tx.config)
@@ -229,3 +234,27 @@ func (tx *txDriver) Query(ctx context.Context, query string, args, v any) error 
 }
 
 var _ dialect.Driver = (*txDriver)(nil)
+
+// ExecContext allows calling the underlying ExecContext method of the transaction if it is supported by it.
+// See, database/sql#Tx.ExecContext for more information.
+func (tx *txDriver) ExecContext(ctx context.Context, query string, args ...any) (stdsql.Result, error) {
+	ex, ok := tx.tx.(interface {
+		ExecContext(context.Context, string, ...any) (stdsql.Result, error)
+	})
+	if !ok {
+		return nil, fmt.Errorf("Tx.ExecContext is not supported")
+	}
+	return ex.ExecContext(ctx, query, args...)
+}
+
+// QueryContext allows calling the underlying QueryContext method of the transaction if it is supported by it.
+// See, database/sql#Tx.QueryContext for more information.
+func (tx *txDriver) QueryContext(ctx context.Context, query string, args ...any) (*stdsql.Rows, error) {
+	q, ok := tx.tx.(interface {
+		QueryContext(context.Context, string, ...any) (*stdsql.Rows, error)
+	})
+	if !ok {
+		return nil, fmt.Errorf("Tx.QueryContext is not supported")
+	}
+	return q.QueryContext(ctx, query, args...)
+}

@@ -48,9 +48,11 @@ type WorkspaceEdges struct {
 	Procedures []*Procedure `json:"procedures,omitempty"`
 	// Comments holds the value of the comments edge.
 	Comments []*Comment `json:"comments,omitempty"`
+	// ProcedureTallies holds the value of the procedure_tallies edge.
+	ProcedureTallies []*ProcedureTally `json:"procedure_tallies,omitempty"`
 	// loadedTypes holds the information for reporting if a
 	// type was loaded (or requested) in eager-loading or not.
-	loadedTypes [6]bool
+	loadedTypes [7]bool
 }
 
 // MembersOrErr returns the Members value or an error if the edge
@@ -105,6 +107,15 @@ func (e WorkspaceEdges) CommentsOrErr() ([]*Comment, error) {
 		return e.Comments, nil
 	}
 	return nil, &NotLoadedError{edge: "comments"}
+}
+
+// ProcedureTalliesOrErr returns the ProcedureTallies value or an error if the edge
+// was not loaded in eager-loading.
+func (e WorkspaceEdges) ProcedureTalliesOrErr() ([]*ProcedureTally, error) {
+	if e.loadedTypes[6] {
+		return e.ProcedureTallies, nil
+	}
+	return nil, &NotLoadedError{edge: "procedure_tallies"}
 }
 
 // scanValues returns the types for scanning values from sql.Rows.
@@ -212,6 +223,11 @@ func (_m *Workspace) QueryProcedures() *ProcedureQuery {
 // QueryComments queries the "comments" edge of the Workspace entity.
 func (_m *Workspace) QueryComments() *CommentQuery {
 	return NewWorkspaceClient(_m.config).QueryComments(_m)
+}
+
+// QueryProcedureTallies queries the "procedure_tallies" edge of the Workspace entity.
+func (_m *Workspace) QueryProcedureTallies() *ProcedureTallyQuery {
+	return NewWorkspaceClient(_m.config).QueryProcedureTallies(_m)
 }
 
 // Update returns a builder for updating this Workspace.

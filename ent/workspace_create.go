@@ -15,6 +15,7 @@ import (
 	"github.com/procsvc/procsvc/ent/comment"
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/ent/proceduretally"
 	"github.com/procsvc/procsvc/ent/project"
 	"github.com/procsvc/procsvc/ent/token"
 	"github.com/procsvc/procsvc/ent/workspace"
@@ -191,6 +192,21 @@ func (_c *WorkspaceCreate) AddComments(v ...*Comment) *WorkspaceCreate {
 		ids[i] = v[i].ID
 	}
 	return _c.AddCommentIDs(ids...)
+}
+
+// AddProcedureTallyIDs adds the "procedure_tallies" edge to the ProcedureTally entity by IDs.
+func (_c *WorkspaceCreate) AddProcedureTallyIDs(ids ...int) *WorkspaceCreate {
+	_c.mutation.AddProcedureTallyIDs(ids...)
+	return _c
+}
+
+// AddProcedureTallies adds the "procedure_tallies" edges to the ProcedureTally entity.
+func (_c *WorkspaceCreate) AddProcedureTallies(v ...*ProcedureTally) *WorkspaceCreate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _c.AddProcedureTallyIDs(ids...)
 }
 
 // Mutation returns the WorkspaceMutation object of the builder.
@@ -430,6 +446,22 @@ func (_c *WorkspaceCreate) createSpec() (*Workspace, *sqlgraph.CreateSpec) {
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(comment.FieldID, field.TypeUUID),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges = append(_spec.Edges, edge)
+	}
+	if nodes := _c.mutation.ProcedureTalliesIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   workspace.ProcedureTalliesTable,
+			Columns: []string{workspace.ProcedureTalliesColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(proceduretally.FieldID, field.TypeInt),
 			},
 		}
 		for _, k := range nodes {

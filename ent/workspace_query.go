@@ -19,6 +19,7 @@ import (
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/predicate"
 	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/ent/proceduretally"
 	"github.com/procsvc/procsvc/ent/project"
 	"github.com/procsvc/procsvc/ent/token"
 	"github.com/procsvc/procsvc/ent/workspace"
@@ -27,17 +28,18 @@ import (
 // WorkspaceQuery is the builder for querying Workspace entities.
 type WorkspaceQuery struct {
 	config
-	ctx            *QueryContext
-	order          []workspace.OrderOption
-	inters         []Interceptor
-	predicates     []predicate.Workspace
-	withMembers    *MemberQuery
-	withTokens     *TokenQuery
-	withProjects   *ProjectQuery
-	withCategories *CategoryQuery
-	withProcedures *ProcedureQuery
-	withComments   *CommentQuery
-	modifiers      []func(*sql.Selector)
+	ctx                  *QueryContext
+	order                []workspace.OrderOption
+	inters               []Interceptor
+	predicates           []predicate.Workspace
+	withMembers          *MemberQuery
+	withTokens           *TokenQuery
+	withProjects         *ProjectQuery
+	withCategories       *CategoryQuery
+	withProcedures       *ProcedureQuery
+	withComments         *CommentQuery
+	withProcedureTallies *ProcedureTallyQuery
+	modifiers            []func(*sql.Selector)
 	// intermediate query (i.e. traversal path).
 	sql  *sql.Selector
 	path func(context.Context) (*sql.Selector, error)
@@ -199,6 +201,28 @@ func (_q *WorkspaceQuery) QueryComments() *CommentQuery {
 			sqlgraph.From(workspace.Table, workspace.FieldID, selector),
 			sqlgraph.To(comment.Table, comment.FieldID),
 			sqlgraph.Edge(sqlgraph.O2M, false, workspace.CommentsTable, workspace.CommentsColumn),
+		)
+		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
+		return fromU, nil
+	}
+	return query
+}
+
+// QueryProcedureTallies chains the current query on the "procedure_tallies" edge.
+func (_q *WorkspaceQuery) QueryProcedureTallies() *ProcedureTallyQuery {
+	query := (&ProcedureTallyClient{config: _q.config}).Query()
+	query.path = func(ctx context.Context) (fromU *sql.Selector, err error) {
+		if err := _q.prepareQuery(ctx); err != nil {
+			return nil, err
+		}
+		selector := _q.sqlQuery(ctx)
+		if err := selector.Err(); err != nil {
+			return nil, err
+		}
+		step := sqlgraph.NewStep(
+			sqlgraph.From(workspace.Table, workspace.FieldID, selector),
+			sqlgraph.To(proceduretally.Table, proceduretally.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, workspace.ProcedureTalliesTable, workspace.ProcedureTalliesColumn),
 		)
 		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
 		return fromU, nil
@@ -393,17 +417,18 @@ func (_q *WorkspaceQuery) Clone() *WorkspaceQuery {
 		return nil
 	}
 	return &WorkspaceQuery{
-		config:         _q.config,
-		ctx:            _q.ctx.Clone(),
-		order:          append([]workspace.OrderOption{}, _q.order...),
-		inters:         append([]Interceptor{}, _q.inters...),
-		predicates:     append([]predicate.Workspace{}, _q.predicates...),
-		withMembers:    _q.withMembers.Clone(),
-		withTokens:     _q.withTokens.Clone(),
-		withProjects:   _q.withProjects.Clone(),
-		withCategories: _q.withCategories.Clone(),
-		withProcedures: _q.withProcedures.Clone(),
-		withComments:   _q.withComments.Clone(),
+		config:               _q.config,
+		ctx:                  _q.ctx.Clone(),
+		order:                append([]workspace.OrderOption{}, _q.order...),
+		inters:               append([]Interceptor{}, _q.inters...),
+		predicates:           append([]predicate.Workspace{}, _q.predicates...),
+		withMembers:          _q.withMembers.Clone(),
+		withTokens:           _q.withTokens.Clone(),
+		withProjects:         _q.withProjects.Clone(),
+		withCategories:       _q.withCategories.Clone(),
+		withProcedures:       _q.withProcedures.Clone(),
+		withComments:         _q.withComments.Clone(),
+		withProcedureTallies: _q.withProcedureTallies.Clone(),
 		// clone intermediate query.
 		sql:       _q.sql.Clone(),
 		path:      _q.path,
@@ -474,6 +499,17 @@ func (_q *WorkspaceQuery) WithComments(opts ...func(*CommentQuery)) *WorkspaceQu
 		opt(query)
 	}
 	_q.withComments = query
+	return _q
+}
+
+// WithProcedureTallies tells the query-builder to eager-load the nodes that are connected to
+// the "procedure_tallies" edge. The optional arguments are used to configure the query builder of the edge.
+func (_q *WorkspaceQuery) WithProcedureTallies(opts ...func(*ProcedureTallyQuery)) *WorkspaceQuery {
+	query := (&ProcedureTallyClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	_q.withProcedureTallies = query
 	return _q
 }
 
@@ -555,13 +591,14 @@ func (_q *WorkspaceQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Wo
 	var (
 		nodes       = []*Workspace{}
 		_spec       = _q.querySpec()
-		loadedTypes = [6]bool{
+		loadedTypes = [7]bool{
 			_q.withMembers != nil,
 			_q.withTokens != nil,
 			_q.withProjects != nil,
 			_q.withCategories != nil,
 			_q.withProcedures != nil,
 			_q.withComments != nil,
+			_q.withProcedureTallies != nil,
 		}
 	)
 	_spec.ScanValues = func(columns []string) ([]any, error) {
@@ -624,6 +661,13 @@ func (_q *WorkspaceQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Wo
 		if err := _q.loadComments(ctx, query, nodes,
 			func(n *Workspace) { n.Edges.Comments = []*Comment{} },
 			func(n *Workspace, e *Comment) { n.Edges.Comments = append(n.Edges.Comments, e) }); err != nil {
+			return nil, err
+		}
+	}
+	if query := _q.withProcedureTallies; query != nil {
+		if err := _q.loadProcedureTallies(ctx, query, nodes,
+			func(n *Workspace) { n.Edges.ProcedureTallies = []*ProcedureTally{} },
+			func(n *Workspace, e *ProcedureTally) { n.Edges.ProcedureTallies = append(n.Edges.ProcedureTallies, e) }); err != nil {
 			return nil, err
 		}
 	}
@@ -795,6 +839,36 @@ func (_q *WorkspaceQuery) loadComments(ctx context.Context, query *CommentQuery,
 	}
 	query.Where(predicate.Comment(func(s *sql.Selector) {
 		s.Where(sql.InValues(s.C(workspace.CommentsColumn), fks...))
+	}))
+	neighbors, err := query.All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range neighbors {
+		fk := n.WorkspaceID
+		node, ok := nodeids[fk]
+		if !ok {
+			return fmt.Errorf(`unexpected referenced foreign-key "workspace_id" returned %v for node %v`, fk, n.ID)
+		}
+		assign(node, n)
+	}
+	return nil
+}
+func (_q *WorkspaceQuery) loadProcedureTallies(ctx context.Context, query *ProcedureTallyQuery, nodes []*Workspace, init func(*Workspace), assign func(*Workspace, *ProcedureTally)) error {
+	fks := make([]driver.Value, 0, len(nodes))
+	nodeids := make(map[uuid.UUID]*Workspace)
+	for i := range nodes {
+		fks = append(fks, nodes[i].ID)
+		nodeids[nodes[i].ID] = nodes[i]
+		if init != nil {
+			init(nodes[i])
+		}
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(proceduretally.FieldWorkspaceID)
+	}
+	query.Where(predicate.ProcedureTally(func(s *sql.Selector) {
+		s.Where(sql.InValues(s.C(workspace.ProcedureTalliesColumn), fks...))
 	}))
 	neighbors, err := query.All(ctx)
 	if err != nil {

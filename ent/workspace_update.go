@@ -16,6 +16,7 @@ import (
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/predicate"
 	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/ent/proceduretally"
 	"github.com/procsvc/procsvc/ent/project"
 	"github.com/procsvc/procsvc/ent/token"
 	"github.com/procsvc/procsvc/ent/workspace"
@@ -195,6 +196,21 @@ func (_u *WorkspaceUpdate) AddComments(v ...*Comment) *WorkspaceUpdate {
 	return _u.AddCommentIDs(ids...)
 }
 
+// AddProcedureTallyIDs adds the "procedure_tallies" edge to the ProcedureTally entity by IDs.
+func (_u *WorkspaceUpdate) AddProcedureTallyIDs(ids ...int) *WorkspaceUpdate {
+	_u.mutation.AddProcedureTallyIDs(ids...)
+	return _u
+}
+
+// AddProcedureTallies adds the "procedure_tallies" edges to the ProcedureTally entity.
+func (_u *WorkspaceUpdate) AddProcedureTallies(v ...*ProcedureTally) *WorkspaceUpdate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddProcedureTallyIDs(ids...)
+}
+
 // Mutation returns the WorkspaceMutation object of the builder.
 func (_u *WorkspaceUpdate) Mutation() *WorkspaceMutation {
 	return _u.mutation
@@ -324,6 +340,27 @@ func (_u *WorkspaceUpdate) RemoveComments(v ...*Comment) *WorkspaceUpdate {
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveCommentIDs(ids...)
+}
+
+// ClearProcedureTallies clears all "procedure_tallies" edges to the ProcedureTally entity.
+func (_u *WorkspaceUpdate) ClearProcedureTallies() *WorkspaceUpdate {
+	_u.mutation.ClearProcedureTallies()
+	return _u
+}
+
+// RemoveProcedureTallyIDs removes the "procedure_tallies" edge to ProcedureTally entities by IDs.
+func (_u *WorkspaceUpdate) RemoveProcedureTallyIDs(ids ...int) *WorkspaceUpdate {
+	_u.mutation.RemoveProcedureTallyIDs(ids...)
+	return _u
+}
+
+// RemoveProcedureTallies removes "procedure_tallies" edges to ProcedureTally entities.
+func (_u *WorkspaceUpdate) RemoveProcedureTallies(v ...*ProcedureTally) *WorkspaceUpdate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveProcedureTallyIDs(ids...)
 }
 
 // Save executes the query and returns the number of nodes affected by the update operation.
@@ -674,6 +711,51 @@ func (_u *WorkspaceUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 		}
 		_spec.Edges.Add = append(_spec.Edges.Add, edge)
 	}
+	if _u.mutation.ProcedureTalliesCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   workspace.ProcedureTalliesTable,
+			Columns: []string{workspace.ProcedureTalliesColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(proceduretally.FieldID, field.TypeInt),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedProcedureTalliesIDs(); len(nodes) > 0 && !_u.mutation.ProcedureTalliesCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   workspace.ProcedureTalliesTable,
+			Columns: []string{workspace.ProcedureTalliesColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(proceduretally.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.ProcedureTalliesIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   workspace.ProcedureTalliesTable,
+			Columns: []string{workspace.ProcedureTalliesColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(proceduretally.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
 	_spec.AddModifiers(_u.modifiers...)
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -856,6 +938,21 @@ func (_u *WorkspaceUpdateOne) AddComments(v ...*Comment) *WorkspaceUpdateOne {
 	return _u.AddCommentIDs(ids...)
 }
 
+// AddProcedureTallyIDs adds the "procedure_tallies" edge to the ProcedureTally entity by IDs.
+func (_u *WorkspaceUpdateOne) AddProcedureTallyIDs(ids ...int) *WorkspaceUpdateOne {
+	_u.mutation.AddProcedureTallyIDs(ids...)
+	return _u
+}
+
+// AddProcedureTallies adds the "procedure_tallies" edges to the ProcedureTally entity.
+func (_u *WorkspaceUpdateOne) AddProcedureTallies(v ...*ProcedureTally) *WorkspaceUpdateOne {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddProcedureTallyIDs(ids...)
+}
+
 // Mutation returns the WorkspaceMutation object of the builder.
 func (_u *WorkspaceUpdateOne) Mutation() *WorkspaceMutation {
 	return _u.mutation
@@ -985,6 +1082,27 @@ func (_u *WorkspaceUpdateOne) RemoveComments(v ...*Comment) *WorkspaceUpdateOne 
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveCommentIDs(ids...)
+}
+
+// ClearProcedureTallies clears all "procedure_tallies" edges to the ProcedureTally entity.
+func (_u *WorkspaceUpdateOne) ClearProcedureTallies() *WorkspaceUpdateOne {
+	_u.mutation.ClearProcedureTallies()
+	return _u
+}
+
+// RemoveProcedureTallyIDs removes the "procedure_tallies" edge to ProcedureTally entities by IDs.
+func (_u *WorkspaceUpdateOne) RemoveProcedureTallyIDs(ids ...int) *WorkspaceUpdateOne {
+	_u.mutation.RemoveProcedureTallyIDs(ids...)
+	return _u
+}
+
+// RemoveProcedureTallies removes "procedure_tallies" edges to ProcedureTally entities.
+func (_u *WorkspaceUpdateOne) RemoveProcedureTallies(v ...*ProcedureTally) *WorkspaceUpdateOne {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveProcedureTallyIDs(ids...)
 }
 
 // Where appends a list predicates to the WorkspaceUpdate builder.
@@ -1358,6 +1476,51 @@ func (_u *WorkspaceUpdateOne) sqlSave(ctx context.Context) (_node *Workspace, er
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(comment.FieldID, field.TypeUUID),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.ProcedureTalliesCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   workspace.ProcedureTalliesTable,
+			Columns: []string{workspace.ProcedureTalliesColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(proceduretally.FieldID, field.TypeInt),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedProcedureTalliesIDs(); len(nodes) > 0 && !_u.mutation.ProcedureTalliesCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   workspace.ProcedureTalliesTable,
+			Columns: []string{workspace.ProcedureTalliesColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(proceduretally.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.ProcedureTalliesIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   workspace.ProcedureTalliesTable,
+			Columns: []string{workspace.ProcedureTalliesColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(proceduretally.FieldID, field.TypeInt),
 			},
 		}
 		for _, k := range nodes {

@@ -69,6 +69,18 @@ func (f ProcedureFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, e
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ProcedureMutation", m)
 }
 
+// The ProcedureTallyFunc type is an adapter to allow the use of ordinary
+// function as ProcedureTally mutator.
+type ProcedureTallyFunc func(context.Context, *ent.ProcedureTallyMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f ProcedureTallyFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.ProcedureTallyMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ProcedureTallyMutation", m)
+}
+
 // The ProjectFunc type is an adapter to allow the use of ordinary
 // function as Project mutator.
 type ProjectFunc func(context.Context, *ent.ProjectMutation) (ent.Value, error)

@@ -14,6 +14,7 @@ import (
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/predicate"
 	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/ent/proceduretally"
 	"github.com/procsvc/procsvc/ent/project"
 	"github.com/procsvc/procsvc/ent/token"
 	"github.com/procsvc/procsvc/ent/workspace"
@@ -210,6 +211,33 @@ func (f TraverseProcedure) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.ProcedureQuery", q)
 }
 
+// The ProcedureTallyFunc type is an adapter to allow the use of ordinary function as a Querier.
+type ProcedureTallyFunc func(context.Context, *ent.ProcedureTallyQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f ProcedureTallyFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.ProcedureTallyQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.ProcedureTallyQuery", q)
+}
+
+// The TraverseProcedureTally type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseProcedureTally func(context.Context, *ent.ProcedureTallyQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseProcedureTally) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseProcedureTally) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.ProcedureTallyQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.ProcedureTallyQuery", q)
+}
+
 // The ProjectFunc type is an adapter to allow the use of ordinary function as a Querier.
 type ProjectFunc func(context.Context, *ent.ProjectQuery) (ent.Value, error)
 
@@ -304,6 +332,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.MemberQuery, predicate.Member, member.OrderOption]{typ: ent.TypeMember, tq: q}, nil
 	case *ent.ProcedureQuery:
 		return &query[*ent.ProcedureQuery, predicate.Procedure, procedure.OrderOption]{typ: ent.TypeProcedure, tq: q}, nil
+	case *ent.ProcedureTallyQuery:
+		return &query[*ent.ProcedureTallyQuery, predicate.ProcedureTally, proceduretally.OrderOption]{typ: ent.TypeProcedureTally, tq: q}, nil
 	case *ent.ProjectQuery:
 		return &query[*ent.ProjectQuery, predicate.Project, project.OrderOption]{typ: ent.TypeProject, tq: q}, nil
 	case *ent.TokenQuery:

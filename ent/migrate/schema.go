@@ -268,6 +268,34 @@ var (
 			},
 		},
 	}
+	// ProcedureTalliesColumns holds the columns for the "procedure_tallies" table.
+	ProcedureTalliesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "key", Type: field.TypeString},
+		{Name: "count", Type: field.TypeInt64, Default: 0},
+		{Name: "workspace_id", Type: field.TypeUUID},
+	}
+	// ProcedureTalliesTable holds the schema information for the "procedure_tallies" table.
+	ProcedureTalliesTable = &schema.Table{
+		Name:       "procedure_tallies",
+		Columns:    ProcedureTalliesColumns,
+		PrimaryKey: []*schema.Column{ProcedureTalliesColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "procedure_tallies_workspaces_procedure_tallies",
+				Columns:    []*schema.Column{ProcedureTalliesColumns[3]},
+				RefColumns: []*schema.Column{WorkspacesColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+		},
+		Indexes: []*schema.Index{
+			{
+				Name:    "proceduretally_workspace_id_key",
+				Unique:  true,
+				Columns: []*schema.Column{ProcedureTalliesColumns[3], ProcedureTalliesColumns[1]},
+			},
+		},
+	}
 	// ProjectsColumns holds the columns for the "projects" table.
 	ProjectsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
@@ -353,6 +381,7 @@ var (
 		IdempotencyKeysTable,
 		MembersTable,
 		ProceduresTable,
+		ProcedureTalliesTable,
 		ProjectsTable,
 		TokensTable,
 		WorkspacesTable,
@@ -370,6 +399,7 @@ func init() {
 	ProceduresTable.ForeignKeys[2].RefTable = MembersTable
 	ProceduresTable.ForeignKeys[3].RefTable = ProjectsTable
 	ProceduresTable.ForeignKeys[4].RefTable = WorkspacesTable
+	ProcedureTalliesTable.ForeignKeys[0].RefTable = WorkspacesTable
 	ProjectsTable.ForeignKeys[0].RefTable = WorkspacesTable
 	TokensTable.ForeignKeys[0].RefTable = MembersTable
 	TokensTable.ForeignKeys[1].RefTable = WorkspacesTable

@@ -21,6 +21,9 @@ type Member func(*sql.Selector)
 // Procedure is the predicate function for procedure builders.
 type Procedure func(*sql.Selector)
 
+// ProcedureTally is the predicate function for proceduretally builders.
+type ProcedureTally func(*sql.Selector)
+
 // Project is the predicate function for project builders.
 type Project func(*sql.Selector)
 

@@ -11,6 +11,7 @@ import (
 	"github.com/procsvc/procsvc/ent/idempotencykey"
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/ent/proceduretally"
 	"github.com/procsvc/procsvc/ent/project"
 	"github.com/procsvc/procsvc/ent/schema"
 	"github.com/procsvc/procsvc/ent/token"
@@ -220,6 +221,17 @@ func init() {
 	procedureDescID := procedureFields[0].Descriptor()
 	// procedure.DefaultID holds the default value on creation for the id field.
 	procedure.DefaultID = procedureDescID.Default.(func() uuid.UUID)
+	proceduretallyMixin := schema.ProcedureTally{}.Mixin()
+	proceduretallyMixinHooks0 := proceduretallyMixin[0].Hooks()
+	proceduretally.Hooks[0] = proceduretallyMixinHooks0[0]
+	proceduretallyMixinInters0 := proceduretallyMixin[0].Interceptors()
+	proceduretally.Interceptors[0] = proceduretallyMixinInters0[0]
+	proceduretallyFields := schema.ProcedureTally{}.Fields()
+	_ = proceduretallyFields
+	// proceduretallyDescCount is the schema descriptor for count field.
+	proceduretallyDescCount := proceduretallyFields[2].Descriptor()
+	// proceduretally.DefaultCount holds the default value on creation for the count field.
+	proceduretally.DefaultCount = proceduretallyDescCount.Default.(int64)
 	projectMixin := schema.Project{}.Mixin()
 	projectMixinHooks0 := projectMixin[0].Hooks()
 	project.Hooks[0] = projectMixinHooks0[0]

@@ -37,6 +37,7 @@ func (Workspace) Edges() []ent.Edge {
 		edge.To("categories", Category.Type),
 		edge.To("procedures", Procedure.Type),
 		edge.To("comments", Comment.Type),
+		edge.To("procedure_tallies", ProcedureTally.Type),
 	}
 }
 

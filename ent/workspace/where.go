@@ -469,6 +469,29 @@ func HasCommentsWith(preds ...predicate.Comment) predicate.Workspace {
 	})
 }
 
+// HasProcedureTallies applies the HasEdge predicate on the "procedure_tallies" edge.
+func HasProcedureTallies() predicate.Workspace {
+	return predicate.Workspace(func(s *sql.Selector) {
+		step := sqlgraph.NewStep(
+			sqlgraph.From(Table, FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, ProcedureTalliesTable, ProcedureTalliesColumn),
+		)
+		sqlgraph.HasNeighbors(s, step)
+	})
+}
+
+// HasProcedureTalliesWith applies the HasEdge predicate on the "procedure_tallies" edge with a given conditions (other predicates).
+func HasProcedureTalliesWith(preds ...predicate.ProcedureTally) predicate.Workspace {
+	return predicate.Workspace(func(s *sql.Selector) {
+		step := newProcedureTalliesStep()
+		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
+			for _, p := range preds {
+				p(s)
+			}
+		})
+	})
+}
+
 // And groups predicates with the AND operator between them.
 func And(predicates ...predicate.Workspace) predicate.Workspace {
 	return predicate.Workspace(sql.AndPredicates(predicates...))

@@ -38,6 +38,8 @@ const (
 	EdgeProcedures = "procedures"
 	// EdgeComments holds the string denoting the comments edge name in mutations.
 	EdgeComments = "comments"
+	// EdgeProcedureTallies holds the string denoting the procedure_tallies edge name in mutations.
+	EdgeProcedureTallies = "procedure_tallies"
 	// Table holds the table name of the workspace in the database.
 	Table = "workspaces"
 	// MembersTable is the table that holds the members relation/edge.
@@ -82,6 +84,13 @@ const (
 	CommentsInverseTable = "comments"
 	// CommentsColumn is the table column denoting the comments relation/edge.
 	CommentsColumn = "workspace_id"
+	// ProcedureTalliesTable is the table that holds the procedure_tallies relation/edge.
+	ProcedureTalliesTable = "procedure_tallies"
+	// ProcedureTalliesInverseTable is the table name for the ProcedureTally entity.
+	// It exists in this package in order to avoid circular dependency with the "proceduretally" package.
+	ProcedureTalliesInverseTable = "procedure_tallies"
+	// ProcedureTalliesColumn is the table column denoting the procedure_tallies relation/edge.
+	ProcedureTalliesColumn = "workspace_id"
 )
 
 // Columns holds all SQL columns for workspace fields.
@@ -244,6 +253,20 @@ func ByComments(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
 		sqlgraph.OrderByNeighborTerms(s, newCommentsStep(), append([]sql.OrderTerm{term}, terms...)...)
 	}
 }
+
+// ByProcedureTalliesCount orders the results by procedure_tallies count.
+func ByProcedureTalliesCount(opts ...sql.OrderTermOption) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborsCount(s, newProcedureTalliesStep(), opts...)
+	}
+}
+
+// ByProcedureTallies orders the results by procedure_tallies terms.
+func ByProcedureTallies(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborTerms(s, newProcedureTalliesStep(), append([]sql.OrderTerm{term}, terms...)...)
+	}
+}
 func newMembersStep() *sqlgraph.Step {
 	return sqlgraph.NewStep(
 		sqlgraph.From(Table, FieldID),
@@ -284,5 +307,12 @@ func newCommentsStep() *sqlgraph.Step {
 		sqlgraph.From(Table, FieldID),
 		sqlgraph.To(CommentsInverseTable, FieldID),
 		sqlgraph.Edge(sqlgraph.O2M, false, CommentsTable, CommentsColumn),
+	)
+}
+func newProcedureTalliesStep() *sqlgraph.Step {
+	return sqlgraph.NewStep(
+		sqlgraph.From(Table, FieldID),
+		sqlgraph.To(ProcedureTalliesInverseTable, FieldID),
+		sqlgraph.Edge(sqlgraph.O2M, false, ProcedureTalliesTable, ProcedureTalliesColumn),
 	)
 }

@@ -38,7 +38,11 @@ func (s *Service) AddComment(ctx context.Context, procedureID, body string) (*en
 		if err != nil {
 			return nil, err
 		}
-		return tx.Comment.Create().SetProcedureID(p.ID).SetAuthorID(v.MemberID).SetText(body).Save(ctx)
+		created, err := tx.Comment.Create().SetProcedureID(p.ID).SetAuthorID(v.MemberID).SetText(body).Save(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return created, s.announce(ctx, tx, Change{WorkspaceID: v.WorkspaceID, Kind: ProcedureCommented, ProcedureID: p.ID, After: columnOf(p)})
 	})
 }
 
@@ -78,7 +82,10 @@ func (s *Service) UpdateComment(ctx context.Context, id, body string) (*ent.Comm
 		if ent.IsNotFound(err) {
 			return nil, apperr.NotFoundf("comment")
 		}
-		return updated, err
+		if err != nil {
+			return nil, err
+		}
+		return updated, s.announce(ctx, tx, Change{WorkspaceID: v.WorkspaceID, Kind: ProcedureCommented, ProcedureID: c.ProcedureID})
 	})
 }
 
@@ -101,9 +108,12 @@ func (s *Service) DeleteComment(ctx context.Context, id string) error {
 			return err
 		}
 		n, err := tx.Comment.Delete().Where(comment.ID(c.ID)).Exec(ctx)
-		if err == nil && n == 0 {
+		if err != nil {
+			return err
+		}
+		if n == 0 {
 			return apperr.NotFoundf("comment")
 		}
-		return err
+		return s.announce(ctx, tx, Change{WorkspaceID: v.WorkspaceID, Kind: ProcedureCommented, ProcedureID: c.ProcedureID})
 	})
 }

@@ -194,6 +194,9 @@ func (s *Service) UpdateMember(ctx context.Context, id string, in MemberInput) (
 				return nil, err
 			}
 			u.SetRole(member.Role(role))
+			if err := s.announce(ctx, tx, Change{WorkspaceID: v.WorkspaceID, Kind: AccessChanged}); err != nil {
+				return nil, err
+			}
 		}
 		return u.Save(ctx)
 	})
@@ -222,7 +225,11 @@ func (s *Service) RemoveMember(ctx context.Context, id string) (*ent.Member, err
 		if err := tx.Token.Update().Where(token.MemberID(m.ID), token.RevokedAtIsNil()).SetRevokedAt(now).Exec(ctx); err != nil {
 			return nil, err
 		}
-		return tx.Member.UpdateOneID(m.ID).SetRemovedAt(now).Save(ctx)
+		removed, err := tx.Member.UpdateOneID(m.ID).SetRemovedAt(now).Save(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return removed, s.announce(ctx, tx, Change{WorkspaceID: v.WorkspaceID, Kind: AccessChanged})
 	})
 }
 
@@ -313,6 +320,9 @@ func (s *Service) RevokeToken(ctx context.Context, id string) (*ent.Token, error
 		if ent.IsNotFound(err) {
 			return nil, apperr.NotFoundf("token")
 		}
-		return revoked, err
+		if err != nil {
+			return nil, err
+		}
+		return revoked, s.announce(ctx, tx, Change{WorkspaceID: v.WorkspaceID, Kind: AccessChanged})
 	})
 }

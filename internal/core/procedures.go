@@ -365,7 +365,10 @@ func (s *Service) CreateProcedure(ctx context.Context, in CreateProcedureInput) 
 			SetNillableDisplayVideo(in.DisplayVideo).
 			SetNillableIsFineTunedData(in.IsFineTunedData).
 			Save(ctx)
-		return err
+		if err != nil {
+			return err
+		}
+		return s.procedureChanged(ctx, tx, v.WorkspaceID, ProcedureCreated, nil, created)
 	})
 	if err != nil {
 		return nil, err
@@ -554,7 +557,14 @@ func (s *Service) FindProcedures(ctx context.Context, f ProcedureFilter, o Proce
 		return nil, err
 	}
 	return listPage(ctx, s, "procedures", f.key(), w, DefaultProcedurePageSize, MaxProcedurePageSize,
-		func() (int, error) { return s.client.Procedure.Query().Where(preds...).Count(ctx) },
+		func() (int, error) {
+			if key, ok := f.tallyKey(); ok {
+				if n, found, err := s.tally(ctx, key); err != nil || found {
+					return n, err
+				}
+			}
+			return s.client.Procedure.Query().Where(preds...).Count(ctx)
+		},
 		func(p Page) ([]*ent.Procedure, error) {
 			return s.client.Procedure.Query().Where(preds...).Order(order...).Offset(p.Offset).Limit(p.Limit).All(ctx)
 		})
@@ -710,7 +720,11 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 			}
 			u.SetPosition(pos)
 		}
-		return u.Save(ctx)
+		updated, err := u.Save(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return updated, s.procedureChanged(ctx, tx, v.WorkspaceID, ProcedureUpdated, p, updated)
 	})
 }
 
@@ -767,8 +781,12 @@ func (s *Service) MoveProcedure(ctx context.Context, id string, state *string, a
 		if err != nil {
 			return nil, err
 		}
-		return tx.Procedure.UpdateOneID(p.ID).SetState(column).SetPosition(pos).
+		moved, err := tx.Procedure.UpdateOneID(p.ID).SetState(column).SetPosition(pos).
 			SetUpdatedAt(nextUpdatedAt(p.UpdatedAt, s.now())).Save(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return moved, s.procedureChanged(ctx, tx, v.WorkspaceID, ProcedureMoved, p, moved)
 	})
 }
 
@@ -873,9 +891,32 @@ func (s *Service) DeleteProcedure(ctx context.Context, id string, conds ...Preco
 			return err
 		}
 		n, err := tx.Procedure.Delete().Where(procedure.ID(p.ID)).Exec(ctx)
-		if err == nil && n == 0 {
+		if err != nil {
+			return err
+		}
+		if n == 0 {
 			return apperr.NotFoundf("procedure")
 		}
-		return err
+		return s.procedureChanged(ctx, tx, v.WorkspaceID, ProcedureDeleted, p, nil)
 	})
+}
+
+// procedureChanged keeps the tallies and announces a procedure write, in
+// its transaction: before is the row as of the lock (nil for a create),
+// after the row stored (nil for a delete).
+func (s *Service) procedureChanged(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, kind ChangeKind, before, after *ent.Procedure) error {
+	tallies := tallyChange{}
+	c := Change{WorkspaceID: workspaceID, Kind: kind}
+	if before != nil {
+		tallies.removed(before)
+		c.ProcedureID, c.Before = before.ID, columnOf(before)
+	}
+	if after != nil {
+		tallies.added(after)
+		c.ProcedureID, c.After = after.ID, columnOf(after)
+	}
+	if err := tallies.apply(ctx, tx, workspaceID); err != nil {
+		return err
+	}
+	return s.announce(ctx, tx, c)
 }

@@ -45,6 +45,7 @@ type Service struct {
 	generator Generator
 	now       func() time.Time
 	totals    *totals
+	announcer Announcer
 	// beforeTx, when set, runs where a write waits for its workspace lock:
 	// after the checks made before the transaction, before it begins.
 	// Tests commit a concurrent change there (see export_test.go).

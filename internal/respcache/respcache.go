@@ -32,6 +32,18 @@ type Cache struct {
 	entries  *lru.Cache[string, *entry]
 	bytes    int64
 	maxBytes int64
+	// inFlight holds the responses being computed, by key: after a write,
+	// the clients that miss together on the same page wait for the first
+	// one's response instead of each computing it (see serveShared).
+	inFlight map[string]*flight
+}
+
+// flight is one response being computed; done is closed when it is known,
+// e then holds it if it could be cached (nil: every waiter computes its own).
+type flight struct {
+	done    chan struct{}
+	e       *entry
+	waiters int // requests waiting on it (guarded by Cache.mu), for tests
 }
 
 type entry struct {
@@ -56,7 +68,7 @@ type readCloser struct {
 
 // New returns a cache holding at most maxBytes of response bodies.
 func New(maxBytes int64) *Cache {
-	c := &Cache{maxBytes: maxBytes}
+	c := &Cache{maxBytes: maxBytes, inFlight: map[string]*flight{}}
 	entries, err := lru.NewWithEvict[string, *entry](1<<20, func(_ string, e *entry) {
 		c.bytes -= int64(len(e.body))
 	})
@@ -128,20 +140,41 @@ func (c *Cache) Middleware(onHit func(ctx context.Context, route string)) func(h
 			key := cacheKey(v, r, body)
 			c.mu.Lock()
 			e, ok := c.entries.Get(key)
+			f, shared := c.inFlight[key]
+			switch {
+			case ok:
+			case shared:
+				f.waiters++
+			default:
+				f = &flight{done: make(chan struct{})}
+				c.inFlight[key] = f
+			}
 			c.mu.Unlock()
 			if ok {
-				if onHit != nil {
-					onHit(r.Context(), e.route)
-				}
-				w.Header().Set("Content-Type", e.contentType)
-				if e.etag != "" {
-					w.Header().Set("ETag", e.etag)
-				}
-				w.Header().Set("X-Cache", "hit")
-				w.WriteHeader(http.StatusOK)
-				_, _ = w.Write(e.body)
+				serve(w, r, e, "hit", onHit)
 				return
 			}
+			if shared {
+				// Another request is computing this very response (same
+				// workspace version, member, role and request): wait for
+				// it, unless this client gives up first.
+				select {
+				case <-f.done:
+					if f.e != nil {
+						serve(w, r, f.e, "shared", onHit)
+						return
+					}
+				case <-r.Context().Done():
+				}
+				next.ServeHTTP(w, r)
+				return
+			}
+			defer func() {
+				c.mu.Lock()
+				delete(c.inFlight, key)
+				c.mu.Unlock()
+				close(f.done)
+			}()
 			d := &decision{}
 			rec := &recorder{ResponseWriter: w}
 			next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), decisionKey{}, d)))
@@ -151,10 +184,26 @@ func (c *Cache) Middleware(onHit func(ctx context.Context, route string)) func(h
 			if !cacheable || rec.status != http.StatusOK || rec.buf.Len() > maxEntryBytes || rec.overflow {
 				return
 			}
-			c.store(key, &entry{contentType: rec.Header().Get("Content-Type"), etag: rec.Header().Get("ETag"),
-				route: route, body: bytes.Clone(rec.buf.Bytes())})
+			f.e = &entry{contentType: rec.Header().Get("Content-Type"), etag: rec.Header().Get("ETag"),
+				route: route, body: bytes.Clone(rec.buf.Bytes())}
+			c.store(key, f.e)
 		})
 	}
+}
+
+// serve answers with a stored response; how says where it came from: "hit"
+// (the cache) or "shared" (a concurrent identical request's).
+func serve(w http.ResponseWriter, r *http.Request, e *entry, how string, onHit func(ctx context.Context, route string)) {
+	if onHit != nil {
+		onHit(r.Context(), e.route)
+	}
+	w.Header().Set("Content-Type", e.contentType)
+	if e.etag != "" {
+		w.Header().Set("ETag", e.etag)
+	}
+	w.Header().Set("X-Cache", how)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(e.body)
 }
 
 func (c *Cache) store(key string, e *entry) {

@@ -1,0 +1,69 @@
+package core
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/ent/procedure"
+)
+
+// ChangeKind says what a committed write did.
+type ChangeKind string
+
+// The changes announced to subscribers (docs/api.md, "Live updates").
+const (
+	ProcedureCreated   ChangeKind = "CREATED"
+	ProcedureUpdated   ChangeKind = "UPDATED"
+	ProcedureMoved     ChangeKind = "MOVED"
+	ProcedureDeleted   ChangeKind = "DELETED"
+	ProcedureCommented ChangeKind = "COMMENTED"
+	// AccessChanged: a member was removed or changed role, or a token was
+	// revoked. Subscriptions of the workspace re-authenticate on it.
+	AccessChanged ChangeKind = "ACCESS_CHANGED"
+)
+
+// Column is where a procedure sits: its project and state.
+type Column struct {
+	ProjectID uuid.UUID
+	State     procedure.State
+}
+
+func columnOf(p *ent.Procedure) *Column { return &Column{ProjectID: p.ProjectID, State: p.State} }
+
+// Change is one write, announced once it has committed. It names what
+// changed, never the record's content: subscribers read the record
+// themselves, under their own tenancy and role.
+type Change struct {
+	WorkspaceID uuid.UUID
+	Kind        ChangeKind
+	// ProcedureID is the procedure created, changed, deleted or commented on
+	// (uuid.Nil for AccessChanged).
+	ProcedureID uuid.UUID
+	// Before and After are the procedure's column before and after the
+	// write, when the write knows them (nil: it did not exist, or the write
+	// did not read it), so that a subscriber filtering by project or state
+	// also hears of a procedure leaving its filter.
+	Before, After *Column
+}
+
+// Announcer makes committed changes known to subscribers, on this replica
+// and on the others (internal/events).
+type Announcer interface {
+	// Announce is called inside the write's transaction, after its last
+	// change and under the workspace lock. It must make the change known
+	// if and only if tx commits, with the workspace's version as of it.
+	Announce(ctx context.Context, tx *ent.Tx, c Change) error
+}
+
+// WithAnnouncer sets the announcer of committed changes.
+func WithAnnouncer(a Announcer) Option { return func(s *Service) { s.announcer = a } }
+
+// announce hands c to the announcer, if there is one.
+func (s *Service) announce(ctx context.Context, tx *ent.Tx, c Change) error {
+	if s.announcer == nil {
+		return nil
+	}
+	return s.announcer.Announce(ctx, tx, c)
+}

@@ -1,0 +1,12 @@
+package respcache
+
+// Waiting returns how many requests wait on another's response.
+func (c *Cache) Waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, f := range c.inFlight {
+		n += f.waiters
+	}
+	return n
+}

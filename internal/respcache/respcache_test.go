@@ -1,0 +1,127 @@
+package respcache_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/procsvc/procsvc/internal/respcache"
+	"github.com/procsvc/procsvc/internal/viewer"
+)
+
+// TestIdenticalMissesAreComputedOnce: after a write, many clients miss on
+// the same page at once; the first computes it and the others wait for its
+// response instead of each running the same queries. Requests that differ
+// (another member, another version) never share.
+func TestIdenticalMissesAreComputedOnce(t *testing.T) {
+	ws, member, other := uuid.New(), uuid.New(), uuid.New()
+	release := make(chan struct{})
+	var calls atomic.Int64
+	c := respcache.New(1 << 20)
+	h := c.Middleware(nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		if n == 1 {
+			<-release // the first response takes a while
+		}
+		respcache.MarkCacheable(r.Context(), "test")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"page":1}`))
+	}))
+	request := func(m uuid.UUID, version int64) *http.Request {
+		v := &viewer.Viewer{WorkspaceID: ws, MemberID: m, Role: viewer.RoleMember, WorkspaceVersion: version, VersionKnown: true}
+		return httptest.NewRequest(http.MethodGet, "/procedures?limit=50", nil).WithContext(viewer.NewContext(context.Background(), v))
+	}
+	const waiters = 6
+	var wg sync.WaitGroup
+	got := make([]*httptest.ResponseRecorder, waiters+1)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = httptest.NewRecorder()
+			h.ServeHTTP(got[i], request(member, 7))
+		}()
+		if i == 0 {
+			for calls.Load() == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Waiting() < waiters {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests waiting, want %d", c.Waiting(), waiters)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Different requests do not wait on it.
+	for _, r := range []*http.Request{request(other, 7), request(member, 8)} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if rec.Code != http.StatusOK || rec.Header().Get("X-Cache") != "" {
+			t.Fatalf("a different request: %d X-Cache=%q", rec.Code, rec.Header().Get("X-Cache"))
+		}
+	}
+	close(release)
+	wg.Wait()
+	if n := calls.Load(); n != 3 {
+		t.Fatalf("handler ran %d times, want 3 (one shared page, two different requests)", n)
+	}
+	shared := 0
+	for _, rec := range got {
+		if rec.Code != http.StatusOK || rec.Body.String() != `{"page":1}` {
+			t.Fatalf("answer %d %q", rec.Code, rec.Body.String())
+		}
+		if rec.Header().Get("X-Cache") == "shared" {
+			shared++
+		}
+	}
+	if shared != waiters {
+		t.Fatalf("%d answers shared, want %d", shared, waiters)
+	}
+}
+
+// TestUncacheableResponsesAreNotShared: when the first response cannot be
+// cached (an error), each waiting request computes its own.
+func TestUncacheableResponsesAreNotShared(t *testing.T) {
+	v := &viewer.Viewer{WorkspaceID: uuid.New(), MemberID: uuid.New(), Role: viewer.RoleMember, WorkspaceVersion: 1, VersionKnown: true}
+	release := make(chan struct{})
+	var calls atomic.Int64
+	c := respcache.New(1 << 20)
+	h := c.Middleware(nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			<-release
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		respcache.MarkCacheable(r.Context(), "test")
+		_, _ = w.Write([]byte("ok"))
+	}))
+	req := func() *http.Request {
+		return httptest.NewRequest(http.MethodGet, "/x", nil).WithContext(viewer.NewContext(context.Background(), v))
+	}
+	first := httptest.NewRecorder()
+	second := httptest.NewRecorder()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); h.ServeHTTP(first, req()) }()
+	for calls.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); h.ServeHTTP(second, req()) }()
+	for c.Waiting() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	if first.Code != http.StatusServiceUnavailable || second.Code != http.StatusOK || second.Body.String() != "ok" {
+		t.Fatalf("first %d, second %d %q", first.Code, second.Code, second.Body.String())
+	}
+}
