@@ -545,7 +545,8 @@ func procedureOrder(o ProcedureOrder) ([]procedure.OrderOption, error) {
 // with the exact total.
 // Errors: unauthenticated, validation_failed naming the parameter.
 func (s *Service) FindProcedures(ctx context.Context, f ProcedureFilter, o ProcedureOrder, w Window) (*ProcedureList, error) {
-	if _, err := require(ctx, viewer.RoleViewer); err != nil {
+	v, err := require(ctx, viewer.RoleViewer)
+	if err != nil {
 		return nil, err
 	}
 	preds, err := procedurePredicates(f)
@@ -559,7 +560,7 @@ func (s *Service) FindProcedures(ctx context.Context, f ProcedureFilter, o Proce
 	return listPage(ctx, s, "procedures", f.key(), w, DefaultProcedurePageSize, MaxProcedurePageSize,
 		func() (int, error) {
 			if key, ok := f.tallyKey(); ok {
-				if n, found, err := s.tally(ctx, key); err != nil || found {
+				if n, found, err := s.tally(ctx, v.WorkspaceID, key); err != nil || found {
 					return n, err
 				}
 			}

@@ -163,9 +163,9 @@ func RebuildTallies(ctx context.Context, client *ent.Client, workspaceID uuid.UU
 	return rebuildTallies(ctx, client, workspaceID)
 }
 
-// tally reads the tally key, if the workspace has it.
-func (s *Service) tally(ctx context.Context, key string) (int, bool, error) {
-	ns, err := s.client.ProcedureTally.Query().Where(proceduretally.Key(key)).
+// tally reads the workspace's tally key, if it has it.
+func (s *Service) tally(ctx context.Context, workspaceID uuid.UUID, key string) (int, bool, error) {
+	ns, err := s.client.ProcedureTally.Query().Where(proceduretally.WorkspaceID(workspaceID), proceduretally.Key(key)).
 		Select(proceduretally.FieldCount).Ints(ctx)
 	if err != nil || len(ns) == 0 {
 		return 0, false, err
