@@ -42,6 +42,13 @@ type harness struct {
 
 func newHarness(t testing.TB, dialect string, shape bench.Shape) *harness {
 	t.Helper()
+	return newHarnessWith(t, dialect, shape, server.Deps{})
+}
+
+// newHarnessWith is newHarness serving with deps' options (DB, Service and
+// Log are filled in).
+func newHarnessWith(t testing.TB, dialect string, shape bench.Shape, deps server.Deps) *harness {
+	t.Helper()
 	db := dbtest.Open(t, dialect)
 	ctx := context.Background()
 	seeded, err := bench.Seed(ctx, db.Client, "Bench", "BEN", shape, 1)
@@ -62,7 +69,8 @@ func newHarness(t testing.TB, dialect string, shape bench.Shape) *harness {
 		}
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h := server.NewHandler(server.Deps{DB: db, Service: core.New(db.Client), Log: log})
+	deps.DB, deps.Service, deps.Log = db, core.New(db.Client), log
+	h := server.NewHandler(deps)
 	return &harness{db: db, handler: h, token: seeded.AdminToken}
 }
 

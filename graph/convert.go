@@ -107,18 +107,38 @@ func procedureOrder(o *model.ProcedureOrder) core.ProcedureOrder {
 	return core.ProcedureOrder{Field: orderFields[o.Field], Desc: o.Direction != model.OrderDirectionAsc}
 }
 
-// connection builds a Relay connection's parts from a core page.
-func connection[N any, E any](items []N, info core.PageInfo, edge func(N, string) E) ([]E, *model.PageInfo) {
-	edges := make([]E, len(items))
-	pi := &model.PageInfo{HasNextPage: info.HasNextPage, HasPreviousPage: info.HasPreviousPage}
-	for i, n := range items {
-		edges[i] = edge(n, string(core.CursorAt(info.Offset+i)))
+// connection builds a Relay connection's parts from a core page. The edges
+// (an object and a cursor per item) are built only when the operation selects
+// them: list pages read nodes, and so does the REST face, which calls the
+// resolvers outside any operation.
+func connection[N any, E any](ctx context.Context, items []N, info core.PageInfo, edge func(N, string) E) ([]E, *model.PageInfo) {
+	var edges []E
+	if selects(ctx, "edges") {
+		edges = make([]E, len(items))
+		for i, n := range items {
+			edges[i] = edge(n, string(core.CursorAt(info.Offset+i)))
+		}
 	}
+	pi := &model.PageInfo{HasNextPage: info.HasNextPage, HasPreviousPage: info.HasPreviousPage}
 	if len(items) > 0 {
 		start, end := string(core.CursorAt(info.Offset)), string(core.CursorAt(info.Offset+len(items)-1))
 		pi.StartCursor, pi.EndCursor = &start, &end
 	}
 	return edges, pi
+}
+
+// selects reports whether the current GraphQL field selects field (false
+// outside an operation).
+func selects(ctx context.Context, field string) bool {
+	if !graphql.HasOperationContext(ctx) || graphql.GetFieldContext(ctx) == nil {
+		return false
+	}
+	for _, f := range graphql.CollectFieldsCtx(ctx, nil) {
+		if f.Name == field {
+			return true
+		}
+	}
+	return false
 }
 
 func deleted(id string) *model.DeletePayload {

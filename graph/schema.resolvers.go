@@ -20,7 +20,7 @@ import (
 
 // Author is the resolver for the author field.
 func (r *commentResolver) Author(ctx context.Context, obj *ent.Comment) (*ent.Member, error) {
-	return loader.For(ctx).Member.Load(ctx, obj.AuthorID)()
+	return loader.Member(ctx, obj.AuthorID)
 }
 
 // CreateProcedure is the resolver for the createProcedure field.
@@ -171,7 +171,7 @@ func (r *procedureResolver) Category(ctx context.Context, obj *ent.Procedure) (*
 	if obj.CategoryID == nil {
 		return nil, nil
 	}
-	return loader.For(ctx).Category.Load(ctx, *obj.CategoryID)()
+	return loader.Category(ctx, *obj.CategoryID)
 }
 
 // Doer is the resolver for the doer field.
@@ -179,17 +179,17 @@ func (r *procedureResolver) Doer(ctx context.Context, obj *ent.Procedure) (*ent.
 	if obj.DoerID == nil {
 		return nil, nil
 	}
-	return loader.For(ctx).Member.Load(ctx, *obj.DoerID)()
+	return loader.Member(ctx, *obj.DoerID)
 }
 
 // Project is the resolver for the project field.
 func (r *procedureResolver) Project(ctx context.Context, obj *ent.Procedure) (*ent.Project, error) {
-	return loader.For(ctx).Project.Load(ctx, obj.ProjectID)()
+	return loader.Project(ctx, obj.ProjectID)
 }
 
 // Comments is the resolver for the comments field.
 func (r *procedureResolver) Comments(ctx context.Context, obj *ent.Procedure) ([]*ent.Comment, error) {
-	return loader.For(ctx).Comments.Load(ctx, obj.ID)()
+	return loader.Comments(ctx, obj.ID)
 }
 
 // Node is the resolver for the node field.
@@ -226,7 +226,7 @@ func (r *queryResolver) Procedures(ctx context.Context, first *int, after *strin
 	if err := loader.PrimeProcedures(ctx, list.Items, requestedEdges(ctx, true)); err != nil {
 		return nil, err
 	}
-	edges, info := connection(list.Items, list.PageInfo, func(n *ent.Procedure, c string) *model.ProcedureEdge {
+	edges, info := connection(ctx, list.Items, list.PageInfo, func(n *ent.Procedure, c string) *model.ProcedureEdge {
 		return &model.ProcedureEdge{Node: n, Cursor: c}
 	})
 	return &model.ProcedureConnection{Edges: edges, Nodes: list.Items, PageInfo: info, TotalCount: list.Total}, nil
@@ -243,7 +243,7 @@ func (r *queryResolver) Projects(ctx context.Context, first *int, after *string,
 	if err != nil {
 		return nil, err
 	}
-	edges, info := connection(list.Items, list.PageInfo, func(n *ent.Project, c string) *model.ProjectEdge {
+	edges, info := connection(ctx, list.Items, list.PageInfo, func(n *ent.Project, c string) *model.ProjectEdge {
 		return &model.ProjectEdge{Node: n, Cursor: c}
 	})
 	return &model.ProjectConnection{Edges: edges, Nodes: list.Items, PageInfo: info, TotalCount: list.Total}, nil
@@ -260,7 +260,7 @@ func (r *queryResolver) Categories(ctx context.Context, first *int, after *strin
 	if err != nil {
 		return nil, err
 	}
-	edges, info := connection(list.Items, list.PageInfo, func(n *ent.Category, c string) *model.CategoryEdge {
+	edges, info := connection(ctx, list.Items, list.PageInfo, func(n *ent.Category, c string) *model.CategoryEdge {
 		return &model.CategoryEdge{Node: n, Cursor: c}
 	})
 	return &model.CategoryConnection{Edges: edges, Nodes: list.Items, PageInfo: info, TotalCount: list.Total}, nil
@@ -277,7 +277,7 @@ func (r *queryResolver) Members(ctx context.Context, first *int, after *string, 
 	if err != nil {
 		return nil, err
 	}
-	edges, info := connection(list.Items, list.PageInfo, func(n *ent.Member, c string) *model.MemberEdge {
+	edges, info := connection(ctx, list.Items, list.PageInfo, func(n *ent.Member, c string) *model.MemberEdge {
 		return &model.MemberEdge{Node: n, Cursor: c}
 	})
 	return &model.MemberConnection{Edges: edges, Nodes: list.Items, PageInfo: info, TotalCount: list.Total}, nil
@@ -297,7 +297,7 @@ func (r *queryResolver) Tokens(ctx context.Context) ([]*ent.Token, error) {
 
 // Member is the resolver for the member field.
 func (r *tokenResolver) Member(ctx context.Context, obj *ent.Token) (*ent.Member, error) {
-	return loader.For(ctx).Member.Load(ctx, obj.MemberID)()
+	return loader.Member(ctx, obj.MemberID)
 }
 
 // Comment returns generated.CommentResolver implementation.

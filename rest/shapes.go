@@ -4,8 +4,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/internal/timefmt"
 )
@@ -27,67 +25,6 @@ func timePtr(t *time.Time) *Time {
 	}
 	v := Time(*t)
 	return &v
-}
-
-func idPtr(id *uuid.UUID) *string {
-	if id == nil {
-		return nil
-	}
-	s := id.String()
-	return &s
-}
-
-// Procedure is docs/contract.md §2.1's procedure: every field present,
-// optional ones null.
-type Procedure struct {
-	ID              string       `json:"id"`
-	ShortID         *string      `json:"shortId"`
-	Name            string       `json:"name"`
-	Priority        string       `json:"priority"`
-	State           string       `json:"state"`
-	Content         *string      `json:"content"`
-	CategoryID      *string      `json:"categoryId"`
-	DoerID          *string      `json:"doerId"`
-	CreatorID       string       `json:"creatorId"`
-	Position        float64      `json:"position"`
-	DueAt           Time         `json:"dueAt"`
-	CreatedAt       Time         `json:"createdAt"`
-	UpdatedAt       Time         `json:"updatedAt"`
-	ProjectID       string       `json:"projectId"`
-	WorkspaceID     string       `json:"workspaceId"`
-	CaptureID       *string      `json:"captureId"`
-	DisplayVideo    bool         `json:"displayVideo"`
-	IsFineTunedData bool         `json:"isFineTunedData"`
-	Category        *CategoryRef `json:"category"`
-	Doer            *DoerRef     `json:"doer"`
-	Project         *ProjectRef  `json:"project"`
-	Comments        []CommentRef `json:"comments"`
-}
-
-// CategoryRef is a procedure's embedded category.
-type CategoryRef struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-}
-
-// DoerRef is a procedure's embedded responsible member.
-type DoerRef struct {
-	ID    string `json:"id"`
-	Name  string `json:"name"`
-	Email string `json:"email"`
-}
-
-// ProjectRef is a procedure's embedded project.
-type ProjectRef struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-}
-
-// CommentRef is a procedure's embedded comment.
-type CommentRef struct {
-	ID        string `json:"id"`
-	Text      string `json:"text"`
-	CreatedAt Time   `json:"createdAt"`
 }
 
 // Comment is a comment as returned by POST /procedures/{id}/comments.
@@ -144,34 +81,6 @@ type Meta struct {
 // Deleted is the body of every successful DELETE.
 type Deleted struct {
 	Success bool `json:"success"`
-}
-
-func procedureShape(p *ent.Procedure, cat *ent.Category, doer *ent.Member, proj *ent.Project, comments []*ent.Comment) Procedure {
-	out := Procedure{
-		ID: p.ID.String(), Name: p.Name, Priority: string(p.Priority), State: string(p.State),
-		Content: p.Content, CategoryID: idPtr(p.CategoryID), DoerID: idPtr(p.DoerID),
-		CreatorID: p.CreatorID.String(), Position: p.Position, DueAt: Time(p.DueAt),
-		CreatedAt: Time(p.CreatedAt), UpdatedAt: Time(p.UpdatedAt), ProjectID: p.ProjectID.String(),
-		WorkspaceID: p.WorkspaceID.String(), CaptureID: p.CaptureID, DisplayVideo: p.DisplayVideo,
-		IsFineTunedData: p.IsFineTunedData, Comments: make([]CommentRef, len(comments)),
-	}
-	if p.ShortID != "" {
-		s := p.ShortID
-		out.ShortID = &s
-	}
-	if cat != nil {
-		out.Category = &CategoryRef{ID: cat.ID.String(), Name: cat.Name}
-	}
-	if doer != nil {
-		out.Doer = &DoerRef{ID: doer.ID.String(), Name: doer.Name, Email: doer.Email}
-	}
-	if proj != nil {
-		out.Project = &ProjectRef{ID: proj.ID.String(), Name: proj.Name}
-	}
-	for i, c := range comments {
-		out.Comments[i] = CommentRef{ID: c.ID.String(), Text: c.Text, CreatedAt: Time(c.CreatedAt)}
-	}
-	return out
 }
 
 func projectShape(p *ent.Project) Project {

@@ -3,6 +3,7 @@
 package scalar
 
 import (
+	"bytes"
 	"io"
 	"strconv"
 	"time"
@@ -16,13 +17,19 @@ import (
 )
 
 // MarshalTime writes t as YYYY-MM-DDTHH:mm:ss.sssZ.
-func MarshalTime(t time.Time) graphql.Marshaler {
-	return graphql.WriterFunc(func(w io.Writer) {
-		var buf [len(timefmt.Layout) + 2]byte
-		b := append(buf[:0], '"')
-		b = timefmt.AppendFormat(b, t)
+func MarshalTime(t time.Time) graphql.Marshaler { return timeValue(t) }
+
+// timeValue and uuidValue are the scalars' marshalers. A list page writes
+// hundreds of them: each costs its one boxing into graphql.Marshaler and
+// writes straight into the response buffer (see write), where a closure
+// would add an allocation for its text.
+type timeValue time.Time
+
+func (t timeValue) MarshalGQL(w io.Writer) {
+	write(w, func(b []byte) []byte {
 		b = append(b, '"')
-		_, _ = w.Write(b)
+		b = timefmt.AppendFormat(b, time.Time(t))
+		return append(b, '"')
 	})
 }
 
@@ -40,14 +47,39 @@ func UnmarshalTime(v any) (time.Time, error) {
 }
 
 // MarshalUUID writes id in its canonical string form.
-func MarshalUUID(id uuid.UUID) graphql.Marshaler {
-	return graphql.WriterFunc(func(w io.Writer) {
-		var buf [38]byte
-		buf[0] = '"'
-		copy(buf[1:], id.String())
-		buf[37] = '"'
-		_, _ = w.Write(buf[:])
+func MarshalUUID(id uuid.UUID) graphql.Marshaler { return uuidValue(id) }
+
+type uuidValue uuid.UUID
+
+func (id uuidValue) MarshalGQL(w io.Writer) {
+	write(w, func(b []byte) []byte {
+		b = append(b, '"')
+		b = appendUUID(b, uuid.UUID(id))
+		return append(b, '"')
 	})
+}
+
+// appendUUID appends id's canonical form (what id.String returns).
+func appendUUID(b []byte, id uuid.UUID) []byte {
+	const hex = "0123456789abcdef"
+	for i, c := range id {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b = append(b, '-')
+		}
+		b = append(b, hex[c>>4], hex[c&0x0f])
+	}
+	return b
+}
+
+// write appends what text renders to the spare capacity of gqlgen's response
+// buffer, or to a stack buffer for any other writer.
+func write(w io.Writer, text func([]byte) []byte) {
+	if buf, ok := w.(*bytes.Buffer); ok {
+		buf.Write(text(buf.AvailableBuffer()))
+		return
+	}
+	var scratch [64]byte
+	_, _ = w.Write(text(scratch[:0]))
 }
 
 // UnmarshalUUID parses a canonical UUID string.

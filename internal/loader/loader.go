@@ -1,11 +1,13 @@
 // Package loader holds the per-request dataloaders for a procedure's
-// category, doer, project and comments (and a comment's author). Each batch
+// category, doer, project and comments (and a comment's author). Each fetch
 // function is the one way its edge is read.
 //
 // Loaders never make a request wait on a timer: whoever fetches a list of
 // parents calls Prime with the edges that will be resolved, which runs each
-// batch function once, synchronously, and fills the cache. Field resolvers
-// then find every key already loaded. A Load of a key nobody primed still
+// fetch once, synchronously, and keeps what it read. Field resolvers then
+// find every key already loaded and return it without touching a dataloader:
+// a dataloader Load allocates a channel and a thunk even for a cached key,
+// and a list page resolves hundreds of edges. A key nobody primed still
 // works, batched over dataloader's default window.
 package loader
 
@@ -34,23 +36,22 @@ type Edges struct {
 // AllEdges is every edge, as REST responses embed them all.
 var AllEdges = Edges{Category: true, Doer: true, Project: true, Comments: true}
 
-// Loaders are one request's dataloaders. They cache for the request's life
-// and must not be shared between requests (each carries its viewer's tenancy).
-type Loaders struct {
-	Category *dataloader.Loader[uuid.UUID, *ent.Category]
-	Member   *dataloader.Loader[uuid.UUID, *ent.Member]
-	Project  *dataloader.Loader[uuid.UUID, *ent.Project]
-	Comments *dataloader.Loader[uuid.UUID, []*ent.Comment]
+// fetch reads the values of keys, answering every key: a record id nobody
+// can see maps to nil (not an error), a procedure without comments to an
+// empty list.
+type fetch[V any] func(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]V, error)
 
-	categories func(context.Context, []uuid.UUID) []*dataloader.Result[*ent.Category]
-	members    func(context.Context, []uuid.UUID) []*dataloader.Result[*ent.Member]
-	projects   func(context.Context, []uuid.UUID) []*dataloader.Result[*ent.Project]
-	comments   func(context.Context, []uuid.UUID) []*dataloader.Result[[]*ent.Comment]
+// fetchers are the edges' reads through one client, shared by every request
+// (the tenancy of each read comes from the context it is given).
+type fetchers struct {
+	categories fetch[*ent.Category]
+	members    fetch[*ent.Member]
+	projects   fetch[*ent.Project]
+	comments   fetch[[]*ent.Comment]
 }
 
-// New returns fresh loaders reading through client.
-func New(client *ent.Client) *Loaders {
-	l := &Loaders{
+func newFetchers(client *ent.Client) *fetchers {
+	return &fetchers{
 		categories: byID(func(ctx context.Context, keys []uuid.UUID) ([]*ent.Category, error) {
 			return client.Category.Query().Where(category.IDIn(keys...)).All(ctx)
 		}, func(c *ent.Category) uuid.UUID { return c.ID }),
@@ -60,125 +61,99 @@ func New(client *ent.Client) *Loaders {
 		projects: byID(func(ctx context.Context, keys []uuid.UUID) ([]*ent.Project, error) {
 			return client.Project.Query().Where(project.IDIn(keys...)).All(ctx)
 		}, func(p *ent.Project) uuid.UUID { return p.ID }),
-		comments: func(ctx context.Context, keys []uuid.UUID) []*dataloader.Result[[]*ent.Comment] {
+		comments: func(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID][]*ent.Comment, error) {
 			cs, err := client.Comment.Query().Where(comment.ProcedureIDIn(keys...)).
 				Order(comment.ByCreatedAt(), comment.ByID()).All(ctx)
-			out := make([]*dataloader.Result[[]*ent.Comment], len(keys))
 			if err != nil {
-				for i := range out {
-					out[i] = &dataloader.Result[[]*ent.Comment]{Error: err}
-				}
-				return out
+				return nil, err
 			}
 			byProc := make(map[uuid.UUID][]*ent.Comment, len(keys))
 			for _, c := range cs {
 				byProc[c.ProcedureID] = append(byProc[c.ProcedureID], c)
 			}
-			for i, k := range keys {
-				list := byProc[k]
-				if list == nil {
-					list = []*ent.Comment{}
+			for _, k := range keys {
+				if byProc[k] == nil {
+					byProc[k] = []*ent.Comment{}
 				}
-				out[i] = &dataloader.Result[[]*ent.Comment]{Data: list}
 			}
-			return out
+			return byProc, nil
 		},
 	}
-	l.Category = dataloader.NewBatchedLoader(l.categories)
-	l.Member = dataloader.NewBatchedLoader(l.members)
-	l.Project = dataloader.NewBatchedLoader(l.projects)
-	l.Comments = dataloader.NewBatchedLoader(l.comments)
-	return l
 }
 
-// byID adapts a fetch of records by id into a batch function that answers
-// keys in order, with nil (not an error) for ids it could not see.
-func byID[V any](fetch func(context.Context, []uuid.UUID) ([]V, error), id func(V) uuid.UUID) func(context.Context, []uuid.UUID) []*dataloader.Result[V] {
-	return func(ctx context.Context, keys []uuid.UUID) []*dataloader.Result[V] {
-		rows, err := fetch(ctx, keys)
-		out := make([]*dataloader.Result[V], len(keys))
+// byID adapts a fetch of records by id into a fetch that answers every key,
+// with nil for ids it could not see.
+func byID[V any](read func(context.Context, []uuid.UUID) ([]V, error), id func(V) uuid.UUID) fetch[V] {
+	return func(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]V, error) {
+		rows, err := read(ctx, keys)
 		if err != nil {
-			for i := range out {
-				out[i] = &dataloader.Result[V]{Error: err}
-			}
-			return out
+			return nil, err
 		}
-		found := make(map[uuid.UUID]V, len(rows))
+		found := make(map[uuid.UUID]V, len(keys))
+		for _, k := range keys {
+			var zero V
+			found[k] = zero
+		}
 		for _, r := range rows {
 			found[id(r)] = r
 		}
+		return found, nil
+	}
+}
+
+// batchFunc adapts f to dataloader's batch function, for keys nobody primed.
+func (f fetch[V]) batchFunc() dataloader.BatchFunc[uuid.UUID, V] {
+	return func(ctx context.Context, keys []uuid.UUID) []*dataloader.Result[V] {
+		found, err := f(ctx, keys)
+		out := make([]*dataloader.Result[V], len(keys))
 		for i, k := range keys {
-			out[i] = &dataloader.Result[V]{Data: found[k]}
+			out[i] = &dataloader.Result[V]{Data: found[k], Error: err}
 		}
 		return out
 	}
 }
 
-// prime runs batch once for the keys not yet cached and stores the results.
-func prime[V any](ctx context.Context, l *dataloader.Loader[uuid.UUID, V], batch func(context.Context, []uuid.UUID) []*dataloader.Result[V], keys []uuid.UUID, cached map[uuid.UUID]bool) error {
-	var todo []uuid.UUID
-	seen := make(map[uuid.UUID]bool, len(keys))
-	for _, k := range keys {
-		if seen[k] || cached[k] {
-			continue
-		}
-		seen[k] = true
-		todo = append(todo, k)
-	}
-	if len(todo) == 0 {
-		return nil
-	}
-	results := batch(ctx, todo)
-	for i, k := range todo {
-		if results[i].Error != nil {
-			return results[i].Error
-		}
-		l.Prime(ctx, k, results[i].Data)
-		cached[k] = true
-	}
-	return nil
+// edge is what one request loaded of one edge.
+type edge[V any] struct {
+	// loaded holds every primed key.
+	loaded map[uuid.UUID]V
+	// batched serves keys nobody primed; made on first need.
+	batched *dataloader.Loader[uuid.UUID, V]
 }
 
-// primed remembers which keys this request already loaded, per edge, so that
-// priming twice does not query twice.
-type primed struct {
-	categories, members, projects, comments map[uuid.UUID]bool
-}
-
-func newPrimed() primed {
-	return primed{
-		categories: map[uuid.UUID]bool{}, members: map[uuid.UUID]bool{},
-		projects: map[uuid.UUID]bool{}, comments: map[uuid.UUID]bool{},
-	}
+// Loaders are one request's dataloaders. They cache for the request's life
+// and must not be shared between requests (each carries its viewer's tenancy).
+type Loaders struct {
+	fetch *fetchers
+	// mu guards the edges; GraphQL resolves sibling fields concurrently.
+	mu         sync.RWMutex
+	categories edge[*ent.Category]
+	members    edge[*ent.Member]
+	projects   edge[*ent.Project]
+	comments   edge[[]*ent.Comment]
 }
 
 type ctxKey struct{}
 
-type entry struct {
-	*Loaders
-	mu     sync.Mutex // guards primed; GraphQL resolves sibling fields concurrently
-	primed primed
-}
-
 // Middleware gives every request fresh loaders reading through client, as
 // gqlgen's dataloader example does. It is installed after authentication,
 // so that refused requests build none; the reads are scoped to the viewer's
-// workspace by ent's tenancy interceptor, through the context of each Load.
+// workspace by ent's tenancy interceptor, through the context of each read.
 func Middleware(client *ent.Client) func(http.Handler) http.Handler {
+	f := newFetchers(client)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			e := &entry{Loaders: New(client), primed: newPrimed()}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, e)))
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, &Loaders{fetch: f})))
 		})
 	}
 }
 
-func from(ctx context.Context) *entry {
-	e, _ := ctx.Value(ctxKey{}).(*entry)
-	if e == nil {
+func from(ctx context.Context) *Loaders {
+	l, _ := ctx.Value(ctxKey{}).(*Loaders)
+	if l == nil {
 		panic("loader: no loaders in context; wrap the handler with loader.Middleware")
 	}
-	return e
+	return l
 }
 
 // Reset forgets everything the request's loaders have loaded or primed, so
@@ -186,21 +161,89 @@ func from(ctx context.Context) *entry {
 // one after another; each starts with a Reset so that it never renders an
 // edge loaded before an earlier root field changed it.
 func Reset(ctx context.Context) {
-	e, _ := ctx.Value(ctxKey{}).(*entry)
-	if e == nil {
+	l, _ := ctx.Value(ctxKey{}).(*Loaders)
+	if l == nil {
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.Category.ClearAll()
-	e.Member.ClearAll()
-	e.Project.ClearAll()
-	e.Comments.ClearAll()
-	e.primed = newPrimed()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.categories, l.members, l.projects, l.comments = edge[*ent.Category]{}, edge[*ent.Member]{}, edge[*ent.Project]{}, edge[[]*ent.Comment]{}
 }
 
-// For returns the request's loaders.
-func For(ctx context.Context) *Loaders { return from(ctx).Loaders }
+// Category returns the category with id (nil when the viewer cannot see it).
+func Category(ctx context.Context, id uuid.UUID) (*ent.Category, error) {
+	l := from(ctx)
+	return load(ctx, l, &l.categories, l.fetch.categories, id)
+}
+
+// Member returns the member with id (nil when the viewer cannot see it).
+func Member(ctx context.Context, id uuid.UUID) (*ent.Member, error) {
+	l := from(ctx)
+	return load(ctx, l, &l.members, l.fetch.members, id)
+}
+
+// Project returns the project with id (nil when the viewer cannot see it).
+func Project(ctx context.Context, id uuid.UUID) (*ent.Project, error) {
+	l := from(ctx)
+	return load(ctx, l, &l.projects, l.fetch.projects, id)
+}
+
+// Comments returns the comments of the procedure with id, oldest first.
+func Comments(ctx context.Context, procedureID uuid.UUID) ([]*ent.Comment, error) {
+	l := from(ctx)
+	return load(ctx, l, &l.comments, l.fetch.comments, procedureID)
+}
+
+// load answers key from what was primed, else through e's dataloader.
+func load[V any](ctx context.Context, l *Loaders, e *edge[V], f fetch[V], key uuid.UUID) (V, error) {
+	l.mu.RLock()
+	v, ok := e.loaded[key]
+	b := e.batched
+	l.mu.RUnlock()
+	if ok {
+		return v, nil
+	}
+	if b == nil {
+		l.mu.Lock()
+		if e.batched == nil {
+			e.batched = dataloader.NewBatchedLoader(f.batchFunc())
+		}
+		b = e.batched
+		l.mu.Unlock()
+	}
+	return b.Load(ctx, key)()
+}
+
+// prime runs f once for the keys not yet primed and keeps the results. The
+// caller holds l.mu.
+func prime[V any](ctx context.Context, e *edge[V], f fetch[V], keys []uuid.UUID) error {
+	var todo []uuid.UUID
+	seen := make(map[uuid.UUID]struct{}, len(keys))
+	for _, k := range keys {
+		if _, ok := seen[k]; ok {
+			continue
+		}
+		seen[k] = struct{}{}
+		if _, ok := e.loaded[k]; !ok {
+			todo = append(todo, k)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	found, err := f(ctx, todo)
+	if err != nil {
+		return err
+	}
+	if e.loaded == nil {
+		e.loaded = found
+		return nil
+	}
+	for k, v := range found {
+		e.loaded[k] = v
+	}
+	return nil
+}
 
 // PrimeProcedures loads the requested edges of procs with one statement per
 // edge, before any field resolver asks for them.
@@ -208,9 +251,9 @@ func PrimeProcedures(ctx context.Context, procs []*ent.Procedure, edges Edges) e
 	if len(procs) == 0 {
 		return nil
 	}
-	e := from(ctx)
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	l := from(ctx)
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var cats, people, projs, procIDs []uuid.UUID
 	for _, p := range procs {
 		if edges.Category && p.CategoryID != nil {
@@ -226,34 +269,30 @@ func PrimeProcedures(ctx context.Context, procs []*ent.Procedure, edges Edges) e
 			procIDs = append(procIDs, p.ID)
 		}
 	}
-	if err := prime(ctx, e.Category, e.categories, cats, e.primed.categories); err != nil {
+	if err := prime(ctx, &l.categories, l.fetch.categories, cats); err != nil {
 		return err
 	}
-	if err := prime(ctx, e.Project, e.projects, projs, e.primed.projects); err != nil {
+	if err := prime(ctx, &l.projects, l.fetch.projects, projs); err != nil {
 		return err
 	}
-	if err := prime(ctx, e.Comments, e.comments, procIDs, e.primed.comments); err != nil {
+	if err := prime(ctx, &l.comments, l.fetch.comments, procIDs); err != nil {
 		return err
 	}
 	if edges.CommentAuthors {
 		for _, id := range procIDs {
-			cs, err := e.Comments.Load(ctx, id)()
-			if err != nil {
-				return err
-			}
-			for _, c := range cs {
+			for _, c := range l.comments.loaded[id] {
 				people = append(people, c.AuthorID)
 			}
 		}
 	}
-	return prime(ctx, e.Member, e.members, people, e.primed.members)
+	return prime(ctx, &l.members, l.fetch.members, people)
 }
 
 // PrimeMembers loads members by id in one statement, for lists whose items
 // name members (comment authors, token owners).
 func PrimeMembers(ctx context.Context, memberIDs []uuid.UUID) error {
-	e := from(ctx)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return prime(ctx, e.Member, e.members, memberIDs, e.primed.members)
+	l := from(ctx)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return prime(ctx, &l.members, l.fetch.members, memberIDs)
 }

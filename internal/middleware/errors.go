@@ -98,3 +98,13 @@ func WriteJSON(w http.ResponseWriter, status int, v any) error {
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
+
+// WriteJSONBody writes body, a JSON value its caller encoded itself, as a
+// response exactly as WriteJSON would have written that value.
+func WriteJSONBody(w http.ResponseWriter, status int, body []byte) error {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	// json.Encoder ends every value with a newline.
+	_, err := w.Write(append(body, '\n'))
+	return err
+}

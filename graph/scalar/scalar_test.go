@@ -1,0 +1,50 @@
+package scalar_test
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/google/uuid"
+
+	"github.com/procsvc/procsvc/graph/scalar"
+	"github.com/procsvc/procsvc/internal/timefmt"
+)
+
+// onlyWriter hides bytes.Buffer's methods, as any writer but gqlgen's
+// response buffer would.
+type onlyWriter struct{ io.Writer }
+
+// The marshalers write into gqlgen's *bytes.Buffer and into any other
+// writer alike, and append to what the buffer holds.
+func TestMarshalersWriteTheContractShape(t *testing.T) {
+	id := uuid.MustParse("0192f0c4-7b1a-7c3e-9d2f-a1b2c3d4e5f6")
+	at := time.Date(2026, 1, 2, 15, 4, 5, 678_901_000, time.FixedZone("CET", 3600))
+	cases := []struct {
+		name string
+		m    graphql.Marshaler
+		want string
+	}{
+		{"UUID", scalar.MarshalUUID(id), `"` + id.String() + `"`},
+		{"NilUUID", scalar.MarshalUUID(uuid.Nil), `"00000000-0000-0000-0000-000000000000"`},
+		{"Time", scalar.MarshalTime(at), `"2026-01-02T14:04:05.678Z"`},
+		{"ZeroTime", scalar.MarshalTime(time.Time{}), `"` + timefmt.Format(time.Time{}) + `"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			buf := bytes.NewBufferString("[")
+			tc.m.MarshalGQL(buf)
+			if got := buf.String(); got != "["+tc.want {
+				t.Errorf("into *bytes.Buffer: %s, want [%s", got, tc.want)
+			}
+			var sb strings.Builder
+			tc.m.MarshalGQL(onlyWriter{&sb})
+			if got := sb.String(); got != tc.want {
+				t.Errorf("into another writer: %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
