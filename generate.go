@@ -3,5 +3,5 @@
 // ent first (the data model), then gqlgen (which binds to it).
 package procsvc
 
-//go:generate go run entgo.io/ent/cmd/ent generate --feature intercept,sql/modifier,sql/lock,sql/versioned-migration,sql/execquery --template ./ent/template ./ent/schema
+//go:generate go run entgo.io/ent/cmd/ent generate --feature intercept,sql/modifier,sql/lock,sql/versioned-migration --template ./ent/template ./ent/schema
 //go:generate go run github.com/99designs/gqlgen generate --config gqlgen.yml

@@ -12,6 +12,9 @@
 #   MIX=update WRITE_RATIOS="0 0.01 0.10" bash bench/measure.sh
 #       # the realistic mix: reads over five list shapes, writes changing the
 #       # priority of existing procedures; a row per (ratio, clients)
+#   REUSE_DB_URL=postgres://…/db TOKEN=pms_… bash bench/measure.sh
+#       # measure an already seeded database (kept afterwards) instead of
+#       # seeding a new one
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROCEDURES=${PROCEDURES:-100000}
@@ -28,15 +31,22 @@ DB=procsvc_measure_$$
 SERVER=
 ADDR=127.0.0.1:18300
 BIN=$(mktemp -d)/procsvc
-trap 'kill $SERVER 2>/dev/null || true; psql "$PG/postgres?sslmode=disable" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
+trap 'kill $SERVER 2>/dev/null || true; [ -n "${REUSE_DB_URL:-}" ] || psql "$PG/postgres?sslmode=disable" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
 
 go build -o "$BIN" ./cmd/procsvc
-psql "$PG/postgres?sslmode=disable" -qc "CREATE DATABASE $DB"
-export DATABASE_URL="$PG/$DB?sslmode=disable"
-"$BIN" migrate >/dev/null
-seed=$("$BIN" bench seed --procedures "$PROCEDURES" --noise-workspaces "$NOISE" --noise-procedures "$NOISE_PROCEDURES")
-echo "$seed" | head -1
-TOKEN=$(echo "$seed" | awk '/^token:/ {print $2}')
+if [ -n "${REUSE_DB_URL:-}" ]; then
+  export DATABASE_URL="$REUSE_DB_URL"
+  "$BIN" migrate >/dev/null
+  : "${TOKEN:?TOKEN must be set with REUSE_DB_URL}"
+else
+  psql "$PG/postgres?sslmode=disable" -qc "CREATE DATABASE $DB"
+  export DATABASE_URL="$PG/$DB?sslmode=disable"
+  "$BIN" migrate >/dev/null
+  seed=$("$BIN" bench seed --procedures "$PROCEDURES" --noise-workspaces "$NOISE" --noise-procedures "$NOISE_PROCEDURES")
+  echo "$seed" | head -1
+  TOKEN=$(echo "$seed" | awk '/^token:/ {print $2}')
+  psql "$DATABASE_URL" -qc "ANALYZE"
+fi
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # PostgreSQL's CPU: every live server process, plus what the postmaster has
@@ -50,7 +60,7 @@ pg_ticks() {
 hz=$(getconf CLK_TCK)
 
 if [ "$MIX" = update ]; then
-  printf '| cache | api | write ratio | clients | reads/s | writes/s | read p50 | read p99 | write p99 | procsvc CPU ms/req | PostgreSQL CPU ms/req | errors | verification |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+  printf '| cache | api | write ratio | clients | reads/s | writes/s | read p50 | read p90 | read p99 | write p50 | write p90 | write p99 | procsvc CPU ms/req | PostgreSQL CPU ms/req | errors | verification |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
 else
   printf '| cache | api | clients | req/s | p50 | p90 | p99 | procsvc CPU ms/req | PostgreSQL CPU ms/req | errors |\n|---|---|---|---|---|---|---|---|---|---|\n'
 fi
@@ -69,14 +79,14 @@ for api in $APIS; do
         a1=$(ticks $SERVER); p1=$(pg_ticks)
         n=$(echo "$out" | sed -n 's/^requests=\([0-9]*\).*/\1/p')
         rps=$(echo "$out" | sed -n 's/.*reads\/s=\([0-9.]*\).*/\1/p'); wps=$(echo "$out" | sed -n 's/.*writes\/s=\([0-9.]*\).*/\1/p')
-        rp50=$(echo "$out" | sed -n 's/.*read_p50=\([^ ]*\).*/\1/p'); rp99=$(echo "$out" | sed -n 's/.*read_p99=\([^ ]*\).*/\1/p')
-        wp99=$(echo "$out" | sed -n 's/.*write_p99=\([^ ]*\).*/\1/p')
+        rp50=$(echo "$out" | sed -n 's/.*read_p50=\([^ ]*\).*/\1/p'); rp90=$(echo "$out" | sed -n 's/.*read_p90=\([^ ]*\).*/\1/p'); rp99=$(echo "$out" | sed -n 's/.*read_p99=\([^ ]*\).*/\1/p')
+        wp50=$(echo "$out" | sed -n 's/.*write_p50=\([^ ]*\).*/\1/p'); wp90=$(echo "$out" | sed -n 's/.*write_p90=\([^ ]*\).*/\1/p'); wp99=$(echo "$out" | sed -n 's/.*write_p99=\([^ ]*\).*/\1/p')
         errs=$(echo "$out" | grep '^errors\[' | tr '\n' ' ' || true)
         verify=$(echo "$out" | sed -n 's/.*verification=\([A-Z]*\).*/\1/p')
         app=$(awk -v d=$((a1 - a0)) -v n="${n:-0}" -v hz="$hz" 'BEGIN { printf "%.2f", n ? d * 1000 / hz / n : 0 }')
         pg=$(awk -v d=$((p1 - p0)) -v n="${n:-0}" -v hz="$hz" 'BEGIN { printf "%.2f", n ? d * 1000 / hz / n : 0 }')
-        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$([ "$cache" = 0 ] && echo off || echo "${cache} MB")" "$api" "$ratio" "$c" \
-          "$rps" "$wps" "$rp50" "$rp99" "$wp99" "$app" "$pg" "${errs:-0}" "${verify:--}"
+        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$([ "$cache" = 0 ] && echo off || echo "${cache} MB")" "$api" "$ratio" "$c" \
+          "$rps" "$wps" "$rp50" "$rp90" "$rp99" "$wp50" "$wp90" "$wp99" "$app" "$pg" "${errs:-0}" "${verify:--}"
       done
     done
     continue

@@ -27,13 +27,20 @@ import (
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
-// NewServer returns the GraphQL executor over r: POST and GET transports,
-// automatic persisted queries, the limits of limits.go, and one error shape
+// NewServer returns the GraphQL executor over r: POST and GET transports
+// (and, with live, WebSocket and Server-Sent Events for subscriptions),
+// automatic persisted queries, the limits of limits.go, which apply to
+// subscription documents as to queries, and one error shape
 // (extensions.code and extensions.requestId) for every failure.
-func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics) *handler.Server {
+func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics, live *Live) *handler.Server {
 	cfg := generated.Config{Resolvers: r}
 	setComplexity(&cfg.Complexity)
 	srv := handler.New(generated.NewExecutableSchema(cfg))
+	if live != nil {
+		// Before POST, which would take a Server-Sent Events request too.
+		srv.AddTransport(live.websocket())
+		srv.AddTransport(sse{live: live})
+	}
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
 	queries := lru.New[*ast.QueryDocument](1000)
@@ -55,12 +62,32 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics) *handler.Serve
 			name = oc.Operation.Name
 		}
 		route := "graphql:" + m.OperationLabel(name)
-		middleware.Info(ctx).Route = route
+		if c := connFrom(ctx); c == nil || c.sse != nil {
+			// A WebSocket's operations run concurrently on one request,
+			// whose route is set once (webSocketRoute).
+			middleware.Info(ctx).Route = route
+		}
 		if oc.Operation != nil && oc.Operation.Operation == ast.Query {
 			respcache.MarkCacheable(ctx, route)
 		}
+		if live != nil {
+			return live.aroundWebSocketOperation(context.WithValue(ctx, liveKey{}, live), next)
+		}
 		return next(ctx)
 	})
+	if live != nil {
+		// A subscription lives long: each event it delivers is rendered
+		// with fresh dataloaders, never with edges cached for an earlier
+		// one. A WebSocket's operations get loaders of their own, as the
+		// HTTP middleware gives every request.
+		srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+			oc := graphql.GetOperationContext(ctx)
+			if (oc.Operation != nil && oc.Operation.Operation == ast.Subscription) || connFrom(ctx) != nil {
+				ctx = live.freshLoaders(ctx)
+			}
+			return next(ctx)
+		})
+	}
 	// A mutation's root fields run one after another: each starts with
 	// fresh dataloaders, so that none renders an edge (a category, member,
 	// project or comments) loaded before an earlier root field changed it.
@@ -70,14 +97,18 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics) *handler.Serve
 		}
 		return next(ctx)
 	})
-	srv.SetErrorPresenter(func(ctx context.Context, err error) *gqlerror.Error {
+	present := func(ctx context.Context, err error) *gqlerror.Error {
 		respcache.MarkUncacheable(ctx)
 		gerr := presentError(ctx, log, err)
 		if code, ok := gerr.Extensions["code"].(string); ok {
 			m.GraphQLError(code)
 		}
 		return gerr
-	})
+	}
+	srv.SetErrorPresenter(present)
+	if live != nil {
+		live.present = present
+	}
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
 		log.ErrorContext(ctx, "panic in resolver", "request_id", middleware.RequestID(ctx), "panic", fmt.Sprint(p))
 		return apperr.New(apperr.Internal, "internal error")
@@ -91,6 +122,10 @@ func init() {
 	// with a 4xx status, not 200, and without data.
 	errcode.RegisterErrorType(string(apperr.ValidationFailed), errcode.KindProtocol)
 	errcode.RegisterErrorType(complexityLimitCode, errcode.KindProtocol)
+	// A refusal of the rate limit too: over a WebSocket it then ends the
+	// operation with an error message (over HTTP the rate limiter's
+	// middleware answers 429).
+	errcode.RegisterErrorType(string(apperr.RateLimited), errcode.KindProtocol)
 }
 
 // complexityLimitCode is the code of gqlgen's complexity refusals.
@@ -216,7 +251,8 @@ func (operationCost) MutateOperationContext(ctx context.Context, oc *graphql.Ope
 		complexity = s.Complexity
 	}
 	if err := ratelimit.Spend(ctx, OperationTokens(complexity)); err != nil {
-		return &gqlerror.Error{Message: apperr.From(err).Message, Err: err}
+		return &gqlerror.Error{Message: apperr.From(err).Message, Err: err,
+			Extensions: map[string]any{"code": string(apperr.RateLimited)}}
 	}
 	return nil
 }

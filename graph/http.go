@@ -19,12 +19,37 @@ import (
 	"github.com/procsvc/procsvc/internal/middleware"
 )
 
+// Middleware is the HTTP middleware of /graphql's requests, each given the
+// writer of GraphQL-shaped errors for its own refusals.
+type Middleware struct {
+	// Requests wraps GET and POST requests: authentication, the rate
+	// limit, and whatever else an ordinary request goes through.
+	Requests func(middleware.ErrorWriter) func(http.Handler) http.Handler
+	// Streams wraps Server-Sent Events requests: authentication and the
+	// rate limit, nothing that buffers or replays a response.
+	Streams func(middleware.ErrorWriter) func(http.Handler) http.Handler
+}
+
 // NewHandler returns the whole of /graphql over HTTP: the transport guard,
-// then authenticate (given the writer of GraphQL-shaped errors for its own
-// refusals), then the executor of NewServer.
-func NewHandler(r *Resolver, log *slog.Logger, m *metrics.Metrics, authenticate func(middleware.ErrorWriter) func(http.Handler) http.Handler) http.Handler {
+// then mw's middleware, then the executor of NewServer. With live it also
+// serves subscriptions: WebSockets (which authenticate in connection_init,
+// so they skip mw) and Server-Sent Events (through mw.Streams).
+func NewHandler(r *Resolver, log *slog.Logger, m *metrics.Metrics, mw Middleware, live *Live) http.Handler {
 	writeErr := graphqlError(log)
-	return guardGraphQL(writeErr, authenticate(writeErr)(NewServer(r, log, m)))
+	exec := NewServer(r, log, m, live)
+	g := guard{writeErr: writeErr, requests: guardGraphQL(writeErr, mw.Requests(writeErr)(exec))}
+	if live != nil {
+		g.streams = guardGraphQL(writeErr, mw.Streams(writeErr)(exec))
+		g.sockets = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := checkOrigin(r, live.opts.Origins); err != nil {
+				writeErr(w, r, err)
+				return
+			}
+			middleware.Info(r.Context()).Route = webSocketRoute
+			exec.ServeHTTP(w, r.WithContext(withConn(r.Context(), &conn{credential: r.Header.Get("Authorization")})))
+		})
+	}
+	return g
 }
 
 // extensions are a GraphQL error's extensions for body: the code, request id
@@ -58,6 +83,31 @@ type graphqlRequest struct {
 	OperationName string         `json:"operationName"`
 	Variables     map[string]any `json:"variables"`
 	Extensions    map[string]any `json:"extensions"`
+}
+
+// guard routes /graphql's requests: WebSocket upgrades to sockets, POSTs
+// accepting text/event-stream to streams, the rest to requests (streams
+// and requests behind guardGraphQL). Without live updates (nil sockets and
+// streams) every request is an ordinary one.
+type guard struct {
+	writeErr                   middleware.ErrorWriter
+	requests, streams, sockets http.Handler
+}
+
+func (g guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case g.sockets != nil && isWebSocket(r):
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", "GET")
+			g.writeErr(w, r, apperr.New(apperr.MethodNotAllowed, "a WebSocket is opened with GET"))
+			return
+		}
+		g.sockets.ServeHTTP(w, r)
+	case g.streams != nil && wantsEventStream(r):
+		g.streams.ServeHTTP(w, r)
+	default:
+		g.requests.ServeHTTP(w, r)
+	}
 }
 
 // guardGraphQL enforces the transport rules gqlgen would otherwise answer in

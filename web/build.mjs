@@ -12,14 +12,16 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const outDir = path.resolve(here, '../internal/playground/dist');
 const stageDir = path.join(here, '.build');
 
-// graphql-ws is an optional peer of @graphiql/toolkit, imported only for
-// subscriptions, which procsvc does not serve: resolve it to a stub.
-const stubGraphQLWS = {
-  name: 'stub-graphql-ws',
+// graphql-ws's main entry is its client and its server; @graphiql/toolkit
+// imports it whole (dynamically, for its subscriptionUrl option, which the
+// playground does not use). Point that import at the client the playground
+// imports, so that no server code is bundled.
+const graphqlWSClientOnly = {
+  name: 'graphql-ws-client-only',
   setup(build) {
-    build.onResolve({ filter: /^graphql-ws$/ }, () => ({
-      path: path.join(here, 'src/stubs/graphql-ws.js'),
-    }));
+    build.onResolve({ filter: /^graphql-ws$/ }, (args) =>
+      build.resolve('graphql-ws/client', { kind: args.kind, resolveDir: args.resolveDir }),
+    );
   },
 };
 
@@ -49,7 +51,7 @@ const result = await esbuild.build({
   metafile: true,
   write: true,
   logLevel: 'warning',
-  plugins: [stubGraphQLWS],
+  plugins: [graphqlWSClientOnly],
 });
 
 const hashed = {};

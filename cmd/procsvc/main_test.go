@@ -240,6 +240,13 @@ func TestPlaygroundInRealBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", shot)
+	// The same page runs a subscription over a same-origin WebSocket and
+	// shows the event of a write made meanwhile (web/e2e/subscription.test.mjs).
+	subShot := strings.TrimSuffix(shot, ".png") + "-subscription.png"
+	if err := playground.RunSubscriptionBrowserTest(bctx, "http://"+addr, m[1], subShot); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", subShot)
 	cancel()
 	<-done
 }

@@ -37,7 +37,9 @@ type ResolverRoot interface {
 	Comment() CommentResolver
 	Mutation() MutationResolver
 	Procedure() ProcedureResolver
+	ProcedureEvent() ProcedureEventResolver
 	Query() QueryResolver
+	Subscription() SubscriptionResolver
 	Token() TokenResolver
 }
 
@@ -171,6 +173,13 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	ProcedureEvent struct {
+		Kind             func(childComplexity int) int
+		Procedure        func(childComplexity int) int
+		ProcedureID      func(childComplexity int) int
+		WorkspaceVersion func(childComplexity int) int
+	}
+
 	Project struct {
 		CreatedAt   func(childComplexity int) int
 		DueAt       func(childComplexity int) int
@@ -207,6 +216,10 @@ type ComplexityRoot struct {
 		Tokens     func(childComplexity int) int
 		Viewer     func(childComplexity int) int
 		Workspace  func(childComplexity int) int
+	}
+
+	Subscription struct {
+		ProcedureEvents func(childComplexity int, filter *model.ProcedureEventFilter) int
 	}
 
 	Token struct {
@@ -260,6 +273,9 @@ type ProcedureResolver interface {
 	Project(ctx context.Context, obj *ent.Procedure) (*ent.Project, error)
 	Comments(ctx context.Context, obj *ent.Procedure) ([]*ent.Comment, error)
 }
+type ProcedureEventResolver interface {
+	Procedure(ctx context.Context, obj *model.ProcedureEvent) (*ent.Procedure, error)
+}
 type QueryResolver interface {
 	Node(ctx context.Context, id string) (model.Node, error)
 	Nodes(ctx context.Context, ids []string) ([]model.Node, error)
@@ -274,6 +290,9 @@ type QueryResolver interface {
 	Member(ctx context.Context, id string) (*ent.Member, error)
 	Members(ctx context.Context, first *int, after *string, last *int, before *string, search *string) (*model.MemberConnection, error)
 	Tokens(ctx context.Context) ([]*ent.Token, error)
+}
+type SubscriptionResolver interface {
+	ProcedureEvents(ctx context.Context, filter *model.ProcedureEventFilter) (<-chan *model.ProcedureEvent, error)
 }
 type TokenResolver interface {
 	Member(ctx context.Context, obj *ent.Token) (*ent.Member, error)
@@ -905,6 +924,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ProcedureEdge.Node(childComplexity), true
 
+	case "ProcedureEvent.kind":
+		if e.ComplexityRoot.ProcedureEvent.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProcedureEvent.Kind(childComplexity), true
+	case "ProcedureEvent.procedure":
+		if e.ComplexityRoot.ProcedureEvent.Procedure == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProcedureEvent.Procedure(childComplexity), true
+	case "ProcedureEvent.procedureId":
+		if e.ComplexityRoot.ProcedureEvent.ProcedureID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProcedureEvent.ProcedureID(childComplexity), true
+	case "ProcedureEvent.workspaceVersion":
+		if e.ComplexityRoot.ProcedureEvent.WorkspaceVersion == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProcedureEvent.WorkspaceVersion(childComplexity), true
+
 	case "Project.createdAt":
 		if e.ComplexityRoot.Project.CreatedAt == nil {
 			break
@@ -1116,6 +1160,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.Workspace(childComplexity), true
 
+	case "Subscription.procedureEvents":
+		if e.ComplexityRoot.Subscription.ProcedureEvents == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_procedureEvents_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.ProcedureEvents(childComplexity, args["filter"].(*model.ProcedureEventFilter)), true
+
 	case "Token.createdAt":
 		if e.ComplexityRoot.Token.CreatedAt == nil {
 			break
@@ -1199,6 +1255,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CreateProcedureInput", ec.unmarshalInputCreateProcedureInput),
 			graphql.NewInputUnmarshaler("CreateProjectInput", ec.unmarshalInputCreateProjectInput),
 			graphql.NewInputUnmarshaler("CreateTokenInput", ec.unmarshalInputCreateTokenInput),
+			graphql.NewInputUnmarshaler("ProcedureEventFilter", ec.unmarshalInputProcedureEventFilter),
 			graphql.NewInputUnmarshaler("ProcedureFilter", ec.unmarshalInputProcedureFilter),
 			graphql.NewInputUnmarshaler("ProcedureOrder", ec.unmarshalInputProcedureOrder),
 			graphql.NewInputUnmarshaler("UpdateCategoryInput", ec.unmarshalInputUpdateCategoryInput),
@@ -1250,6 +1307,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			ctx = graphql.WithLazyInputUnmarshalerIndex(ctx, inputUnmarshalers)
 			data := ec._Mutation(ctx, opCtx.Operation.SelectionSet)
 			var buf bytes.Buffer
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
 			data.MarshalGQL(&buf)
 
 			return &graphql.Response{
@@ -1678,6 +1752,53 @@ type Mutation {
   revokeToken(id: ID!): Token
 }
 `, BuiltIn: false},
+	{Name: "../subscription.graphqls", Input: `# Live updates (docs/api.md, "Live updates"): over WebSocket
+# (graphql-transport-ws) or Server-Sent Events.
+
+type Subscription {
+  """
+  The viewer's workspace's procedure changes, as they commit. Any role may
+  subscribe. The event names what changed; procedure is read when the event
+  is delivered, under the subscriber's own access. A REFETCH event means
+  events may have been missed: reload what is shown.
+  """
+  procedureEvents(filter: ProcedureEventFilter): ProcedureEvent!
+}
+
+"""
+Which procedures' events to deliver. A procedure matches if its project and
+state before or after the change match (so leaving the filter is delivered
+too), or, for comments, if the procedure as read on delivery matches.
+REFETCH events are always delivered.
+"""
+input ProcedureEventFilter {
+  projectId: ID
+  state: ProcedureState
+}
+
+enum ProcedureEventKind {
+  CREATED
+  "Changed by updateProcedure (which may also change its state or project)."
+  UPDATED
+  "Moved by moveProcedure: a new state, or a new place in its column."
+  MOVED
+  DELETED
+  "A comment on it was added, edited or deleted."
+  COMMENTED
+  "Events may have been missed (for instance while a replica reconnected to the database): refetch."
+  REFETCH
+}
+
+type ProcedureEvent {
+  kind: ProcedureEventKind!
+  "Null for REFETCH."
+  procedureId: ID
+  "The procedure as read on delivery; null for DELETED and REFETCH, and when it is gone by then."
+  procedure: Procedure @goField(forceResolver: true)
+  "The workspace's version after the change (for REFETCH: as of the event); a change has a higher version than those before it."
+  workspaceVersion: Int!
+}
+`, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
@@ -1893,6 +2014,20 @@ func (ec *executionContext) childFields_ProcedureEdge(ctx context.Context, field
 		return ec.fieldContext_ProcedureEdge_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ProcedureEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_ProcedureEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "kind":
+		return ec.fieldContext_ProcedureEvent_kind(ctx, field)
+	case "procedureId":
+		return ec.fieldContext_ProcedureEvent_procedureId(ctx, field)
+	case "procedure":
+		return ec.fieldContext_ProcedureEvent_procedure(ctx, field)
+	case "workspaceVersion":
+		return ec.fieldContext_ProcedureEvent_workspaceVersion(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ProcedureEvent", field.Name)
 }
 
 func (ec *executionContext) childFields_Project(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2740,6 +2875,20 @@ func (ec *executionContext) field_Query_projects_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["search"] = arg4
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_procedureEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.ProcedureEventFilter, error) {
+			return ec.unmarshalOProcedureEventFilter2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureEventFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg0
 	return args, nil
 }
 
@@ -5289,6 +5438,107 @@ func (ec *executionContext) fieldContext_ProcedureEdge_cursor(_ context.Context,
 	return graphql.NewScalarFieldContext("ProcedureEdge", field, false, false, "String")
 }
 
+func (ec *executionContext) _ProcedureEvent_kind(ctx context.Context, field graphql.CollectedField, obj *model.ProcedureEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProcedureEvent_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ProcedureEventKind) graphql.Marshaler {
+			return ec.marshalNProcedureEventKind2githubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureEventKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProcedureEvent_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProcedureEvent", field, false, false, "ProcedureEventKind")
+}
+
+func (ec *executionContext) _ProcedureEvent_procedureId(ctx context.Context, field graphql.CollectedField, obj *model.ProcedureEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProcedureEvent_procedureId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProcedureID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ProcedureEvent_procedureId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProcedureEvent", field, false, false, "ID")
+}
+
+func (ec *executionContext) _ProcedureEvent_procedure(ctx context.Context, field graphql.CollectedField, obj *model.ProcedureEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProcedureEvent_procedure(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ProcedureEvent().Procedure(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Procedure) graphql.Marshaler {
+			return ec.marshalOProcedure2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐProcedure(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ProcedureEvent_procedure(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ProcedureEvent",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Procedure(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ProcedureEvent_workspaceVersion(ctx context.Context, field graphql.CollectedField, obj *model.ProcedureEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProcedureEvent_workspaceVersion(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WorkspaceVersion, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProcedureEvent_workspaceVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProcedureEvent", field, false, false, "Int")
+}
+
 func (ec *executionContext) _Project_id(ctx context.Context, field graphql.CollectedField, obj *ent.Project) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6232,6 +6482,50 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields___Schema(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_procedureEvents(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_procedureEvents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().ProcedureEvents(ctx, fc.Args["filter"].(*model.ProcedureEventFilter))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ProcedureEvent) graphql.Marshaler {
+			return ec.marshalNProcedureEvent2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_procedureEvents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProcedureEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_procedureEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -7974,6 +8268,55 @@ func UnmarshalCreateTokenInput(ctx context.Context, raw any) (model.CreateTokenI
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputProcedureEventFilter(ctx context.Context, obj any) (model.ProcedureEventFilter, error) {
+	var it model.ProcedureEventFilter
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"projectId", "state"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "projectId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectID = data
+		case "state":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("state"))
+			data, err := ec.unmarshalOProcedureState2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚋprocedureᚐState(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.State = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalProcedureEventFilter unmarshals raw into the ProcedureEventFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalProcedureEventFilter(ctx context.Context, raw any) (model.ProcedureEventFilter, error) {
+	var out model.ProcedureEventFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ProcedureEventFilter", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputProcedureFilter(ctx context.Context, obj any) (model.ProcedureFilter, error) {
 	var it model.ProcedureFilter
 	if obj == nil {
@@ -9357,6 +9700,55 @@ func (ec *executionContext) _ProcedureEdge(ctx context.Context, sel ast.Selectio
 	return out
 }
 
+var procedureEventImplementors = []string{"ProcedureEvent"}
+
+func (ec *executionContext) _ProcedureEvent(ctx context.Context, sel ast.SelectionSet, obj *model.ProcedureEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, procedureEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ProcedureEvent")
+		case "kind":
+			out.Values[i] = ec._ProcedureEvent_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "procedureId":
+			out.Values[i] = ec._ProcedureEvent_procedureId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "procedure":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ProcedureEvent_procedure(ctx, field, obj)
+				})
+		case "workspaceVersion":
+			out.Values[i] = ec._ProcedureEvent_workspaceVersion(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var projectImplementors = []string{"Project", "Node"}
 
 func (ec *executionContext) _Project(ctx context.Context, sel ast.SelectionSet, obj *ent.Project) graphql.Marshaler {
@@ -9632,6 +10024,26 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 	}
 
 	return out
+}
+
+var subscriptionImplementors = []string{"Subscription"}
+
+func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Subscription",
+	})
+	if len(fields) != 1 {
+		graphql.AddErrorf(ctx, "must subscribe to exactly one stream")
+		return nil
+	}
+
+	switch fields[0].Name {
+	case "procedureEvents":
+		return ec._Subscription_procedureEvents(ctx, fields[0])
+	default:
+		panic("unknown field " + strconv.Quote(fields[0].Name))
+	}
 }
 
 var tokenImplementors = []string{"Token", "Node"}
@@ -10485,6 +10897,24 @@ func (ec *executionContext) marshalNProcedureEdge2ᚖgithubᚗcomᚋprocsvcᚋpr
 	return ec._ProcedureEdge(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNProcedureEvent2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureEvent(ctx context.Context, sel ast.SelectionSet, v *model.ProcedureEvent) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ProcedureEvent!")
+		return graphql.Null
+	}
+	return ec._ProcedureEvent(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNProcedureEventKind2githubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureEventKind(ctx context.Context, v any) (model.ProcedureEventKind, error) {
+	var res model.ProcedureEventKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNProcedureEventKind2githubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureEventKind(ctx context.Context, sel ast.SelectionSet, v model.ProcedureEventKind) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNProcedureOrderField2githubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureOrderField(ctx context.Context, v any) (model.ProcedureOrderField, error) {
 	var res model.ProcedureOrderField
 	err := res.UnmarshalGQL(v)
@@ -11082,6 +11512,14 @@ func (ec *executionContext) marshalOProcedure2ᚖgithubᚗcomᚋprocsvcᚋprocsv
 		return graphql.Null
 	}
 	return ec._Procedure(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOProcedureEventFilter2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureEventFilter(ctx context.Context, v any) (*model.ProcedureEventFilter, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputProcedureEventFilter(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalOProcedureFilter2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureFilter(ctx context.Context, v any) (*model.ProcedureFilter, error) {

@@ -118,6 +118,25 @@ type ProcedureEdge struct {
 	Cursor string         `json:"cursor"`
 }
 
+type ProcedureEvent struct {
+	Kind ProcedureEventKind `json:"kind"`
+	// Null for REFETCH.
+	ProcedureID *string `json:"procedureId,omitempty"`
+	// The procedure as read on delivery; null for DELETED and REFETCH, and when it is gone by then.
+	Procedure *ent.Procedure `json:"procedure,omitempty"`
+	// The workspace's version after the change (for REFETCH: as of the event); a change has a higher version than those before it.
+	WorkspaceVersion int `json:"workspaceVersion"`
+}
+
+// Which procedures' events to deliver. A procedure matches if its project and
+// state before or after the change match (so leaving the filter is delivered
+// too), or, for comments, if the procedure as read on delivery matches.
+// REFETCH events are always delivered.
+type ProcedureEventFilter struct {
+	ProjectID *string          `json:"projectId,omitempty"`
+	State     *procedure.State `json:"state,omitempty"`
+}
+
 // Narrows a procedure list; every field is optional and they combine with AND.
 type ProcedureFilter struct {
 	// Case-insensitive substring of name, content or shortId.
@@ -148,6 +167,9 @@ type ProjectConnection struct {
 type ProjectEdge struct {
 	Node   *ent.Project `json:"node"`
 	Cursor string       `json:"cursor"`
+}
+
+type Subscription struct {
 }
 
 type UpdateCategoryInput struct {
@@ -415,6 +437,73 @@ func (e *OrderDirection) UnmarshalJSON(b []byte) error {
 }
 
 func (e OrderDirection) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type ProcedureEventKind string
+
+const (
+	ProcedureEventKindCreated ProcedureEventKind = "CREATED"
+	// Changed by updateProcedure (which may also change its state or project).
+	ProcedureEventKindUpdated ProcedureEventKind = "UPDATED"
+	// Moved by moveProcedure: a new state, or a new place in its column.
+	ProcedureEventKindMoved   ProcedureEventKind = "MOVED"
+	ProcedureEventKindDeleted ProcedureEventKind = "DELETED"
+	// A comment on it was added, edited or deleted.
+	ProcedureEventKindCommented ProcedureEventKind = "COMMENTED"
+	// Events may have been missed (for instance while a replica reconnected to the database): refetch.
+	ProcedureEventKindRefetch ProcedureEventKind = "REFETCH"
+)
+
+var AllProcedureEventKind = []ProcedureEventKind{
+	ProcedureEventKindCreated,
+	ProcedureEventKindUpdated,
+	ProcedureEventKindMoved,
+	ProcedureEventKindDeleted,
+	ProcedureEventKindCommented,
+	ProcedureEventKindRefetch,
+}
+
+func (e ProcedureEventKind) IsValid() bool {
+	switch e {
+	case ProcedureEventKindCreated, ProcedureEventKindUpdated, ProcedureEventKindMoved, ProcedureEventKindDeleted, ProcedureEventKindCommented, ProcedureEventKindRefetch:
+		return true
+	}
+	return false
+}
+
+func (e ProcedureEventKind) String() string {
+	return string(e)
+}
+
+func (e *ProcedureEventKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ProcedureEventKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ProcedureEventKind", str)
+	}
+	return nil
+}
+
+func (e ProcedureEventKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ProcedureEventKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ProcedureEventKind) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

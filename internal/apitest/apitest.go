@@ -14,6 +14,7 @@ import (
 
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
+	"github.com/procsvc/procsvc/internal/events"
 	"github.com/procsvc/procsvc/internal/server"
 )
 
@@ -28,12 +29,20 @@ type Server struct {
 // Start serves db's full handler until t ends.
 func Start(t testing.TB, db *database.DB, opts ...core.Option) *Server {
 	t.Helper()
-	svc := core.New(db.Client, opts...)
+	// Writes announce their changes as in production (pg_notify on
+	// PostgreSQL, the hub on SQLite), so that every API test also runs the
+	// announcement inside each write. Nothing LISTENs here: subscription
+	// tests on PostgreSQL start their own listener (internal/server).
+	hub := events.NewHub(events.HubOptions{})
+	svc := core.New(db.Client, append([]core.Option{core.WithAnnouncer(server.Announcer(db, hub))}, opts...)...)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	// The response cache is on, as in production, so that every API test
 	// also proves that no write leaves a stale cached read behind.
-	ts := httptest.NewServer(server.NewHandler(server.Deps{DB: db, Service: svc, Log: log, ResponseCacheBytes: 16 << 20}))
+	ts := httptest.NewServer(server.NewHandler(server.Deps{DB: db, Service: svc, Log: log, ResponseCacheBytes: 16 << 20, Hub: hub}))
 	t.Cleanup(ts.Close)
+	// Before ts.Close (cleanups run last first): ending the subscriptions
+	// ends their streams, which ts.Close waits for.
+	t.Cleanup(hub.Close)
 	return &Server{URL: ts.URL, DB: db, Service: svc, HTTP: ts.Client()}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,12 +37,26 @@ type Config struct {
 	IdleTimeout       time.Duration
 	AI                AI
 	RateLimit         RateLimit
+	Live              Live
 
 	// PostgreSQL session settings of every pooled connection (0: the
 	// server's own, normally none).
 	DBLockTimeout              time.Duration
 	DBStatementTimeout         time.Duration
 	DBIdleInTransactionTimeout time.Duration
+}
+
+// Live configures subscriptions (docs/api.md, "Live updates").
+type Live struct {
+	// SubscriptionsPerToken bounds the subscriptions one token holds open
+	// at once, on each replica.
+	SubscriptionsPerToken int
+	// Buffer is how many events a subscriber may lag behind before its
+	// subscription is closed (it then resubscribes and refetches).
+	Buffer int
+	// WebSocketOrigins are the host patterns (path.Match syntax) of web
+	// pages other than the server's own allowed to open WebSockets.
+	WebSocketOrigins []string
 }
 
 // AI configures content generation (internal/generate).
@@ -100,6 +115,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		IdleTimeout:       120 * time.Second,
 		AI:                AI{Provider: "template", Timeout: 60 * time.Second, MaxRetries: 2},
 		RateLimit:         RateLimit{Rate: 50, Burst: 200},
+		Live:              Live{SubscriptionsPerToken: 20, Buffer: 64},
 
 		DBLockTimeout:              5 * time.Second,
 		DBStatementTimeout:         30 * time.Second,
@@ -135,6 +151,9 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		num(&c.AI.MaxRetries, "ai-max-retries", "PROCSVC_AI_MAX_RETRIES", "openai: retries on 429, 5xx and connection errors (0 to 10)"),
 		float(&c.RateLimit.Rate, "rate-limit", "PROCSVC_RATE_LIMIT", "per-token rate limit: tokens per second refilling each API token's bucket, in this replica's memory; a REST request costs 1, a GraphQL operation ceil(complexity/100) (0 turns rate limiting off)"),
 		num(&c.RateLimit.Burst, "rate-burst", "PROCSVC_RATE_BURST", "per-token rate limit: size of each API token's bucket, the most it spends at once"),
+		num(&c.Live.SubscriptionsPerToken, "subscriptions-per-token", "PROCSVC_SUBSCRIPTIONS_PER_TOKEN", "live updates: subscriptions one token may hold open at once on this replica (1 to 1000); one more is refused with rate_limited"),
+		num(&c.Live.Buffer, "subscription-buffer", "PROCSVC_SUBSCRIPTION_BUFFER", "live updates: events a subscriber may lag behind before its subscription is closed with an error, to be resubscribed (1 to 100000)"),
+		list(&c.Live.WebSocketOrigins, "websocket-origins", "PROCSVC_WEBSOCKET_ORIGINS", "live updates: host patterns of web pages, besides this server's own host, allowed to open WebSockets, comma-separated (e.g. app.example.com,*.example.com)"),
 		workspaceRates(&c.RateLimit.Workspaces, "rate-limit-workspace", "PROCSVC_RATE_LIMIT_WORKSPACES", "per-token rate limit of one workspace's tokens, as WORKSPACE_ID=RATE/BURST, or WORKSPACE_ID=0 for none; repeat the flag, or separate with commas"),
 	}
 	for _, s := range settings {
@@ -194,6 +213,17 @@ func (c *Config) validate() error {
 	if c.RateLimit.Rate > 0 && c.RateLimit.Burst < 1 {
 		errs = append(errs, fmt.Errorf("invalid rate burst %d: use at least 1 (--rate-burst, PROCSVC_RATE_BURST)", c.RateLimit.Burst))
 	}
+	if c.Live.SubscriptionsPerToken < 1 || c.Live.SubscriptionsPerToken > 1000 {
+		errs = append(errs, fmt.Errorf("invalid subscriptions per token %d: use 1 to 1000 (--subscriptions-per-token, PROCSVC_SUBSCRIPTIONS_PER_TOKEN)", c.Live.SubscriptionsPerToken))
+	}
+	if c.Live.Buffer < 1 || c.Live.Buffer > 100_000 {
+		errs = append(errs, fmt.Errorf("invalid subscription buffer %d: use 1 to 100000 (--subscription-buffer, PROCSVC_SUBSCRIPTION_BUFFER)", c.Live.Buffer))
+	}
+	for _, p := range c.Live.WebSocketOrigins {
+		if _, err := path.Match(p, ""); err != nil || strings.Contains(p, "/") {
+			errs = append(errs, fmt.Errorf("invalid WebSocket origin pattern %q: use a host or a host pattern such as *.example.com (--websocket-origins, PROCSVC_WEBSOCKET_ORIGINS)", p))
+		}
+	}
 	for name, d := range map[string]time.Duration{
 		"--db-lock-timeout (PROCSVC_DB_LOCK_TIMEOUT)":                               c.DBLockTimeout,
 		"--db-statement-timeout (PROCSVC_DB_STATEMENT_TIMEOUT)":                     c.DBStatementTimeout,
@@ -220,6 +250,22 @@ func str(p *string, name, env, usage string) setting {
 	return setting{flag: name, env: env, usage: usage,
 		bind:    func(fs *flag.FlagSet, n, u string) { fs.StringVar(p, n, *p, u) },
 		fromEnv: func(v string) error { *p = v; return nil }}
+}
+
+// list is a comma-separated list, given once.
+func list(p *[]string, name, env, usage string) setting {
+	set := func(v string) error {
+		*p = nil
+		for _, part := range strings.Split(v, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				*p = append(*p, part)
+			}
+		}
+		return nil
+	}
+	return setting{flag: name, env: env, usage: usage,
+		bind:    func(fs *flag.FlagSet, n, u string) { fs.Func(n, u, set) },
+		fromEnv: set}
 }
 
 func boolean(p *bool, name, env, usage string) setting {

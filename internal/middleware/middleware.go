@@ -87,11 +87,10 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// Flush lets streaming responses through the recorder.
+// Flush lets streaming responses through the recorder, whatever wrappers
+// (with Unwrap) lie between it and the connection.
 func (s *statusRecorder) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
+	_ = http.NewResponseController(s.ResponseWriter).Flush()
 }
 
 // RequestInfo is what the access log and metrics learn about a request as it

@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// The real-browser test is web/e2e/playground.test.mjs, run by node with
-// npm's playwright-core driving Debian's chromium. .ci/browser-test.sh
+// The real-browser tests are web/e2e/*.test.mjs, run by node with npm's
+// playwright-core driving Debian's chromium. .ci/browser-test.sh
 // installs both.
 
 const modulePath = "github.com/procsvc/procsvc"
@@ -82,8 +82,10 @@ func BrowserAvailable() (bool, string) {
 	if _, err := os.Stat(filepath.Join(root, "web", "node_modules", "playwright-core", "package.json")); err != nil {
 		return false, "web/node_modules/playwright-core is not installed (cd web && npm ci)"
 	}
-	if _, err := os.Stat(filepath.Join(root, "web", "e2e", "playground.test.mjs")); err != nil {
-		return false, "web/e2e/playground.test.mjs is missing"
+	for _, name := range []string{"harness.mjs", "playground.test.mjs", "subscription.test.mjs"} {
+		if _, err := os.Stat(filepath.Join(root, "web", "e2e", name)); err != nil {
+			return false, "web/e2e/" + name + " is missing"
+		}
 	}
 	return true, ""
 }
@@ -96,11 +98,26 @@ func BrowserAvailable() (bool, string) {
 // a screenshot to screenshot (default /tmp/playground.png when empty). On
 // failure the error carries the script's output.
 func RunBrowserTest(ctx context.Context, baseURL, token, screenshot string) error {
+	return runE2E(ctx, "playground.test.mjs", baseURL, token, screenshot)
+}
+
+// RunSubscriptionBrowserTest runs web/e2e/subscription.test.mjs with node
+// against the procsvc at baseURL, which must serve subscriptions: under the
+// same checks as RunBrowserTest, the playground runs a procedureEvents
+// subscription over a same-origin WebSocket with token, the script renames a
+// procedure over HTTP and waits for the event in the result pane, then
+// checks that a changed token reconnects with the new one. token must be an
+// admin's or editor's (it writes).
+func RunSubscriptionBrowserTest(ctx context.Context, baseURL, token, screenshot string) error {
+	return runE2E(ctx, "subscription.test.mjs", baseURL, token, screenshot)
+}
+
+func runE2E(ctx context.Context, name, baseURL, token, screenshot string) error {
 	root, err := RepoRoot()
 	if err != nil {
 		return err
 	}
-	script := filepath.Join(root, "web", "e2e", "playground.test.mjs")
+	script := filepath.Join(root, "web", "e2e", name)
 	cmd := exec.CommandContext(ctx, "node", script)
 	cmd.Dir = filepath.Join(root, "web")
 	cmd.Env = append(os.Environ(),

@@ -46,12 +46,16 @@ func TestBrowserAgainstServer(t *testing.T) {
 // package's handler and a stand-in /graphql that checks the bearer token and
 // answers the starter query with canned data, so that the page, its CSP, its
 // assets and GraphiQL's wiring are exercised without a database. Skipped when
-// chromium, node or playwright-core are missing (see .ci/browser-test.sh).
+// chromium, node or playwright-core are missing (see .ci/browser-test.sh),
+// except under CI, where a skip would hide a regression.
 func TestBrowserWithStubBackend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
 	if ok, why := BrowserAvailable(); !ok {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the playground browser test cannot run under CI: %s (run bash .ci/browser-test.sh)", why)
+		}
 		t.Skip("browser test unavailable: " + why)
 	}
 	const token = "procsvc_stub_token_for_the_browser_test"

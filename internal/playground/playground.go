@@ -41,6 +41,9 @@ const Path = "/playground"
 // time, and the bundle stamps them with the nonce it reads from the page's
 // <meta name="csp-nonce">. Style attributes set through the CSSOM (React's
 // style props, codemirror) need no allowance, so 'unsafe-inline' is not used.
+// connect-src 'self' also admits ws: and wss: to the page's own host and
+// port (CSP Level 3), which is how the page runs subscriptions on /graphql;
+// the browser test runs one.
 func contentSecurityPolicy(styleNonce string) string {
 	styleSrc := "'self'"
 	if styleNonce != "" {

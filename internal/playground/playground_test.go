@@ -285,6 +285,31 @@ func TestNoOtherOrigins(t *testing.T) {
 	}
 }
 
+// TestBundleRunsSubscriptions pins that the bundle carries a real
+// graphql-transport-ws client (not a stand-in that refuses subscriptions) and
+// lists it among the third-party licenses.
+func TestBundleRunsSubscriptions(t *testing.T) {
+	h, err := load(distFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js int
+	for name, a := range h.assets {
+		if strings.HasSuffix(name, ".js") {
+			js++
+			if !bytes.Contains(a.body, []byte("graphql-transport-ws")) {
+				t.Errorf("%s has no graphql-transport-ws client; run web/build.sh", name)
+			}
+		}
+	}
+	if js != 1 {
+		t.Errorf("%d scripts in the bundle, want 1", js)
+	}
+	if lic := h.assets["licenses.txt"]; lic == nil || !bytes.Contains(lic.body, []byte("\ngraphql-ws@")) {
+		t.Error("licenses.txt does not list graphql-ws")
+	}
+}
+
 func TestAcceptsGzip(t *testing.T) {
 	for in, want := range map[string]bool{
 		"":                     false,

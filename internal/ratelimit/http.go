@@ -136,8 +136,15 @@ func (c *charge) spend(n int) Decision {
 // request's workspace is not limited, it does nothing. A request is charged
 // once: later calls return the first one's answer. The error is
 // rate_limited when the bucket lacks the tokens; the caller must then stop
-// (the middleware answers the refusal).
+// (the middleware answers the refusal). Under Connection every call is
+// charged: each is another operation on the connection.
 func Spend(ctx context.Context, n int) error {
+	if s, _ := ctx.Value(streamKey{}).(*stream); s != nil {
+		if d := s.b.take(s.now(), n); !d.Allowed {
+			return d.Err()
+		}
+		return nil
+	}
 	c, _ := ctx.Value(chargeKey{}).(*charge)
 	if c == nil {
 		return nil
@@ -200,9 +207,41 @@ func (w *chargedWriter) Write(b []byte) (int, error) {
 // Flush starts the response (charging it) before flushing.
 func (w *chargedWriter) Flush() {
 	w.begin()
-	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.refused {
-		f.Flush()
+	if !w.refused {
+		// Through the whole chain of wrappers (Unwrap), not just the
+		// next one: Server-Sent Events must reach the client.
+		_ = http.NewResponseController(w.ResponseWriter).Flush()
 	}
 }
 
 func (w *chargedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// streamKey marks the context of a long-lived connection (a WebSocket):
+// each operation it carries is charged on its own.
+type streamKey struct{}
+
+// stream is a long-lived connection's token bucket.
+type stream struct {
+	now func() time.Time
+	b   *bucket
+}
+
+// Connection charges the opening of a long-lived connection of v's token
+// (a WebSocket carrying subscriptions and operations) one token, and
+// returns ctx under which Spend charges every call in full: one connection
+// carries many operations, each of which pays its cost as an HTTP request
+// would. Errors: rate_limited (the connection must be refused). A nil
+// Limiter, or a workspace without limit, charges nothing.
+func (l *Limiter) Connection(ctx context.Context, v *viewer.Viewer) (context.Context, error) {
+	if v == nil {
+		return ctx, nil
+	}
+	b := l.bucket(v.TokenID, v.WorkspaceID)
+	if b == nil {
+		return ctx, nil
+	}
+	if d := b.take(l.now(), 1); !d.Allowed {
+		return ctx, d.Err()
+	}
+	return context.WithValue(ctx, streamKey{}, &stream{now: l.now, b: b}), nil
+}

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/procsvc/procsvc/internal/config"
 	"github.com/procsvc/procsvc/internal/core"
@@ -209,5 +210,27 @@ func TestRunMetricsAddr(t *testing.T) {
 	}
 	if _, err := http.Get("http://" + metricsAddr + "/metrics"); err == nil {
 		t.Fatal("the metrics listener outlived the server")
+	}
+}
+
+// TestRoutesLabelledWithRequestTimeout: with a request timeout (as in
+// production, where it is the write timeout) REST requests are still
+// labelled with their route template, not "unmatched".
+func TestRoutesLabelledWithRequestTimeout(t *testing.T) {
+	db := dbtest.Open(t, "sqlite")
+	m := metrics.New(db.SQL)
+	ts := httptest.NewServer(server.NewHandler(server.Deps{DB: db, Service: core.New(db.Client),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m, RequestTimeout: 10 * time.Second}))
+	defer ts.Close()
+	do(t, http.MethodGet, ts.URL+"/procedures/some-id")
+	_, exposition := get(t, ts.URL+"/metrics", "")
+	found := false
+	for _, s := range requestSeries(exposition) {
+		if strings.Contains(s, `route="/procedures/{id}"`) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no series for /procedures/{id}:\n%s", strings.Join(requestSeries(exposition), "\n"))
 	}
 }

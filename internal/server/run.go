@@ -10,9 +10,11 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/procsvc/procsvc/graph"
 	"github.com/procsvc/procsvc/internal/config"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
+	"github.com/procsvc/procsvc/internal/events"
 	"github.com/procsvc/procsvc/internal/generate"
 	"github.com/procsvc/procsvc/internal/idempotency"
 	"github.com/procsvc/procsvc/internal/metrics"
@@ -49,7 +51,20 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	if err != nil {
 		return err
 	}
-	svc := core.New(db.Client, core.WithGenerator(gen))
+	// Committed changes reach this replica's subscriptions through hub: on
+	// PostgreSQL by LISTEN, so that writes made on other replicas arrive
+	// too, listening before serving so that none made after the first
+	// subscription is missed.
+	hub := events.NewHub(events.HubOptions{Buffer: cfg.Live.Buffer})
+	defer hub.Close()
+	svc := core.New(db.Client, core.WithGenerator(gen), core.WithAnnouncer(Announcer(db, hub)))
+	if db.Dialect == "postgres" {
+		listener, err := events.Listen(ctx, cfg.DatabaseURL, hub, log)
+		if err != nil {
+			return err
+		}
+		defer listener.Close()
+	}
 	// Expired Idempotency-Keys are purged in the background until the
 	// server stops, before the database closes.
 	defer idempotency.New(db.Client, idempotency.Options{Log: log}).StartPurger(ctx, 0)()
@@ -66,7 +81,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		defer stop()
 	}
 	srv := &http.Server{
-		Handler:           NewHandler(Deps{DB: db, Service: svc, Log: log, Metrics: m, ResponseCacheBytes: int64(cfg.ResponseCacheMB) << 20, RequestTimeout: cfg.WriteTimeout, RateLimit: limiter, IdempotencyTTL: cfg.IdempotencyKeyTTL}),
+		Handler: NewHandler(Deps{DB: db, Service: svc, Log: log, Metrics: m, ResponseCacheBytes: int64(cfg.ResponseCacheMB) << 20,
+			RequestTimeout: cfg.WriteTimeout, RateLimit: limiter, IdempotencyTTL: cfg.IdempotencyKeyTTL, Hub: hub,
+			Live: graph.LiveOptions{MaxPerToken: cfg.Live.SubscriptionsPerToken, Origins: cfg.Live.WebSocketOrigins}}),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.WriteTimeout,
@@ -77,6 +94,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
+	// Shutting down ends every subscription first: Server-Sent Events
+	// streams finish (the drain waits for them) and WebSockets close with
+	// 1001, so that clients resubscribe elsewhere at once.
+	srv.RegisterOnShutdown(hub.Close)
 	log.Info("procsvc listening", "addr", ln.Addr().String(), "database", db.Dialect)
 	if ready != nil {
 		ready(ln.Addr().String())

@@ -16,6 +16,7 @@ import (
 	"github.com/procsvc/procsvc/internal/config"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
+	"github.com/procsvc/procsvc/internal/events"
 	"github.com/procsvc/procsvc/internal/idempotency"
 	"github.com/procsvc/procsvc/internal/loader"
 	"github.com/procsvc/procsvc/internal/metrics"
@@ -46,6 +47,23 @@ type Deps struct {
 	// (0: idempotency.DefaultTTL). Keys in progress are abandoned after
 	// RequestTimeout (idempotency.DefaultLockTimeout when 0).
 	IdempotencyTTL time.Duration
+	// Hub delivers committed changes to subscriptions. Service's announcer
+	// must feed it (Announcer); nil gives the handler a hub of its own,
+	// whose subscriptions hear of no change.
+	Hub *events.Hub
+	// Live tunes subscriptions; its Hub, Authenticate, Limiter and Loaders
+	// are set from the fields above.
+	Live graph.LiveOptions
+}
+
+// Announcer returns the announcer that makes db's committed changes known
+// to hub: pg_notify on PostgreSQL, heard by every replica's Listen (this
+// one's included); on SQLite, a single process, hub directly.
+func Announcer(db *database.DB, hub *events.Hub) core.Announcer {
+	if db.Dialect == "postgres" {
+		return events.NewPostgresAnnouncer()
+	}
+	return events.NewLocalAnnouncer(hub)
 }
 
 // NewHandler returns procsvc's whole HTTP surface.
@@ -79,8 +97,25 @@ func NewHandler(d Deps) http.Handler {
 		}
 	}
 
+	// A Server-Sent Events stream is authenticated and charged like any
+	// request; nothing may buffer it (response cache, idempotency).
+	streams := func(writeErr middleware.ErrorWriter) func(http.Handler) http.Handler {
+		authn, limit := middleware.Authenticate(authn, writeErr), d.RateLimit.PerOperation(writeErr)
+		return func(h http.Handler) http.Handler { return authn(limit(loaders(h))) }
+	}
+	live := d.Live
+	live.Hub = d.Hub
+	if live.Hub == nil {
+		live.Hub = events.NewHub(events.HubOptions{})
+	}
+	live.Authenticate, live.Limiter, live.Loaders = authn.Authenticate, d.RateLimit, loaders
+	if live.Log == nil {
+		live.Log = d.Log
+	}
+
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", graph.NewHandler(resolver, d.Log, d.Metrics, authenticated(d.RateLimit.PerOperation)))
+	mux.Handle("/graphql", graph.NewHandler(resolver, d.Log, d.Metrics,
+		graph.Middleware{Requests: authenticated(d.RateLimit.PerOperation), Streams: streams}, graph.NewLive(live)))
 	api := rest.New(resolver, d.Log)
 	api.Register(mux, authenticated(d.RateLimit.PerRequest)(restErr))
 	pg := playground.Handler()
@@ -135,15 +170,25 @@ func NewRateLimiter(c config.RateLimit, opts ...ratelimit.Option) (*ratelimit.Li
 // withDeadline gives each request's context a deadline just short of the
 // server's write timeout, so that work whose response could no longer be
 // written stops (answering unavailable or generation_failed) instead of
-// running on.
+// running on. Subscription streams (WebSockets, Server-Sent Events) are
+// meant to outlive it: they end with their connection or the server.
 func withDeadline(d time.Duration, next http.Handler) http.Handler {
 	if d > 2*time.Second {
 		d -= time.Second
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/graphql" && graph.IsStream(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), d)
 		defer cancel()
-		next.ServeHTTP(w, r.WithContext(ctx))
+		inner := r.WithContext(ctx)
+		next.ServeHTTP(w, inner)
+		// ServeMux records the route it matched on the request it was
+		// given, this copy; hand it back for the access log and metrics
+		// (middleware.Observe), which would otherwise see "unmatched".
+		r.Pattern = inner.Pattern
 	})
 }
 

@@ -1,0 +1,130 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"entgo.io/ent/dialect/sql"
+	"github.com/google/uuid"
+
+	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/ent/workspace"
+	"github.com/procsvc/procsvc/internal/core"
+)
+
+// Channel is the PostgreSQL notification channel of committed changes.
+const Channel = "procsvc_changes"
+
+// NewPostgresAnnouncer returns the announcer of a PostgreSQL deployment: it
+// runs pg_notify inside the write's transaction, so that PostgreSQL
+// delivers the change to every Listener (every replica, this one included)
+// if and only if the transaction commits, in commit order. The payload takes
+// the workspace's version in the same statement, as of this write.
+func NewPostgresAnnouncer() core.Announcer { return postgresAnnouncer{} }
+
+type postgresAnnouncer struct{}
+
+// Announce implements core.Announcer. Errors: what the statement returned
+// (the write then rolls back).
+func (postgresAnnouncer) Announce(ctx context.Context, tx *ent.Tx, c core.Change) error {
+	body, err := json.Marshal(payloadOf(c))
+	if err != nil {
+		return err
+	}
+	var rows []struct {
+		Version  int64  `json:"version"`
+		Notified []byte `json:"notified"` // pg_notify returns void
+	}
+	err = tx.Workspace.Query().Where(workspace.ID(c.WorkspaceID)).Modify(func(s *sql.Selector) {
+		version := s.C(workspace.FieldVersion)
+		s.Select(version)
+		s.AppendSelectExprAs(sql.ExprFunc(func(b *sql.Builder) {
+			b.WriteString("pg_notify(").Arg(Channel).WriteString(", (").
+				Arg(string(body)).WriteString("::jsonb || jsonb_build_object('version', ").
+				WriteString(version).WriteString("))::text)")
+		}), "notified")
+	}).Scan(ctx, &rows)
+	if err != nil {
+		return err
+	}
+	if len(rows) != 1 {
+		return fmt.Errorf("events: workspace %s not found while announcing", c.WorkspaceID)
+	}
+	return nil
+}
+
+// payload is a change as notified: ids and columns only, far below
+// PostgreSQL's 8000-byte limit. Version is added by the statement.
+type payload struct {
+	WorkspaceID uuid.UUID       `json:"workspaceId"`
+	Kind        core.ChangeKind `json:"kind"`
+	ProcedureID uuid.UUID       `json:"procedureId"`
+	Before      *column         `json:"before,omitempty"`
+	After       *column         `json:"after,omitempty"`
+	Version     int64           `json:"version,omitempty"`
+}
+
+type column struct {
+	ProjectID uuid.UUID       `json:"projectId"`
+	State     procedure.State `json:"state"`
+}
+
+func payloadOf(c core.Change) payload {
+	return payload{WorkspaceID: c.WorkspaceID, Kind: c.Kind, ProcedureID: c.ProcedureID,
+		Before: columnPayload(c.Before), After: columnPayload(c.After)}
+}
+
+func columnPayload(c *core.Column) *column {
+	if c == nil {
+		return nil
+	}
+	return &column{ProjectID: c.ProjectID, State: c.State}
+}
+
+func (c *column) core() (*core.Column, error) {
+	if c == nil {
+		return nil, nil
+	}
+	if err := procedure.StateValidator(c.State); err != nil {
+		return nil, err
+	}
+	return &core.Column{ProjectID: c.ProjectID, State: c.State}, nil
+}
+
+// decode turns a notification's payload back into an event. It rejects
+// what no announcer of this version sends, so that a subscriber never sees
+// a kind or state it cannot render (e.g. from a newer replica mid-rollout).
+func decode(raw string) (Event, error) {
+	var p payload
+	if err := json.Unmarshal([]byte(raw), &p); err != nil {
+		return Event{}, err
+	}
+	if p.WorkspaceID == uuid.Nil {
+		return Event{}, errors.New("no workspaceId")
+	}
+	if p.Version <= 0 {
+		return Event{}, errors.New("no version")
+	}
+	switch p.Kind {
+	case core.ProcedureCreated, core.ProcedureUpdated, core.ProcedureMoved, core.ProcedureDeleted, core.ProcedureCommented:
+		if p.ProcedureID == uuid.Nil {
+			return Event{}, fmt.Errorf("%s without procedureId", p.Kind)
+		}
+	case core.AccessChanged:
+	default:
+		return Event{}, fmt.Errorf("unknown kind %q", p.Kind)
+	}
+	before, err := p.Before.core()
+	if err != nil {
+		return Event{}, fmt.Errorf("before: %w", err)
+	}
+	after, err := p.After.core()
+	if err != nil {
+		return Event{}, fmt.Errorf("after: %w", err)
+	}
+	return Event{Change: core.Change{WorkspaceID: p.WorkspaceID, Kind: p.Kind, ProcedureID: p.ProcedureID,
+		Before: before, After: after}, Version: p.Version}, nil
+}
