@@ -19,16 +19,18 @@ import (
 
 // Config is every setting of `procsvc serve`.
 type Config struct {
-	Addr              string
-	MetricsAddr       string
-	DatabaseURL       string
-	DBMaxConns        int
-	DBPrepare         bool
-	LogFormat         string
-	LogLevel          string
-	BootstrapToken    string
-	Migrate           bool
-	ResponseCacheMB   int
+	Addr            string
+	MetricsAddr     string
+	DatabaseURL     string
+	DBMaxConns      int
+	DBPrepare       bool
+	LogFormat       string
+	LogLevel        string
+	BootstrapToken  string
+	Migrate         bool
+	ResponseCacheMB int
+	// MemoryLimitMB is the Go heap's soft limit (internal/server: memory.go).
+	MemoryLimitMB     int
 	IdempotencyKeyTTL time.Duration
 	ShutdownTimeout   time.Duration
 	ReadHeaderTimeout time.Duration
@@ -106,6 +108,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		LogFormat:         "json",
 		LogLevel:          "info",
 		ResponseCacheMB:   64,
+		MemoryLimitMB:     120,
 		IdempotencyKeyTTL: 24 * time.Hour,
 		DBPrepare:         true,
 		ShutdownTimeout:   20 * time.Second,
@@ -129,6 +132,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		str(&c.DatabaseURL, "database-url", "DATABASE_URL", "postgres://… for PostgreSQL; sqlite://PATH for SQLite (default sqlite://data/procsvc.db)"),
 		num(&c.DBMaxConns, "db-max-conns", "PROCSVC_DB_MAX_CONNS", "database connection pool size (0: 20 on PostgreSQL, 8 on SQLite)"),
 		num(&c.ResponseCacheMB, "response-cache-mb", "PROCSVC_RESPONSE_CACHE_MB", "memory for cached read responses, keyed by workspace version (0 disables)"),
+		num(&c.MemoryLimitMB, "memory-limit-mb", "PROCSVC_MEMORY_LIMIT_MB", "soft limit of the Go heap: garbage is collected as memory nears it rather than at every doubling (0: the Go runtime's defaults; GOGC or GOMEMLIMIT in the environment take precedence)"),
 		dur(&c.IdempotencyKeyTTL, "idempotency-key-ttl", "PROCSVC_IDEMPOTENCY_KEY_TTL", "how long an Idempotency-Key and its response are kept for replay (1m to 720h)"),
 		boolean(&c.DBPrepare, "db-prepare", "PROCSVC_DB_PREPARE", "PostgreSQL: send reads as prepared statements, planned once per connection; set false behind PgBouncer in transaction mode"),
 		dur(&c.DBLockTimeout, "db-lock-timeout", "PROCSVC_DB_LOCK_TIMEOUT", "PostgreSQL lock_timeout: a statement waiting longer for a lock fails, answered 503 (0 disables; PgBouncer needs 0 for all three --db-*-timeout settings or ignore_startup_parameters)"),
@@ -195,6 +199,9 @@ func (c *Config) validate() error {
 	}
 	if c.ResponseCacheMB < 0 || c.ResponseCacheMB > 1<<16 {
 		errs = append(errs, fmt.Errorf("invalid response cache size %d MB: use 0 to 65536 (--response-cache-mb, PROCSVC_RESPONSE_CACHE_MB)", c.ResponseCacheMB))
+	}
+	if c.MemoryLimitMB != 0 && (c.MemoryLimitMB < c.ResponseCacheMB+32 || c.MemoryLimitMB > 1<<20) {
+		errs = append(errs, fmt.Errorf("invalid memory limit %d MB: use 0, or at least the response cache + 32 MB (%d) (--memory-limit-mb, PROCSVC_MEMORY_LIMIT_MB)", c.MemoryLimitMB, c.ResponseCacheMB+32))
 	}
 	if c.IdempotencyKeyTTL < time.Minute || c.IdempotencyKeyTTL > 30*24*time.Hour {
 		errs = append(errs, fmt.Errorf("invalid Idempotency-Key TTL %s: use 1m to 720h (--idempotency-key-ttl, PROCSVC_IDEMPOTENCY_KEY_TTL)", c.IdempotencyKeyTTL))

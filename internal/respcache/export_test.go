@@ -10,3 +10,10 @@ func (c *Cache) Waiting() int {
 	}
 	return n
 }
+
+// Len returns how many responses are stored.
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries.Len()
+}

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/google/uuid"
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/procsvc/procsvc/internal/viewer"
@@ -36,6 +37,19 @@ type Cache struct {
 	// the clients that miss together on the same page wait for the first
 	// one's response instead of each computing it (see serveShared).
 	inFlight map[string]*flight
+	// current is, per workspace, the newest version stored and the keys
+	// stored under it. Once a response of version v is stored, no new
+	// request can read an older version (the version only grows, and every
+	// request reads it afresh), so entries of older versions are dead:
+	// they are dropped at once instead of filling the cache until the LRU
+	// gets to them, which under steady writes kept it full of garbage.
+	current map[uuid.UUID]*generation
+}
+
+// generation is the keys a workspace's newest version has stored.
+type generation struct {
+	version int64
+	keys    []string
 }
 
 // flight is one response being computed; done is closed when it is known,
@@ -68,7 +82,7 @@ type readCloser struct {
 
 // New returns a cache holding at most maxBytes of response bodies.
 func New(maxBytes int64) *Cache {
-	c := &Cache{maxBytes: maxBytes, inFlight: map[string]*flight{}}
+	c := &Cache{maxBytes: maxBytes, inFlight: map[string]*flight{}, current: map[uuid.UUID]*generation{}}
 	entries, err := lru.NewWithEvict[string, *entry](1<<20, func(_ string, e *entry) {
 		c.bytes -= int64(len(e.body))
 	})
@@ -186,7 +200,7 @@ func (c *Cache) Middleware(onHit func(ctx context.Context, route string)) func(h
 			}
 			f.e = &entry{contentType: rec.Header().Get("Content-Type"), etag: rec.Header().Get("ETag"),
 				route: route, body: bytes.Clone(rec.buf.Bytes())}
-			c.store(key, f.e)
+			c.store(v.WorkspaceID, v.WorkspaceVersion, key, f.e)
 		})
 	}
 }
@@ -206,9 +220,35 @@ func serve(w http.ResponseWriter, r *http.Request, e *entry, how string, onHit f
 	_, _ = w.Write(e.body)
 }
 
-func (c *Cache) store(key string, e *entry) {
+func (c *Cache) store(workspace uuid.UUID, version int64, key string, e *entry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	g := c.current[workspace]
+	switch {
+	case g == nil:
+		g = &generation{version: version}
+		c.current[workspace] = g
+	case version < g.version:
+		return // computed at a version no request will read again
+	case version > g.version:
+		for _, k := range g.keys {
+			c.entries.Remove(k)
+		}
+		g.version, g.keys = version, g.keys[:0]
+	}
+	g.keys = append(g.keys, key)
+	if n := len(g.keys); n >= 1024 && n%1024 == 0 {
+		// A workspace read many ways between writes: forget the keys the
+		// LRU has already evicted, so that the list stays as long as the
+		// entries it names.
+		live := g.keys[:0]
+		for _, k := range g.keys {
+			if c.entries.Contains(k) {
+				live = append(live, k)
+			}
+		}
+		g.keys = live
+	}
 	// Removal (here, by capacity or by RemoveOldest) runs the eviction
 	// callback, which keeps c.bytes; it runs under c.mu.
 	c.entries.Remove(key)

@@ -125,3 +125,43 @@ func TestUncacheableResponsesAreNotShared(t *testing.T) {
 		t.Fatalf("first %d, second %d %q", first.Code, second.Code, second.Body.String())
 	}
 }
+
+// TestOlderVersionsAreDropped: once a workspace's response of a newer
+// version is stored, its older versions' responses (which no new request
+// can read) are dropped at once; a response computed at an older version
+// after that is not stored; other workspaces keep theirs.
+func TestOlderVersionsAreDropped(t *testing.T) {
+	c := respcache.New(1 << 20)
+	h := c.Middleware(nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		respcache.MarkCacheable(r.Context(), "test")
+		_, _ = w.Write([]byte(r.URL.Path))
+	}))
+	ws, other, member := uuid.New(), uuid.New(), uuid.New()
+	get := func(workspace uuid.UUID, version int64, path string) string {
+		v := &viewer.Viewer{WorkspaceID: workspace, MemberID: member, Role: viewer.RoleMember, WorkspaceVersion: version, VersionKnown: true}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil).WithContext(viewer.NewContext(context.Background(), v)))
+		return rec.Header().Get("X-Cache")
+	}
+	for _, p := range []string{"/a", "/b", "/c"} {
+		get(ws, 1, p)
+	}
+	get(other, 1, "/a")
+	if n := c.Len(); n != 4 {
+		t.Fatalf("%d entries, want 4", n)
+	}
+	get(ws, 2, "/a") // a write happened: version 2
+	if n := c.Len(); n != 2 {
+		t.Fatalf("%d entries after version 2, want 2 (ws@2 /a, other@1 /a)", n)
+	}
+	get(ws, 1, "/b") // a request that read version 1 before the write
+	if n := c.Len(); n != 2 {
+		t.Fatalf("a version-1 response was stored after version 2: %d entries", n)
+	}
+	if got := get(ws, 2, "/a"); got != "hit" {
+		t.Fatalf("version 2 /a: X-Cache %q, want hit", got)
+	}
+	if got := get(other, 1, "/a"); got != "hit" {
+		t.Fatalf("other workspace: X-Cache %q, want hit", got)
+	}
+}

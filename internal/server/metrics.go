@@ -6,18 +6,25 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 
 	"github.com/procsvc/procsvc/internal/config"
 	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/middleware"
 )
 
-// MetricsHandler serves m at GET /metrics and nothing else, for the internal
-// listener of --metrics-addr, where the registry may label GraphQL operation
-// names.
+// MetricsHandler serves m at GET /metrics, and Go's profiler under
+// /debug/pprof/, for the internal listener of --metrics-addr: the registry
+// may label GraphQL operation names, and profiles show the process's
+// internals, so neither belongs on the public port.
 func MetricsHandler(m *metrics.Metrics) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return middleware.SecurityHeaders(mux)
 }
 

@@ -34,6 +34,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	if err != nil {
 		return err
 	}
+	defer applyMemoryLimit(cfg.MemoryLimitMB, log)()
 	if cfg.AI.Provider == generate.ProviderOpenAI && cfg.WriteTimeout <= cfg.AI.Timeout {
 		log.Warn("--write-timeout is not longer than --ai-timeout: a slow generation outlives its response", "write_timeout", cfg.WriteTimeout.String(), "ai_timeout", cfg.AI.Timeout.String())
 	}
