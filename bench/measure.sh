@@ -15,6 +15,12 @@
 #   REUSE_DB_URL=postgres://…/db TOKEN=pms_… bash bench/measure.sh
 #       # measure an already seeded database (kept afterwards) instead of
 #       # seeding a new one
+#   MIX=live PROCEDURES=1000 NOISE=0 bash bench/measure.sh
+#       # live updates: SUBSCRIBERS (1000) subscriptions with one token while
+#       # procedures are renamed at WRITE_RATE (50/s) for LIVE_DURATION (20s),
+#       # per transport of TRANSPORTS ("sse"; "sse ws" for both): delivery
+#       # percentiles, procsvc CPU ms per second over the writes, peak RSS.
+#       # The server allows at most 1000 subscriptions per token.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROCEDURES=${PROCEDURES:-100000}
@@ -58,6 +64,48 @@ pg_ticks() {
   echo $t
 }
 hz=$(getconf CLK_TCK)
+
+if [ "$MIX" = live ]; then
+  SUBSCRIBERS=${SUBSCRIBERS:-1000}
+  WRITE_RATE=${WRITE_RATE:-50}
+  LIVE_DURATION=${LIVE_DURATION:-20s}
+  TRANSPORTS=${TRANSPORTS:-sse}
+  LOGS=$(dirname "$BIN")
+  printf '| transport | subscribers | writes/s | delivery p50 | delivery p90 | delivery p99 | delivery max | write p50 | write p99 | missed | procsvc CPU ms/s | PostgreSQL CPU ms/s | procsvc peak RSS | errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+  for transport in $TRANSPORTS; do
+    # every subscription shares the token: lift its cap and the rate limit
+    PROCSVC_LOG_LEVEL=warn "$BIN" serve --addr "$ADDR" --rate-limit 0 --subscriptions-per-token "$SUBSCRIBERS" ${SERVE_ARGS:-} 2>/dev/null &
+    SERVER=$!
+    for _ in $(seq 1 50); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.2; done
+    : >"$LOGS/progress"
+    "$BIN" bench live --url "http://$ADDR" --token "$TOKEN" --transport "$transport" --subscribers "$SUBSCRIBERS" \
+      --write-rate "$WRITE_RATE" --duration "$LIVE_DURATION" >"$LOGS/out" 2>"$LOGS/progress" &
+    client=$!
+    # CPU over the writes alone, not the opening of the subscriptions
+    until grep -q '^live: writing' "$LOGS/progress" || ! kill -0 $client 2>/dev/null; do sleep 0.05; done
+    a0=$(ticks $SERVER); p0=$(pg_ticks); t0=$(date +%s%N)
+    until grep -q '^live: writes done' "$LOGS/progress" || ! kill -0 $client 2>/dev/null; do sleep 0.05; done
+    a1=$(ticks $SERVER); p1=$(pg_ticks); t1=$(date +%s%N)
+    # missed events exit non-zero: keep the row, show it
+    wait $client || true
+    out=$(cat "$LOGS/out")
+    grep -v '^live: ' "$LOGS/progress" >&2 || true
+    wps=$(echo "$out" | sed -n 's/.*writes\/s=\([0-9.]*\).*/\1/p')
+    dp50=$(echo "$out" | sed -n 's/.*delivery_p50=\([^ ]*\).*/\1/p'); dp90=$(echo "$out" | sed -n 's/.*delivery_p90=\([^ ]*\).*/\1/p')
+    dp99=$(echo "$out" | sed -n 's/.*delivery_p99=\([^ ]*\).*/\1/p'); dmax=$(echo "$out" | sed -n 's/.*delivery_max=\([^ ]*\).*/\1/p')
+    wp50=$(echo "$out" | sed -n 's/.*write_p50=\([^ ]*\).*/\1/p'); wp99=$(echo "$out" | sed -n 's/.*write_p99=\([^ ]*\).*/\1/p')
+    missed=$(echo "$out" | sed -n 's/.*missed=\([0-9]*\).*/\1/p')
+    errs=$(echo "$out" | grep '^errors\[' | tr '\n' ' ' || true)
+    secs=$(awk -v d=$((t1 - t0)) 'BEGIN { print d / 1e9 }')
+    app=$(awk -v d=$((a1 - a0)) -v s="$secs" -v hz="$hz" 'BEGIN { printf "%.0f", (s > 0 ? d * 1000 / hz / s : 0) }')
+    pg=$(awk -v d=$((p1 - p0)) -v s="$secs" -v hz="$hz" 'BEGIN { printf "%.0f", (s > 0 ? d * 1000 / hz / s : 0) }')
+    rss=$(awk '/VmHWM/ {print $2, $3}' /proc/$SERVER/status)
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$transport" "$SUBSCRIBERS" "${wps:--}" \
+      "${dp50:--}" "${dp90:--}" "${dp99:--}" "${dmax:--}" "${wp50:--}" "${wp99:--}" "${missed:--}" "$app" "$pg" "$rss" "${errs:-0}"
+    kill $SERVER; wait $SERVER 2>/dev/null || true
+  done
+  exit 0
+fi
 
 if [ "$MIX" = update ]; then
   printf '| cache | api | write ratio | clients | reads/s | writes/s | read p50 | read p90 | read p99 | write p50 | write p90 | write p99 | procsvc CPU ms/req | PostgreSQL CPU ms/req | errors | verification |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'

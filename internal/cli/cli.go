@@ -44,6 +44,7 @@ Usage:
   procsvc token revoke [flags]     revoke a token
   procsvc bench seed [flags]       load a synthetic workspace (benchmarks, load tests)
   procsvc bench load [flags]       drive a running server with concurrent clients
+  procsvc bench live [flags]       time live-update deliveries to many subscriptions
 
 Run "procsvc COMMAND --help" for a command's flags. Every flag can also be set
 through the environment variable named in its help.
@@ -85,6 +86,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		err = benchSeed(ctx, args, env)
 	case "bench load":
 		err = benchLoad(ctx, args, env)
+	case "bench live":
+		err = benchLive(ctx, args, env)
 	case "help ", "-h ", "--help ":
 		fmt.Fprint(env.Stdout, usage)
 		return 0
@@ -484,6 +487,37 @@ func benchLoad(ctx context.Context, args []string, env Env) error {
 	rep.Print(env.Stdout, cfg)
 	if cfg.WriteRatio > 0 && !rep.Verified {
 		return errors.New("write verification failed")
+	}
+	return nil
+}
+
+func benchLive(ctx context.Context, args []string, env Env) error {
+	cfg := bench.LiveConfig{URL: "http://127.0.0.1:8080", Subscribers: 1000, WriteRate: 50, Duration: 20 * time.Second,
+		Transport: bench.TransportSSE, Sample: 100, Drain: 10 * time.Second}
+	fs := command("procsvc bench live", "Opens --subscribers subscriptions to procedureEvents on a running procsvc, all with one token,\n"+
+		"then renames existing procedures at --write-rate and prints how long each event took to reach\n"+
+		"each subscriber (delivery percentiles), events missed, write latency and errors by kind.\n"+
+		"The server must allow the subscriptions: start it with --subscriptions-per-token at least\n"+
+		"--subscribers (at most 1000) and --rate-limit 0, or the opening is refused with rate_limited.", env)
+	fs.StringVar(&cfg.URL, "url", cfg.URL, "server base URL (loopback only in shared environments)")
+	fs.StringVar(&cfg.Token, "token", env.Getenv("PROCSVC_TOKEN"), "bearer token (env PROCSVC_TOKEN)")
+	fs.IntVar(&cfg.Subscribers, "subscribers", cfg.Subscribers, "subscriptions held open, all with --token")
+	fs.Float64Var(&cfg.WriteRate, "write-rate", cfg.WriteRate, "writes per second, each a PUT /procedures/{id} renaming one procedure")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long to write")
+	fs.StringVar(&cfg.Transport, "transport", cfg.Transport, "sse (Server-Sent Events) or ws (graphql-transport-ws)")
+	fs.IntVar(&cfg.Sample, "sample", cfg.Sample, "existing procedures renamed in turn (the newest ones; one more is renamed to tell that every subscription has started)")
+	fs.DurationVar(&cfg.Drain, "drain", cfg.Drain, "how long to wait, after the writes, for the events still due")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg.Progress = env.Stderr
+	rep, err := bench.Live(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	rep.Print(env.Stdout, cfg)
+	if rep.Missed > 0 {
+		return fmt.Errorf("%d of %d events missed", rep.Missed, rep.Expected)
 	}
 	return nil
 }
