@@ -118,16 +118,6 @@ type ProcedureEdge struct {
 	Cursor string         `json:"cursor"`
 }
 
-type ProcedureEvent struct {
-	Kind ProcedureEventKind `json:"kind"`
-	// Null for REFETCH.
-	ProcedureID *string `json:"procedureId,omitempty"`
-	// The procedure as read on delivery; null for DELETED and REFETCH, and when it is gone by then.
-	Procedure *ent.Procedure `json:"procedure,omitempty"`
-	// The workspace's version after the change (for REFETCH: as of the event); a change has a higher version than those before it.
-	WorkspaceVersion int `json:"workspaceVersion"`
-}
-
 // Which procedures' events to deliver. A procedure matches if its project and
 // state before or after the change match (so leaving the filter is delivered
 // too), or, for comments, if the procedure as read on delivery matches.

@@ -13,6 +13,7 @@ package loader
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"sync"
 
@@ -295,4 +296,48 @@ func PrimeMembers(ctx context.Context, memberIDs []uuid.UUID) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return prime(ctx, &l.members, l.fetch.members, memberIDs)
+}
+
+// Snapshot is what a request's loaders have primed, detached from the
+// request: a live-update event reads its procedure's edges once and every
+// subscriber of the workspace renders from them (graph/subscription.go). Its
+// maps are never written after Export.
+type Snapshot struct {
+	categories map[uuid.UUID]*ent.Category
+	members    map[uuid.UUID]*ent.Member
+	projects   map[uuid.UUID]*ent.Project
+	comments   map[uuid.UUID][]*ent.Comment
+}
+
+// Export copies what ctx's loaders have primed into a Snapshot.
+func Export(ctx context.Context) *Snapshot {
+	l := from(ctx)
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return &Snapshot{categories: maps.Clone(l.categories.loaded), members: maps.Clone(l.members.loaded),
+		projects: maps.Clone(l.projects.loaded), comments: maps.Clone(l.comments.loaded)}
+}
+
+// Seed primes ctx's loaders with s, with no statement: fields resolved
+// after it find s's records as if they had been primed by this request.
+// s is only read (each loader copies what it takes), so one Snapshot may
+// seed many requests at once.
+func Seed(ctx context.Context, s *Snapshot) {
+	l := from(ctx)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seed(&l.categories, s.categories)
+	seed(&l.members, s.members)
+	seed(&l.projects, s.projects)
+	seed(&l.comments, s.comments)
+}
+
+func seed[V any](e *edge[V], from map[uuid.UUID]V) {
+	if len(from) == 0 {
+		return
+	}
+	if e.loaded == nil {
+		e.loaded = make(map[uuid.UUID]V, len(from))
+	}
+	maps.Copy(e.loaded, from)
 }

@@ -470,3 +470,43 @@ func placeholder(dialect string) string {
 	}
 	return "?"
 }
+
+// TestLiveReadsOncePerEvent: an event's procedure and edges are read once
+// per replica, whatever the number of subscribers; reading them per
+// subscriber made 1 000 subscribers cost thousands of statements a write
+// and starve the writers of connections.
+func TestLiveReadsOncePerEvent(t *testing.T) {
+	db, dsn := openDB(t, "sqlite")
+	s := startLive(t, db, liveConfig{dsn: dsn})
+	ws := s.NewWorkspace(t, "Shared", "SHR")
+	id := createProcedure(t, s, ws, ws.MemberToken, "Shared", "")
+	open := 0
+	statementsFor := func(subscribers int, name string) int64 {
+		t.Helper()
+		streams := make([]*sseStream, subscribers)
+		for i := range streams {
+			st, status, body := postSSE(t, s, ws.ViewToken, subscribeEvents, nil)
+			if status != http.StatusOK {
+				t.Fatalf("subscribe: %d %s", status, body)
+			}
+			streams[i] = st
+		}
+		open += subscribers
+		ready(t, s, open)
+		// The write and every delivery: the write costs the same each
+		// time, and deliveries may start before its answer is back.
+		before := db.Statements()
+		renameProcedure(t, s, ws.MemberToken, id, name)
+		for _, st := range streams {
+			if e := decodeEvent(t, st.next()); e.Procedure.Name != name || e.Procedure.Project.ID != ws.ProjectID {
+				t.Fatalf("event: %+v", e)
+			}
+		}
+		return db.Statements() - before
+	}
+	one, many := statementsFor(1, "first"), statementsFor(12, "second")
+	t.Logf("statements for a write and its delivery: 1 new subscriber %d, 12 more %d", one, many)
+	if many > one+2 {
+		t.Fatalf("12 subscribers cost %d statements against %d for one: reads are not shared", many, one)
+	}
+}
