@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,17 +99,7 @@ func (r *LiveReport) Print(w io.Writer, cfg LiveConfig) {
 	fmt.Fprintf(w, "writes=%d acked=%d writes/s=%.1f write_p50=%s write_p99=%s\n", r.Writes, r.Acked, rate, rd(r.WriteP50), rd(r.WriteP99))
 	fmt.Fprintf(w, "events: expected=%d received=%d missed=%d stale=%d extra=%d other=%d\n", r.Expected, r.Received, r.Missed, r.Stale, r.Extra, r.Other)
 	fmt.Fprintf(w, "delivery_p50=%s delivery_p90=%s delivery_p99=%s delivery_max=%s\n", rd(r.P50), rd(r.P90), rd(r.P99), rd(r.Max))
-	kinds := make([]string, 0, len(r.Errors))
-	for k := range r.Errors {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	if len(kinds) == 0 {
-		fmt.Fprintln(w, "errors: none")
-	}
-	for _, k := range kinds {
-		fmt.Fprintf(w, "errors[%s]=%d\n", k, r.Errors[k])
-	}
+	printErrors(w, r.Errors)
 }
 
 // liveQuery is the subscription each subscriber holds: the procedure's

@@ -134,17 +134,7 @@ func (r *Report) Print(w io.Writer, cfg LoadConfig) {
 		fmt.Fprintf(w, "reads=%d reads/s=%.1f read_p50=%s read_p90=%s read_p99=%s\n", r.Reads, rate(r.Reads), rd(r.ReadP50), rd(r.ReadP90), rd(r.ReadP99))
 		fmt.Fprintf(w, "writes=%d writes/s=%.1f write_p50=%s write_p90=%s write_p99=%s\n", r.Writes, rate(r.Writes), rd(r.WriteP50), rd(r.WriteP90), rd(r.WriteP99))
 	}
-	codes := make([]string, 0, len(r.Errors))
-	for c := range r.Errors {
-		codes = append(codes, c)
-	}
-	sort.Strings(codes)
-	if len(codes) == 0 {
-		fmt.Fprintln(w, "errors: none")
-	}
-	for _, c := range codes {
-		fmt.Fprintf(w, "errors[%s]=%d\n", c, r.Errors[c])
-	}
+	printErrors(w, r.Errors)
 	if cfg.IdempotencyKeys || cfg.Retries > 0 || cfg.RequestTimeout > 0 {
 		fmt.Fprintf(w, "retries: keys=%t max=%d timeout=%s attempts=%d timeouts=%d retries=%d replays=%d in_progress=%d unacknowledged=%d\n",
 			cfg.IdempotencyKeys, cfg.Retries, cfg.RequestTimeout, r.Attempts, r.Timeouts, r.Retries, r.Replays, r.InProgress, r.Unacknowledged)
@@ -839,4 +829,20 @@ func (c *client) verifyUpdates(ctx context.Context, pool []*target) (ok bool, ch
 		}
 	}
 	return len(notes) == 0, checked, uncertain, notes
+}
+
+// printErrors prints a report's errors by kind, sorted, or "errors: none":
+// the line format measure.sh and the tests read.
+func printErrors(w io.Writer, errs map[string]int) {
+	kinds := make([]string, 0, len(errs))
+	for k := range errs {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	if len(kinds) == 0 {
+		fmt.Fprintln(w, "errors: none")
+	}
+	for _, k := range kinds {
+		fmt.Fprintf(w, "errors[%s]=%d\n", k, errs[k])
+	}
 }

@@ -246,6 +246,9 @@ func (l *Live) deliver(ctx context.Context, svc *core.Service, sub *events.Subsc
 			}
 			var err error
 			if ev, err = l.event(ctx, svc, c, e, filter); err != nil {
+				if ctx.Err() != nil {
+					return nil // the subscriber left while its event was read
+				}
 				return err
 			}
 		}
@@ -323,8 +326,12 @@ func (l *Live) read(ctx context.Context, svc *core.Service, e events.Event) *eve
 	}
 	l.mu.Unlock()
 	if ok {
-		<-r.done
-		return r
+		select {
+		case <-r.done:
+			return r
+		case <-ctx.Done():
+			return &eventRead{err: ctx.Err()}
+		}
 	}
 	defer close(r.done)
 	rctx := l.freshLoaders(context.WithoutCancel(ctx))

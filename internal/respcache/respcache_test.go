@@ -21,12 +21,13 @@ import (
 // (another member, another version) never share.
 func TestIdenticalMissesAreComputedOnce(t *testing.T) {
 	ws, member, other := uuid.New(), uuid.New(), uuid.New()
-	release := make(chan struct{})
+	release, started := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int64
 	c := respcache.New(1 << 20)
 	h := c.Middleware(nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := calls.Add(1)
 		if n == 1 {
+			close(started)
 			<-release // the first response takes a while
 		}
 		respcache.MarkCacheable(r.Context(), "test")
@@ -48,18 +49,10 @@ func TestIdenticalMissesAreComputedOnce(t *testing.T) {
 			h.ServeHTTP(got[i], request(member, 7))
 		}()
 		if i == 0 {
-			for calls.Load() == 0 {
-				time.Sleep(time.Millisecond)
-			}
+			<-started
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Waiting() < waiters {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d requests waiting, want %d", c.Waiting(), waiters)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitingFor(t, c, waiters)
 	// Different requests do not wait on it.
 	for _, r := range []*http.Request{request(other, 7), request(member, 8)} {
 		rec := httptest.NewRecorder()
@@ -91,11 +84,12 @@ func TestIdenticalMissesAreComputedOnce(t *testing.T) {
 // cached (an error), each waiting request computes its own.
 func TestUncacheableResponsesAreNotShared(t *testing.T) {
 	v := &viewer.Viewer{WorkspaceID: uuid.New(), MemberID: uuid.New(), Role: viewer.RoleMember, WorkspaceVersion: 1, VersionKnown: true}
-	release := make(chan struct{})
+	release, started := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int64
 	c := respcache.New(1 << 20)
 	h := c.Middleware(nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if calls.Add(1) == 1 {
+			close(started)
 			<-release
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
@@ -111,14 +105,10 @@ func TestUncacheableResponsesAreNotShared(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); h.ServeHTTP(first, req()) }()
-	for calls.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	<-started
 	wg.Add(1)
 	go func() { defer wg.Done(); h.ServeHTTP(second, req()) }()
-	for c.Waiting() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waitingFor(t, c, 1)
 	close(release)
 	wg.Wait()
 	if first.Code != http.StatusServiceUnavailable || second.Code != http.StatusOK || second.Body.String() != "ok" {
@@ -163,5 +153,19 @@ func TestOlderVersionsAreDropped(t *testing.T) {
 	}
 	if got := get(other, 1, "/a"); got != "hit" {
 		t.Fatalf("other workspace: X-Cache %q, want hit", got)
+	}
+}
+
+// waitingFor polls until n requests wait on another's response: the cache
+// has no event to tell a test so, and a waiter must be registered before
+// the first response is released for the test to mean anything.
+func waitingFor(t *testing.T, c *respcache.Cache, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Waiting() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests waiting, want %d", c.Waiting(), n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
