@@ -69,6 +69,9 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics, live *Live) *h
 		}
 		if oc.Operation != nil && oc.Operation.Operation == ast.Query {
 			respcache.MarkCacheable(ctx, route)
+			if footprinted(oc.Operation) {
+				respcache.MarkFootprinted(ctx)
+			}
 		}
 		if live != nil {
 			return live.aroundWebSocketOperation(context.WithValue(ctx, liveKey{}, live), next)

@@ -179,7 +179,7 @@ func newEventFilter(f *model.ProcedureEventFilter) (eventFilter, error) {
 
 func (f eventFilter) empty() bool { return f.project == nil && f.state == nil }
 
-func (f eventFilter) matches(c *core.Column) bool {
+func (f eventFilter) matches(c *core.Facets) bool {
 	return c != nil && (f.project == nil || *f.project == c.ProjectID) && (f.state == nil || *f.state == c.State)
 }
 
@@ -298,7 +298,7 @@ func (l *Live) event(ctx context.Context, svc *core.Service, c *conn, e events.E
 		}
 		ev.Procedure, ev.Edges = r.p, r.edges
 	}
-	if !columnsKnown && !filter.empty() && (ev.Procedure == nil || !filter.matches(&core.Column{ProjectID: ev.Procedure.ProjectID, State: ev.Procedure.State})) {
+	if !columnsKnown && !filter.empty() && (ev.Procedure == nil || !filter.matches(&core.Facets{ProjectID: ev.Procedure.ProjectID, State: ev.Procedure.State})) {
 		return nil, nil
 	}
 	return ev, nil

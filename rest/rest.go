@@ -71,6 +71,11 @@ func Routes() []string {
 	return out
 }
 
+// footprinted are the GET routes that show procedures read through the
+// core and their edges, nothing else: a cached answer stays valid through
+// writes that leave it alone (internal/respcache).
+var footprinted = map[string]bool{"/procedures": true, "/procedures/{id}": true}
+
 // Register adds every endpoint to mux behind authenticate, plus a 405 answer
 // (with Allow) for other methods on known paths.
 func (a *API) Register(mux *http.ServeMux, authenticate func(http.Handler) http.Handler) {
@@ -85,6 +90,9 @@ func (a *API) Register(mux *http.ServeMux, authenticate func(http.Handler) http.
 			}
 			if rt.Method == http.MethodGet {
 				respcache.MarkCacheable(r.Context(), rt.Path)
+				if footprinted[rt.Path] {
+					respcache.MarkFootprinted(r.Context())
+				}
 			}
 			if err := rt.handle(a, w, r); err != nil {
 				a.fail(w, r, err)

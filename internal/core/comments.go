@@ -42,7 +42,7 @@ func (s *Service) AddComment(ctx context.Context, procedureID, body string) (*en
 		if err != nil {
 			return nil, err
 		}
-		return created, s.announce(ctx, tx, Change{WorkspaceID: v.WorkspaceID, Kind: ProcedureCommented, ProcedureID: p.ID, After: columnOf(p)})
+		return created, s.announce(ctx, tx, Change{WorkspaceID: v.WorkspaceID, Kind: ProcedureCommented, ProcedureID: p.ID, After: facetsOf(p)})
 	})
 }
 

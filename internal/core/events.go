@@ -6,7 +6,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/ent"
-	"github.com/procsvc/procsvc/ent/procedure"
 )
 
 // ChangeKind says what a committed write did.
@@ -24,14 +23,6 @@ const (
 	AccessChanged ChangeKind = "ACCESS_CHANGED"
 )
 
-// Column is where a procedure sits: its project and state.
-type Column struct {
-	ProjectID uuid.UUID
-	State     procedure.State
-}
-
-func columnOf(p *ent.Procedure) *Column { return &Column{ProjectID: p.ProjectID, State: p.State} }
-
 // Change is one write, announced once it has committed. It names what
 // changed, never the record's content: subscribers read the record
 // themselves, under their own tenancy and role.
@@ -41,11 +32,15 @@ type Change struct {
 	// ProcedureID is the procedure created, changed, deleted or commented on
 	// (uuid.Nil for AccessChanged).
 	ProcedureID uuid.UUID
-	// Before and After are the procedure's column before and after the
+	// Before and After are the procedure's facets before and after the
 	// write, when the write knows them (nil: it did not exist, or the write
 	// did not read it), so that a subscriber filtering by project or state
-	// also hears of a procedure leaving its filter.
-	Before, After *Column
+	// also hears of a procedure leaving its filter, and a cached list
+	// outside both is kept (Footprint).
+	Before, After *Facets
+	// Reworded: the write changed the procedure's name or content (which a
+	// search matches); Renamed: its name (which a list may sort by).
+	Reworded, Renamed bool
 }
 
 // Announcer makes committed changes known to subscribers, on this replica

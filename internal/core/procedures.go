@@ -433,7 +433,9 @@ func (s *Service) Procedure(ctx context.Context, idOrShortID string) (*ent.Proce
 	if err != nil {
 		return nil, err
 	}
-	return findProcedure(ctx, s.client, where)
+	p, err := findProcedure(ctx, s.client, where)
+	recordProcedure(ctx, p)
+	return p, err
 }
 
 // procedureKey is the predicate selecting the procedure an id or shortId
@@ -557,7 +559,7 @@ func (s *Service) FindProcedures(ctx context.Context, f ProcedureFilter, o Proce
 	if err != nil {
 		return nil, err
 	}
-	return listPage(ctx, s, "procedures", f.key(), w, DefaultProcedurePageSize, MaxProcedurePageSize,
+	list, err := listPage(ctx, s, "procedures", f.key(), w, DefaultProcedurePageSize, MaxProcedurePageSize,
 		func() (int, error) {
 			if key, ok := f.tallyKey(); ok {
 				if n, found, err := s.tally(ctx, v.WorkspaceID, key); err != nil || found {
@@ -569,6 +571,10 @@ func (s *Service) FindProcedures(ctx context.Context, f ProcedureFilter, o Proce
 		func(p Page) ([]*ent.Procedure, error) {
 			return s.client.Procedure.Query().Where(preds...).Order(order...).Offset(p.Offset).Limit(p.Limit).All(ctx)
 		})
+	if err == nil {
+		recordList(ctx, f, o.Field, list.Items)
+	}
+	return list, err
 }
 
 // procedurePatch is an UpdateProcedureInput validated: a nil pointer or an
@@ -910,11 +916,15 @@ func (s *Service) procedureChanged(ctx context.Context, tx *ent.Tx, workspaceID 
 	c := Change{WorkspaceID: workspaceID, Kind: kind}
 	if before != nil {
 		tallies.removed(before)
-		c.ProcedureID, c.Before = before.ID, columnOf(before)
+		c.ProcedureID, c.Before = before.ID, facetsOf(before)
 	}
 	if after != nil {
 		tallies.added(after)
-		c.ProcedureID, c.After = after.ID, columnOf(after)
+		c.ProcedureID, c.After = after.ID, facetsOf(after)
+	}
+	if before != nil && after != nil {
+		c.Renamed = before.Name != after.Name
+		c.Reworded = c.Renamed || !equalText(before.Content, after.Content)
 	}
 	if err := tallies.apply(ctx, tx, workspaceID); err != nil {
 		return err

@@ -56,10 +56,32 @@ type HubOptions struct {
 type Hub struct {
 	buffer int
 
-	mu     sync.Mutex
-	subs   map[uuid.UUID][]*Subscription
-	n      int
-	closed bool
+	mu        sync.Mutex
+	subs      map[uuid.UUID][]*Subscription
+	n         int
+	closed    bool
+	observers []func(Event)
+}
+
+// Observe has every event published from now on (not Refetch) handed to
+// observe as well, in publication order, under the hub's lock: observe
+// must be quick and must not call the hub. The response cache keeps its
+// change log this way (internal/respcache).
+func (h *Hub) Observe(observe func(Event)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.observers = append(h.observers, observe)
+}
+
+// Record hands e to the observers only, not to subscribers: a replica's
+// own commit, known before PostgreSQL delivers its notification to every
+// replica (which then Publishes it; observers see it twice).
+func (h *Hub) Record(e Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, observe := range h.observers {
+		observe(e)
+	}
 }
 
 // NewHub returns an empty hub.
@@ -105,6 +127,9 @@ func (h *Hub) Subscribe(workspaceID uuid.UUID) *Subscription {
 func (h *Hub) Publish(e Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for _, observe := range h.observers {
+		observe(e)
+	}
 	h.send(h.subs[e.WorkspaceID], e)
 }
 

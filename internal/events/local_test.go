@@ -33,8 +33,8 @@ func TestLocalAnnouncer(t *testing.T) {
 			name   string
 			write  func(t *testing.T) error
 			kind   core.ChangeKind
-			before *core.Column
-			after  *core.Column
+			before *core.Facets
+			after  *core.Facets
 		}{
 			{"CreateProcedure", func(t *testing.T) error { p = f.create(t, "Live"); return nil },
 				core.ProcedureCreated, nil, col(f.project, "TODO")},
@@ -66,6 +66,7 @@ func TestLocalAnnouncer(t *testing.T) {
 				if !ok {
 					t.Fatal("no event by the time the write returned")
 				}
+				e = columnsOf(e)
 				want := Event{Change: core.Change{WorkspaceID: f.ws, Kind: st.kind, ProcedureID: p.ID, Before: st.before, After: st.after},
 					Version: f.version(t)}
 				if !reflect.DeepEqual(e, want) {
@@ -172,7 +173,7 @@ func strp(s string) *string { return &s }
 
 // show renders an event with its columns, for failure messages.
 func show(e Event) string {
-	c := func(c *core.Column) string {
+	c := func(c *core.Facets) string {
 		if c == nil {
 			return "nil"
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
@@ -23,13 +24,17 @@ const Channel = "procsvc_changes"
 // delivers the change to every Listener (every replica, this one included)
 // if and only if the transaction commits, in commit order. The payload takes
 // the workspace's version in the same statement, as of this write.
-func NewPostgresAnnouncer() core.Announcer { return postgresAnnouncer{} }
+//
+// If own is not nil, a committed change is also Recorded there at once (its
+// observers, the response cache, learn of this replica's writes without
+// waiting for the notification's round trip).
+func NewPostgresAnnouncer(own *Hub) core.Announcer { return postgresAnnouncer{own: own} }
 
-type postgresAnnouncer struct{}
+type postgresAnnouncer struct{ own *Hub }
 
 // Announce implements core.Announcer. Errors: what the statement returned
 // (the write then rolls back).
-func (postgresAnnouncer) Announce(ctx context.Context, tx *ent.Tx, c core.Change) error {
+func (a postgresAnnouncer) Announce(ctx context.Context, tx *ent.Tx, c core.Change) error {
 	body, err := json.Marshal(payloadOf(c))
 	if err != nil {
 		return err
@@ -53,45 +58,73 @@ func (postgresAnnouncer) Announce(ctx context.Context, tx *ent.Tx, c core.Change
 	if len(rows) != 1 {
 		return fmt.Errorf("events: workspace %s not found while announcing", c.WorkspaceID)
 	}
+	if a.own != nil {
+		e := Event{Change: c, Version: rows[0].Version}
+		tx.OnCommit(func(next ent.Committer) ent.Committer {
+			return ent.CommitFunc(func(ctx context.Context, tx *ent.Tx) error {
+				if err := next.Commit(ctx, tx); err != nil {
+					return err
+				}
+				a.own.Record(e)
+				return nil
+			})
+		})
+	}
 	return nil
 }
 
-// payload is a change as notified: ids and columns only, far below
+// payload is a change as notified: ids and facets only, far below
 // PostgreSQL's 8000-byte limit. Version is added by the statement.
 type payload struct {
 	WorkspaceID uuid.UUID       `json:"workspaceId"`
 	Kind        core.ChangeKind `json:"kind"`
 	ProcedureID uuid.UUID       `json:"procedureId"`
-	Before      *column         `json:"before,omitempty"`
-	After       *column         `json:"after,omitempty"`
+	Before      *facets         `json:"before,omitempty"`
+	After       *facets         `json:"after,omitempty"`
+	Reworded    bool            `json:"reworded,omitempty"`
+	Renamed     bool            `json:"renamed,omitempty"`
 	Version     int64           `json:"version,omitempty"`
 }
 
-type column struct {
-	ProjectID uuid.UUID       `json:"projectId"`
-	State     procedure.State `json:"state"`
+// facets are core.Facets as notified. A payload of an older replica has
+// only projectId and state: decoded without a priority, its facets are not
+// known to core (which then assumes the change touches every cached list).
+type facets struct {
+	ProjectID  uuid.UUID          `json:"projectId"`
+	State      procedure.State    `json:"state"`
+	Priority   procedure.Priority `json:"priority,omitempty"`
+	CategoryID *uuid.UUID         `json:"categoryId,omitempty"`
+	DoerID     *uuid.UUID         `json:"doerId,omitempty"`
+	DueAt      time.Time          `json:"dueAt"`
 }
 
 func payloadOf(c core.Change) payload {
 	return payload{WorkspaceID: c.WorkspaceID, Kind: c.Kind, ProcedureID: c.ProcedureID,
-		Before: columnPayload(c.Before), After: columnPayload(c.After)}
+		Before: facetsPayload(c.Before), After: facetsPayload(c.After), Reworded: c.Reworded, Renamed: c.Renamed}
 }
 
-func columnPayload(c *core.Column) *column {
-	if c == nil {
+func facetsPayload(f *core.Facets) *facets {
+	if f == nil {
 		return nil
 	}
-	return &column{ProjectID: c.ProjectID, State: c.State}
+	return &facets{ProjectID: f.ProjectID, State: f.State, Priority: f.Priority,
+		CategoryID: f.CategoryID, DoerID: f.DoerID, DueAt: f.DueAt}
 }
 
-func (c *column) core() (*core.Column, error) {
-	if c == nil {
+func (f *facets) core() (*core.Facets, error) {
+	if f == nil {
 		return nil, nil
 	}
-	if err := procedure.StateValidator(c.State); err != nil {
+	if err := procedure.StateValidator(f.State); err != nil {
 		return nil, err
 	}
-	return &core.Column{ProjectID: c.ProjectID, State: c.State}, nil
+	if f.Priority != "" {
+		if err := procedure.PriorityValidator(f.Priority); err != nil {
+			return nil, err
+		}
+	}
+	return &core.Facets{ProjectID: f.ProjectID, State: f.State, Priority: f.Priority,
+		CategoryID: f.CategoryID, DoerID: f.DoerID, DueAt: f.DueAt.UTC()}, nil
 }
 
 // decode turns a notification's payload back into an event. It rejects
@@ -126,5 +159,5 @@ func decode(raw string) (Event, error) {
 		return Event{}, fmt.Errorf("after: %w", err)
 	}
 	return Event{Change: core.Change{WorkspaceID: p.WorkspaceID, Kind: p.Kind, ProcedureID: p.ProcedureID,
-		Before: before, After: after}, Version: p.Version}, nil
+		Before: before, After: after, Reworded: p.Reworded, Renamed: p.Renamed}, Version: p.Version}, nil
 }

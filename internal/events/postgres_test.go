@@ -53,7 +53,7 @@ func newPGEnv(t *testing.T) *pgEnv {
 	if err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	env := &pgEnv{url: url, db: db, ann: &failAfter{Announcer: NewPostgresAnnouncer()}}
+	env := &pgEnv{url: url, db: db, ann: &failAfter{Announcer: NewPostgresAnnouncer(nil)}}
 	env.a, env.b = env.listen(t, "instance_a", nil), env.listen(t, "instance_b", nil)
 	return env
 }
@@ -100,8 +100,8 @@ func TestPostgresTwoInstances(t *testing.T) {
 		name   string
 		write  func() error
 		kind   core.ChangeKind
-		before *core.Column
-		after  *core.Column
+		before *core.Facets
+		after  *core.Facets
 	}{
 		{"UpdateProcedure", func() error {
 			_, err := svc.UpdateProcedure(f.admin, p.ID.String(), core.UpdateProcedureInput{ProjectID: core.Some(f.other.ID.String())})
@@ -120,7 +120,7 @@ func TestPostgresTwoInstances(t *testing.T) {
 	}
 	for _, s := range subs {
 		e := receive(t, s, deliveryBound)
-		if e.Kind != core.ProcedureCreated || e.ProcedureID != p.ID || !reflect.DeepEqual(e.After, col(f.project, "TODO")) {
+		if e.Kind != core.ProcedureCreated || e.ProcedureID != p.ID || !reflect.DeepEqual(columnsOf(e).After, col(f.project, "TODO")) {
 			t.Fatalf("first event = %s; want the creation", show(e))
 		}
 	}
@@ -132,7 +132,7 @@ func TestPostgresTwoInstances(t *testing.T) {
 			want := Event{Change: core.Change{WorkspaceID: f.ws, Kind: st.kind, ProcedureID: p.ID, Before: st.before, After: st.after},
 				Version: f.version(t)}
 			for i, s := range subs {
-				if e := receive(t, s, deliveryBound); !reflect.DeepEqual(e, want) {
+				if e := columnsOf(receive(t, s, deliveryBound)); !reflect.DeepEqual(e, want) {
 					t.Fatalf("instance %d got %s; want %s", i, show(e), show(want))
 				}
 			}
@@ -193,9 +193,13 @@ func TestPostgresRollback(t *testing.T) {
 
 // TestDecode checks the payload's round trip and what decode refuses.
 func TestDecode(t *testing.T) {
-	ws, proc, proj := uuid.New(), uuid.New(), uuid.New()
+	ws, proc, proj, cat, doer := uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New()
 	full := core.Change{WorkspaceID: ws, Kind: core.ProcedureMoved, ProcedureID: proc,
-		Before: &core.Column{ProjectID: proj, State: procedure.StateIN_PROGRESS}, After: &core.Column{ProjectID: proj, State: procedure.StateCOMPLETED}}
+		Before: &core.Facets{ProjectID: proj, State: procedure.StateIN_PROGRESS, Priority: procedure.PriorityHIGH,
+			CategoryID: &cat, DueAt: time.Date(2026, 11, 25, 9, 30, 0, 123456000, time.UTC)},
+		After: &core.Facets{ProjectID: proj, State: procedure.StateCOMPLETED, Priority: procedure.PriorityLOW,
+			DoerID: &doer, DueAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)},
+		Reworded: true, Renamed: true}
 	// notified is what the statement sends: the payload and the version.
 	notified := func(c core.Change, v int64) string {
 		p := payloadOf(c)

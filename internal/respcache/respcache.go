@@ -1,14 +1,19 @@
-// Package respcache caches successful read responses per workspace write
-// version.
+// Package respcache caches successful read responses per workspace.
 //
 // Every write in a workspace bumps the workspace's version in the write's own
 // transaction, and every request reads the current version together with its
-// token (one statement it pays anyway). A response stored under (workspace,
-// version, member, role, request) can therefore only be served to a request
-// that observed the very same version: it is exactly what the database would
-// answer, never stale, and replicas need no coordination. Reads repeated
-// between writes — the common case for list pages — then cost the token
-// lookup alone. docs/performance.md has the measurements.
+// token (one statement it pays anyway). A response is stored with the
+// version it was computed at, under (workspace, member, role, request). It is
+// served to a later request that observed the same version, or a newer one
+// when every write in between is known, from the replica's change log, to
+// leave it alone: the response shows only procedures that core recorded
+// in its footprint (core.Footprint), and none of those writes touched them
+// or the lists they were paged from. Anything else — a version the log has
+// not heard of yet, a write the log does not describe, a response without a
+// footprint — is computed afresh. So a response is always exactly what the
+// database would answer, and replicas need no coordination beyond the change
+// feed they already have. docs/performance.md has the rules and the
+// measurements.
 package respcache
 
 import (
@@ -24,6 +29,7 @@ import (
 	"github.com/google/uuid"
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -38,12 +44,15 @@ type Cache struct {
 	// one's response instead of each computing it (see serveShared).
 	inFlight map[string]*flight
 	// current is, per workspace, the newest version stored and the keys
-	// stored under it. Once a response of version v is stored, no new
-	// request can read an older version (the version only grows, and every
-	// request reads it afresh), so entries of older versions are dead:
-	// they are dropped at once instead of filling the cache until the LRU
-	// gets to them, which under steady writes kept it full of garbage.
+	// of the responses without a footprint stored at it. Once a response
+	// of version v is stored, no new request can read an older version (the
+	// version only grows, and every request reads it afresh), so those
+	// entries of older versions are dead: they are dropped at once instead
+	// of filling the cache until the LRU gets to them, which under steady
+	// writes kept it full of garbage.
 	current map[uuid.UUID]*generation
+	// log is the replica's record of recent changes (Observe).
+	log changeLog
 }
 
 // generation is the keys a workspace's newest version has stored.
@@ -65,6 +74,13 @@ type entry struct {
 	etag        string
 	route       string
 	body        []byte
+	// version is the workspace version the response is known to be
+	// current at: the one its request observed, and later ones as
+	// revalidation finds them (guarded by Cache.mu).
+	version int64
+	// footprint is what the response depends on, nil when it may depend
+	// on anything in the workspace.
+	footprint *core.Footprint
 }
 
 // maxEntryBytes skips caching responses larger than this.
@@ -82,7 +98,8 @@ type readCloser struct {
 
 // New returns a cache holding at most maxBytes of response bodies.
 func New(maxBytes int64) *Cache {
-	c := &Cache{maxBytes: maxBytes, inFlight: map[string]*flight{}, current: map[uuid.UUID]*generation{}}
+	c := &Cache{maxBytes: maxBytes, inFlight: map[string]*flight{}, current: map[uuid.UUID]*generation{},
+		log: newChangeLog()}
 	entries, err := lru.NewWithEvict[string, *entry](1<<20, func(_ string, e *entry) {
 		c.bytes -= int64(len(e.body))
 	})
@@ -97,9 +114,10 @@ type decisionKey struct{}
 
 // decision says whether the response being produced may be cached.
 type decision struct {
-	mu        sync.Mutex
-	cacheable bool
-	route     string
+	mu          sync.Mutex
+	cacheable   bool
+	footprinted bool
+	route       string
 }
 
 // MarkCacheable declares the response of this request a pure read of the
@@ -108,6 +126,19 @@ func MarkCacheable(ctx context.Context, route string) {
 	if d, ok := ctx.Value(decisionKey{}).(*decision); ok {
 		d.mu.Lock()
 		d.cacheable, d.route = true, route
+		d.mu.Unlock()
+	}
+}
+
+// MarkFootprinted declares that the response shows only procedures read
+// through core's Procedure and FindProcedures, with their own fields and
+// edges (category, doer, project, comments and their authors): the
+// footprint core recorded covers all it depends on, so a later write that
+// does not touch it leaves the response current.
+func MarkFootprinted(ctx context.Context) {
+	if d, ok := ctx.Value(decisionKey{}).(*decision); ok {
+		d.mu.Lock()
+		d.footprinted = true
 		d.mu.Unlock()
 	}
 }
@@ -152,16 +183,22 @@ func (c *Cache) Middleware(onHit func(ctx context.Context, route string)) func(h
 				r.Body = io.NopCloser(bytes.NewReader(b))
 			}
 			key := cacheKey(v, r, body)
+			// Identical requests share a computation only at one version:
+			// the response's footprint is not known before it is done.
+			flightKey := key + "@" + strconv.FormatInt(v.WorkspaceVersion, 10)
 			c.mu.Lock()
 			e, ok := c.entries.Get(key)
-			f, shared := c.inFlight[key]
+			if ok && !c.fresh(e, v.WorkspaceID, v.WorkspaceVersion) {
+				e, ok = nil, false
+			}
+			f, shared := c.inFlight[flightKey]
 			switch {
 			case ok:
 			case shared:
 				f.waiters++
 			default:
 				f = &flight{done: make(chan struct{})}
-				c.inFlight[key] = f
+				c.inFlight[flightKey] = f
 			}
 			c.mu.Unlock()
 			if ok {
@@ -185,24 +222,47 @@ func (c *Cache) Middleware(onHit func(ctx context.Context, route string)) func(h
 			}
 			defer func() {
 				c.mu.Lock()
-				delete(c.inFlight, key)
+				delete(c.inFlight, flightKey)
 				c.mu.Unlock()
 				close(f.done)
 			}()
 			d := &decision{}
+			fp := core.NewFootprint()
 			rec := &recorder{ResponseWriter: w}
-			next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), decisionKey{}, d)))
+			ctx := core.WithFootprint(context.WithValue(r.Context(), decisionKey{}, d), fp)
+			next.ServeHTTP(rec, r.WithContext(ctx))
 			d.mu.Lock()
-			cacheable, route := d.cacheable, d.route
+			cacheable, footprinted, route := d.cacheable, d.footprinted, d.route
 			d.mu.Unlock()
 			if !cacheable || rec.status != http.StatusOK || rec.buf.Len() > maxEntryBytes || rec.overflow {
 				return
 			}
 			f.e = &entry{contentType: rec.Header().Get("Content-Type"), etag: rec.Header().Get("ETag"),
-				route: route, body: bytes.Clone(rec.buf.Bytes())}
-			c.store(v.WorkspaceID, v.WorkspaceVersion, key, f.e)
+				route: route, body: bytes.Clone(rec.buf.Bytes()), version: v.WorkspaceVersion}
+			if footprinted && !fp.Empty() {
+				f.e.footprint = fp
+			}
+			c.store(v.WorkspaceID, key, f.e)
 		})
 	}
+}
+
+// fresh reports whether e may answer a request that observed the
+// workspace at version; c.mu is held. An entry computed at a newer version
+// than the request's is as fresh as the database would be (the request is
+// concurrent with the writes in between). One computed at an older version
+// is current if the log knows every write since and none touches its
+// footprint; it is then known current at version, so that the next check
+// starts there.
+func (c *Cache) fresh(e *entry, workspace uuid.UUID, version int64) bool {
+	if e.version >= version {
+		return true
+	}
+	if e.footprint == nil || !c.log.untouched(workspace, e.version, version, e.footprint) {
+		return false
+	}
+	e.version = version
+	return true
 }
 
 // serve answers with a stored response; how says where it came from: "hit"
@@ -220,23 +280,32 @@ func serve(w http.ResponseWriter, r *http.Request, e *entry, how string, onHit f
 	_, _ = w.Write(e.body)
 }
 
-func (c *Cache) store(workspace uuid.UUID, version int64, key string, e *entry) {
+func (c *Cache) store(workspace uuid.UUID, key string, e *entry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if old, ok := c.entries.Peek(key); ok && old.version > e.version {
+		return // a response computed at a newer version is already here
+	}
 	g := c.current[workspace]
 	switch {
 	case g == nil:
-		g = &generation{version: version}
+		g = &generation{version: e.version}
 		c.current[workspace] = g
-	case version < g.version:
-		return // computed at a version no request will read again
-	case version > g.version:
-		for _, k := range g.keys {
-			c.entries.Remove(k)
+	case e.version < g.version:
+		if e.footprint == nil {
+			return // computed at a version no request will read again
 		}
-		g.version, g.keys = version, g.keys[:0]
+	case e.version > g.version:
+		for _, k := range g.keys {
+			if old, ok := c.entries.Peek(k); ok && old.footprint == nil && old.version < e.version {
+				c.entries.Remove(k)
+			}
+		}
+		g.version, g.keys = e.version, g.keys[:0]
 	}
-	g.keys = append(g.keys, key)
+	if e.footprint == nil {
+		g.keys = append(g.keys, key)
+	}
 	if n := len(g.keys); n >= 1024 && n%1024 == 0 {
 		// A workspace read many ways between writes: forget the keys the
 		// LRU has already evicted, so that the list stays as long as the
@@ -259,8 +328,20 @@ func (c *Cache) store(workspace uuid.UUID, version int64, key string, e *entry) 
 	}
 }
 
-// cacheKey identifies a response: who asked (workspace, version, member,
-// role) and exactly what (method, path and query, body).
+// Observe records a committed change of the workspace at version, from the
+// replica's change feed (internal/events: Hub.Observe). A change heard
+// twice is recorded once.
+func (c *Cache) Observe(change core.Change, version int64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log.record(change, version)
+}
+
+// cacheKey identifies a response: who asked (workspace, member, role) and
+// exactly what (method, path and query, body). The version is the entry's.
 func cacheKey(v *viewer.Viewer, r *http.Request, body []byte) string {
 	h := sha256.New()
 	h.Write([]byte(r.Method))
@@ -272,8 +353,7 @@ func cacheKey(v *viewer.Viewer, r *http.Request, body []byte) string {
 	h.Write([]byte{0})
 	h.Write(body)
 	sum := h.Sum(nil)
-	return v.WorkspaceID.String() + "/" + strconv.FormatInt(v.WorkspaceVersion, 10) + "/" +
-		v.MemberID.String() + "/" + string(v.Role) + "/" + hex.EncodeToString(sum[:16])
+	return v.WorkspaceID.String() + "/" + v.MemberID.String() + "/" + string(v.Role) + "/" + hex.EncodeToString(sum[:16])
 }
 
 // recorder passes the response through and keeps a copy of its body.

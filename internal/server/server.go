@@ -58,10 +58,11 @@ type Deps struct {
 
 // Announcer returns the announcer that makes db's committed changes known
 // to hub: pg_notify on PostgreSQL, heard by every replica's Listen (this
-// one's included); on SQLite, a single process, hub directly.
+// one's included, and recorded for hub's observers at its commit); on
+// SQLite, a single process, hub directly.
 func Announcer(db *database.DB, hub *events.Hub) core.Announcer {
 	if db.Dialect == "postgres" {
-		return events.NewPostgresAnnouncer()
+		return events.NewPostgresAnnouncer(hub)
 	}
 	return events.NewLocalAnnouncer(hub)
 }
@@ -79,6 +80,11 @@ func NewHandler(d Deps) http.Handler {
 	var cache *respcache.Cache
 	if d.ResponseCacheBytes > 0 {
 		cache = respcache.New(d.ResponseCacheBytes)
+	}
+	if cache != nil && d.Hub != nil {
+		// The hub hears every committed change (this replica's at once,
+		// the others' through LISTEN): the cache's change log.
+		d.Hub.Observe(func(e events.Event) { cache.Observe(e.Change, e.Version) })
 	}
 	cached := cache.Middleware(func(ctx context.Context, route string) { middleware.Info(ctx).Route = route })
 	idem := idempotency.New(d.DB.Client, idempotency.Options{TTL: d.IdempotencyTTL, LockTimeout: d.RequestTimeout, Log: d.Log})

@@ -1,0 +1,254 @@
+package core
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/internal/apperr"
+)
+
+// A Footprint is what one read of procedures depended on: the procedures it
+// returned and the lists (filter and sort) it paged through. A write that
+// touches none of them cannot change what the read would answer, so a
+// response computed before that write may still be served after it
+// (internal/respcache). docs/performance.md, "Invalidation by footprint",
+// explains the rules; TouchedBy is them.
+//
+// Core's procedure reads (Procedure, FindProcedures) record into the
+// Footprint of their context (WithFootprint). Only they record: the caller
+// decides whether a whole response consists of such reads (a REST procedure
+// route, a GraphQL query of procedures and their edges) and otherwise treats
+// the response as touched by every write.
+type Footprint struct {
+	mu         sync.Mutex
+	procedures map[uuid.UUID]struct{}
+	// columns holds the column of each procedure returned: a move that
+	// renumbers its target column changes their positions.
+	columns map[column]struct{}
+	lists   []listRead
+	// unknown: a read recorded something TouchedBy cannot reason about.
+	unknown bool
+}
+
+// listRead is one page of a procedure list: its filter, parsed, and sort.
+type listRead struct {
+	search                  bool
+	category, doer, project *uuid.UUID
+	state                   procedure.State
+	priority                procedure.Priority
+	dueFrom, dueTo          *time.Time
+	sort                    ProcedureSort
+}
+
+// column is a board column: a project and a state.
+type column struct {
+	project uuid.UUID
+	state   procedure.State
+}
+
+type footprintKey struct{}
+
+// WithFootprint returns ctx in which core's procedure reads record into fp.
+func WithFootprint(ctx context.Context, fp *Footprint) context.Context {
+	return context.WithValue(ctx, footprintKey{}, fp)
+}
+
+func footprintFrom(ctx context.Context) *Footprint {
+	fp, _ := ctx.Value(footprintKey{}).(*Footprint)
+	return fp
+}
+
+// NewFootprint returns an empty footprint.
+func NewFootprint() *Footprint {
+	return &Footprint{procedures: map[uuid.UUID]struct{}{}, columns: map[column]struct{}{}}
+}
+
+// shown notes that p is part of the response; fp.mu is held.
+func (fp *Footprint) shown(p *ent.Procedure) {
+	fp.procedures[p.ID] = struct{}{}
+	fp.columns[column{p.ProjectID, p.State}] = struct{}{}
+}
+
+// Empty reports whether nothing was recorded.
+func (fp *Footprint) Empty() bool {
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	return len(fp.procedures) == 0 && len(fp.lists) == 0 && !fp.unknown
+}
+
+// recordProcedure notes that the read returned p.
+func recordProcedure(ctx context.Context, p *ent.Procedure) {
+	if fp := footprintFrom(ctx); fp != nil && p != nil {
+		fp.mu.Lock()
+		fp.shown(p)
+		fp.mu.Unlock()
+	}
+}
+
+// recordList notes that the read paged through the list f sorted by sort
+// and returned items (its total and page depend on every procedure f
+// admits; what is shown of each, on the items).
+func recordList(ctx context.Context, f ProcedureFilter, sort ProcedureSort, items []*ent.Procedure) {
+	fp := footprintFrom(ctx)
+	if fp == nil {
+		return
+	}
+	if sort == "" {
+		sort = DefaultProcedureOrder.Field
+	}
+	val := &apperr.Validation{}
+	l := listRead{
+		search:   searchTerm(val, f.Search) != "",
+		category: optionalID(val, "categoryId", f.CategoryID),
+		doer:     optionalID(val, "doerId", f.DoerID),
+		project:  optionalID(val, "projectId", f.ProjectID),
+		state:    procedure.State(f.State),
+		priority: procedure.Priority(f.Priority),
+		dueFrom:  utcOrNil(f.DueFrom),
+		dueTo:    utcOrNil(f.DueTo),
+		sort:     sort,
+	}
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	for _, p := range items {
+		fp.shown(p)
+	}
+	if val.Err() != nil {
+		// An invalid filter answers an error, never a page; be safe anyway.
+		fp.unknown = true
+		return
+	}
+	fp.lists = append(fp.lists, l)
+}
+
+func utcOrNil(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// TouchedBy reports whether c may change what the recorded reads would
+// answer. It errs on the side of yes: every change it cannot reason about
+// (not about one procedure, without both sides' facets) touches.
+func (fp *Footprint) TouchedBy(c Change) bool {
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	if fp.unknown || c.ProcedureID == uuid.Nil {
+		return true
+	}
+	switch c.Kind {
+	case ProcedureCreated, ProcedureUpdated, ProcedureMoved, ProcedureDeleted, ProcedureCommented:
+	default:
+		return true
+	}
+	if _, shown := fp.procedures[c.ProcedureID]; shown {
+		return true
+	}
+	if c.Kind == ProcedureCommented {
+		// Comments are shown only under their procedure, which is not
+		// among those returned.
+		return false
+	}
+	if c.Kind == ProcedureMoved && c.After != nil {
+		// A move may renumber its target column: every position in it.
+		if _, ok := fp.columns[column{c.After.ProjectID, c.After.State}]; ok {
+			return true
+		}
+	}
+	if !c.Before.known() && !c.After.known() {
+		return true
+	}
+	if (c.Kind == ProcedureCreated) != (c.Before == nil) || (c.Kind == ProcedureDeleted) != (c.After == nil) ||
+		(c.Before != nil && !c.Before.known()) || (c.After != nil && !c.After.known()) {
+		return true
+	}
+	for _, l := range fp.lists {
+		if l.touchedBy(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// touchedBy reports whether c may change the list's total or which
+// procedures its pages hold, in which order. c is about a procedure the
+// read did not return, with facets on each side it exists.
+func (l listRead) touchedBy(c Change) bool {
+	before := c.Before != nil && l.admits(c.Before)
+	after := c.After != nil && l.admits(c.After)
+	if !before && !after {
+		// Outside the list before and after: whatever a search would
+		// say, the facets alone keep it out.
+		return false
+	}
+	if before != after || c.Before == nil || c.After == nil {
+		// Enters or leaves the list (or may: a search term's match is
+		// unknown here), which moves the total and every later page.
+		return true
+	}
+	if l.search && c.Reworded {
+		return true // may start or stop matching the search
+	}
+	// In the list before and after: its place changes only with its sort
+	// key (createdAt never changes).
+	switch l.sort {
+	case SortCreatedAt:
+		return false
+	case SortDueAt:
+		return !c.Before.DueAt.Equal(c.After.DueAt)
+	case SortName:
+		return c.Renamed
+	case SortProjectName:
+		return c.Before.ProjectID != c.After.ProjectID
+	}
+	return true
+}
+
+// admits reports whether a procedure with facets p passes every part of
+// the list's filter but the search term.
+func (l listRead) admits(p *Facets) bool {
+	switch {
+	case l.category != nil && (p.CategoryID == nil || *p.CategoryID != *l.category),
+		l.doer != nil && (p.DoerID == nil || *p.DoerID != *l.doer),
+		l.project != nil && p.ProjectID != *l.project,
+		l.state != "" && p.State != l.state,
+		l.priority != "" && p.Priority != l.priority,
+		l.dueFrom != nil && p.DueAt.Before(*l.dueFrom),
+		l.dueTo != nil && p.DueAt.After(*l.dueTo):
+		return false
+	}
+	return true
+}
+
+// Facets are the fields of a procedure that decide which lists hold it and
+// where: its column (project and state) and everything a list filters or
+// sorts by, except its text.
+type Facets struct {
+	ProjectID  uuid.UUID
+	State      procedure.State
+	Priority   procedure.Priority
+	CategoryID *uuid.UUID
+	DoerID     *uuid.UUID
+	DueAt      time.Time
+}
+
+// known reports whether f is complete (an announcement from an older
+// replica carries the column only).
+func (f *Facets) known() bool { return f != nil && f.Priority != "" }
+
+func facetsOf(p *ent.Procedure) *Facets {
+	return &Facets{ProjectID: p.ProjectID, State: p.State, Priority: p.Priority,
+		CategoryID: p.CategoryID, DoerID: p.DoerID, DueAt: p.DueAt.UTC()}
+}
+
+// equalText compares two optional texts.
+func equalText(a, b *string) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
