@@ -274,6 +274,15 @@ func postgresDSN(raw string, params map[string]string) (string, error) {
 	if q.Get("timezone") == "" {
 		q.Set("timezone", "UTC")
 	}
+	if !q.Has("binary_parameters") {
+		// lib/pq then sends a statement with arguments as one message
+		// (parse, bind, execute) and waits once, instead of preparing it
+		// and waiting, then executing it and waiting again: half the round
+		// trips of every unprepared statement, which is every statement of
+		// a write's transaction. []byte arguments go as binary, which is
+		// what bytea (the only binary column) expects.
+		q.Set("binary_parameters", "yes")
+	}
 	for k, v := range params {
 		if !q.Has(k) {
 			q.Set(k, v)
