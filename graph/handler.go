@@ -41,8 +41,8 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics, live *Live) *h
 		srv.AddTransport(live.websocket())
 		srv.AddTransport(sse{live: live})
 	}
-	srv.AddTransport(transport.GET{})
-	srv.AddTransport(transport.POST{})
+	srv.AddTransport(direct{transport.GET{}})
+	srv.AddTransport(direct{transport.POST{}})
 	queries := lru.New[*ast.QueryDocument](1000)
 	srv.SetQueryCache(queries)
 	srv.SetParserTokenLimit(MaxTokens)
