@@ -31,13 +31,10 @@ func (s *Service) AddComment(ctx context.Context, procedureID, body string) (*en
 	if err != nil {
 		return nil, err
 	}
-	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Comment, error) {
-		// Read as of the lock: a procedure deleted while the comment waited
-		// is not_found, never a foreign-key conflict.
-		p, err := findProcedure(ctx, tx.Client(), where)
-		if err != nil {
-			return nil, err
-		}
+	// The procedure is read as of the lock (with the acting member): one
+	// deleted while the comment waited is not_found, never a foreign-key
+	// conflict.
+	return storedOn(ctx, s, v, where, func(tx *ent.Tx, _ *viewer.Viewer, p *ent.Procedure) (*ent.Comment, error) {
 		created, err := tx.Comment.Create().SetProcedureID(p.ID).SetAuthorID(v.MemberID).SetText(body).Save(ctx)
 		if err != nil {
 			return nil, err
@@ -73,20 +70,50 @@ func (s *Service) UpdateComment(ctx context.Context, id, body string) (*ent.Comm
 	if err := val.Err(); err != nil {
 		return nil, err
 	}
-	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, me *viewer.Viewer) (*ent.Comment, error) {
+	var updated *ent.Comment
+	err = s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, me *viewer.Viewer) error {
 		// An admin demoted while waiting may no longer edit others' comments.
 		if err := mayEditComment(me, c); err != nil {
-			return nil, err
+			return err
 		}
-		updated, err := tx.Comment.UpdateOneID(c.ID).SetText(body).Save(ctx)
-		if ent.IsNotFound(err) {
-			return nil, apperr.NotFoundf("comment")
-		}
+		u := tx.Comment.Update().Where(comment.ID(c.ID)).SetText(body)
+		n, err := u.Save(ctx)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		return updated, s.announce(ctx, tx, Change{WorkspaceID: v.WorkspaceID, Kind: ProcedureCommented, ProcedureID: c.ProcedureID})
+		if n == 0 {
+			return apperr.NotFoundf("comment")
+		}
+		if updated = updatedComment(c, u.Mutation()); updated == nil {
+			if updated, err = tx.Comment.Get(ctx, c.ID); err != nil {
+				return err
+			}
+			updated = updated.Unwrap()
+		}
+		return s.announce(ctx, tx, Change{WorkspaceID: v.WorkspaceID, Kind: ProcedureCommented, ProcedureID: c.ProcedureID})
 	})
+	if err != nil {
+		return nil, err
+	}
+	return updated, nil
+}
+
+// updatedComment is c, read before the write, as the UPDATE that sent m
+// left it, without reading it back: m sets the text and updatedAt (its
+// update default), the only fields of a comment that ever change; the
+// others are immutable, so c's are still the row's (the UPDATE matched it,
+// ids are never reused). nil when m sends anything else, or a time a
+// database may store differently (exactValue): the row is then read back.
+func updatedComment(c *ent.Comment, m *ent.CommentMutation) *ent.Comment {
+	text, okText := m.Text()
+	at, okAt := m.UpdatedAt()
+	if !okText || !okAt || len(m.Fields()) != 2 || len(m.ClearedFields()) > 0 || len(m.AddedFields()) > 0 ||
+		len(m.AddedEdges()) > 0 || len(m.ClearedEdges()) > 0 || !exactValue(at) {
+		return nil
+	}
+	after := *c
+	after.Text, after.UpdatedAt = text, at
+	return &after
 }
 
 // DeleteComment removes a comment.

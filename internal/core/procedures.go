@@ -477,6 +477,171 @@ func findProcedure(ctx context.Context, c *ent.Client, where predicate.Procedure
 	return p, apperr.Map(err)
 }
 
+// inProcedureTx is inTx, for a MEMBER at least, of a write on the procedure
+// where selects: the transaction's second statement reads the procedure and
+// re-checks the acting member together (actingProcedure), and fn receives
+// both as of the workspace lock.
+// Errors: those of inTx, then not_found.
+func (s *Service) inProcedureTx(ctx context.Context, v *viewer.Viewer, where predicate.Procedure,
+	fn func(tx *ent.Tx, me *viewer.Viewer, p *ent.Procedure) error) error {
+	var p *ent.Procedure
+	return s.lockedTx(ctx, v, false,
+		func(tx *ent.Tx) (me *viewer.Viewer, err error) {
+			me, p, err = actingProcedure(ctx, tx, v, viewer.RoleMember, where)
+			return me, err
+		},
+		func(tx *ent.Tx, me *viewer.Viewer) error { return fn(tx, me, p) })
+}
+
+// storedOn is inProcedureTx for a write that returns the record it stores,
+// unwrapped from the transaction once it has committed (see stored).
+func storedOn[T interface{ Unwrap() T }](ctx context.Context, s *Service, v *viewer.Viewer, where predicate.Procedure,
+	write func(tx *ent.Tx, me *viewer.Viewer, p *ent.Procedure) (T, error)) (T, error) {
+	var rec T
+	err := s.inProcedureTx(ctx, v, where, func(tx *ent.Tx, me *viewer.Viewer, p *ent.Procedure) error {
+		var err error
+		rec, err = write(tx, me, p)
+		return err
+	})
+	if err != nil {
+		var none T
+		return none, err
+	}
+	return rec.Unwrap(), nil
+}
+
+// actingProcedure reads, in one statement of a write's transaction after
+// the workspace lock, the procedure where selects and the acting viewer
+// (actingRole: the re-check actingViewer makes, with the same answers). When
+// no procedure matches, the row that would carry the role is missing: the
+// member is then re-read alone, so that a disconnected or forbidden viewer
+// is answered as such before not_found, as when the two were read apart.
+// Errors: disconnected, forbidden, not_found.
+func actingProcedure(ctx context.Context, tx *ent.Tx, v *viewer.Viewer, min viewer.Role, where predicate.Procedure) (*viewer.Viewer, *ent.Procedure, error) {
+	q := tx.Procedure.Query().Where(where)
+	q.Modify(withActingRole(v))
+	p, err := q.Only(ctx)
+	if ent.IsNotFound(err) {
+		if _, err := actingViewer(ctx, tx, v, min); err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, apperr.NotFoundf("procedure")
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	me, err := actingAs(v, min, p.Value)
+	if err != nil {
+		return nil, nil, err
+	}
+	return me, p, nil
+}
+
+// saveProcedure runs u, an UPDATE of the procedure p as read under the
+// workspace lock, and returns the row as u leaves it. It sends one
+// statement: the row is p with the values u sent (updatedProcedure), not
+// read back the way ent's UpdateOne does with a second statement, unless u
+// sent a value whose stored form may differ from it.
+// Errors: not_found (p is gone, which the workspace lock rules out).
+func saveProcedure(ctx context.Context, tx *ent.Tx, p *ent.Procedure, u *ent.ProcedureUpdate) (*ent.Procedure, error) {
+	n, err := u.Where(procedure.ID(p.ID)).Save(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, apperr.NotFoundf("procedure")
+	}
+	if after, ok := updatedProcedure(p, u.Mutation()); ok {
+		return after, nil
+	}
+	return tx.Procedure.Get(ctx, p.ID)
+}
+
+// updatedProcedure is p with m's changes applied: the row an UPDATE of p
+// sending m stores. ok is false when m changes a field it does not know (a
+// field added to the schema since, an increment) or sends a value a
+// database may store differently (exactValue), and the row must be read
+// back. Only p's fields change: its edges, never loaded by a write, stay
+// empty.
+func updatedProcedure(p *ent.Procedure, m *ent.ProcedureMutation) (*ent.Procedure, bool) {
+	if len(m.AddedFields()) > 0 || len(m.AddedEdges()) > 0 || len(m.ClearedEdges()) > 0 {
+		return nil, false
+	}
+	after := *p
+	for _, f := range m.Fields() {
+		v, _ := m.Field(f)
+		if !exactValue(v) {
+			return nil, false
+		}
+		switch f {
+		case procedure.FieldUpdatedAt:
+			after.UpdatedAt, _ = m.UpdatedAt()
+		case procedure.FieldName:
+			after.Name, _ = m.Name()
+		case procedure.FieldPriority:
+			after.Priority, _ = m.Priority()
+		case procedure.FieldState:
+			after.State, _ = m.State()
+		case procedure.FieldContent:
+			c, _ := m.Content()
+			after.Content = &c
+		case procedure.FieldCategoryID:
+			id, _ := m.CategoryID()
+			after.CategoryID = &id
+		case procedure.FieldDoerID:
+			id, _ := m.DoerID()
+			after.DoerID = &id
+		case procedure.FieldProjectID:
+			after.ProjectID, _ = m.ProjectID()
+		case procedure.FieldProjectName:
+			after.ProjectName, _ = m.ProjectName()
+		case procedure.FieldPosition:
+			after.Position, _ = m.Position()
+		case procedure.FieldDueAt:
+			after.DueAt, _ = m.DueAt()
+		case procedure.FieldCaptureID:
+			c, _ := m.CaptureID()
+			after.CaptureID = &c
+		case procedure.FieldDisplayVideo:
+			after.DisplayVideo, _ = m.DisplayVideo()
+		case procedure.FieldIsFineTunedData:
+			after.IsFineTunedData, _ = m.IsFineTunedData()
+		default:
+			return nil, false
+		}
+	}
+	for _, f := range m.ClearedFields() {
+		switch f {
+		case procedure.FieldContent:
+			after.Content = nil
+		case procedure.FieldCategoryID:
+			after.CategoryID = nil
+		case procedure.FieldDoerID:
+			after.DoerID = nil
+		case procedure.FieldCaptureID:
+			after.CaptureID = nil
+		default:
+			return nil, false
+		}
+	}
+	return &after, true
+}
+
+// exactValue reports whether both databases store v as sent and read it
+// back equal: a time to the microsecond (PostgreSQL rounds finer ones), a
+// float other than -0 (SQLite reads it back as 0). Strings are stored as
+// sent (validation refuses what PostgreSQL would not store), and so are
+// ids, enums and booleans.
+func exactValue(v ent.Value) bool {
+	switch x := v.(type) {
+	case time.Time:
+		return x.Equal(x.Truncate(time.Microsecond))
+	case float64:
+		return x != 0 || !math.Signbit(x)
+	}
+	return true
+}
+
 // procedurePredicates checks f and returns its predicates.
 // Errors: validation_failed naming the parameter.
 func procedurePredicates(f ProcedureFilter) ([]predicate.Procedure, error) {
@@ -659,7 +824,7 @@ func clearableID(val *apperr.Validation, field string, o Optional[string]) Optio
 
 // apply sets p's fields on u, all but position, which the caller decides
 // from the row as of the lock.
-func (p *procedurePatch) apply(u *ent.ProcedureUpdateOne) {
+func (p *procedurePatch) apply(u *ent.ProcedureUpdate) {
 	u.SetNillableName(p.name).
 		SetNillablePriority(p.priority).
 		SetNillableState(p.state).
@@ -695,11 +860,7 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 		}
 		return nil, err
 	}
-	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Procedure, error) {
-		p, err := findProcedure(ctx, tx.Client(), where)
-		if err != nil {
-			return nil, err
-		}
+	return storedOn(ctx, s, v, where, func(tx *ent.Tx, _ *viewer.Viewer, p *ent.Procedure) (*ent.Procedure, error) {
 		projectName, err := checkRefs(ctx, tx.Client(), patch.categoryID.Value, patch.doerID.Value, patch.projectID)
 		if err != nil {
 			return nil, err
@@ -707,7 +868,7 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 		if err := checkPreconditions("procedure", p.UpdatedAt, conds); err != nil {
 			return nil, err
 		}
-		u := tx.Procedure.UpdateOneID(p.ID).SetUpdatedAt(nextUpdatedAt(p.UpdatedAt, s.now()))
+		u := tx.Procedure.Update().SetUpdatedAt(nextUpdatedAt(p.UpdatedAt, s.now()))
 		patch.apply(u)
 		state, project := p.State, p.ProjectID
 		if patch.state != nil {
@@ -727,7 +888,7 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 			}
 			u.SetPosition(pos)
 		}
-		updated, err := u.Save(ctx)
+		updated, err := saveProcedure(ctx, tx, p, u)
 		if err != nil {
 			return nil, err
 		}
@@ -771,11 +932,7 @@ func (s *Service) MoveProcedure(ctx context.Context, id string, state *string, a
 		notNextToItself(val, p.ID, after, before)
 		return nil, val.Err()
 	}
-	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Procedure, error) {
-		p, err := findProcedure(ctx, tx.Client(), where)
-		if err != nil {
-			return nil, err
-		}
+	return storedOn(ctx, s, v, where, func(tx *ent.Tx, _ *viewer.Viewer, p *ent.Procedure) (*ent.Procedure, error) {
 		val := &apperr.Validation{}
 		if notNextToItself(val, p.ID, after, before); val.Err() != nil {
 			return nil, val.Err()
@@ -788,8 +945,8 @@ func (s *Service) MoveProcedure(ctx context.Context, id string, state *string, a
 		if err != nil {
 			return nil, err
 		}
-		moved, err := tx.Procedure.UpdateOneID(p.ID).SetState(column).SetPosition(pos).
-			SetUpdatedAt(nextUpdatedAt(p.UpdatedAt, s.now())).Save(ctx)
+		moved, err := saveProcedure(ctx, tx, p, tx.Procedure.Update().SetState(column).SetPosition(pos).
+			SetUpdatedAt(nextUpdatedAt(p.UpdatedAt, s.now())))
 		if err != nil {
 			return nil, err
 		}
@@ -871,7 +1028,7 @@ func placeBetween(ctx context.Context, c *ent.Client, p *ent.Procedure, state pr
 	// Renumber the column in its current order, then split the new gap.
 	for i, q := range col {
 		q.Position = float64(i+1) * positionStep
-		if err := c.Procedure.UpdateOneID(q.ID).SetPosition(q.Position).Exec(ctx); err != nil {
+		if err := c.Procedure.Update().Where(procedure.ID(q.ID)).SetPosition(q.Position).Exec(ctx); err != nil {
 			return 0, err
 		}
 	}
@@ -886,11 +1043,7 @@ func (s *Service) DeleteProcedure(ctx context.Context, id string, conds ...Preco
 	if err != nil {
 		return err
 	}
-	return s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
-		p, err := findProcedure(ctx, tx.Client(), where)
-		if err != nil {
-			return err
-		}
+	return s.inProcedureTx(ctx, v, where, func(tx *ent.Tx, _ *viewer.Viewer, p *ent.Procedure) error {
 		if err := checkPreconditions("procedure", p.UpdatedAt, conds); err != nil {
 			return err
 		}

@@ -9,14 +9,17 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/member"
+	"github.com/procsvc/procsvc/ent/predicate"
 	"github.com/procsvc/procsvc/ent/token"
 	"github.com/procsvc/procsvc/ent/workspace"
 	"github.com/procsvc/procsvc/internal/apperr"
@@ -95,11 +98,18 @@ func require(ctx context.Context, min viewer.Role) (*viewer.Viewer, error) {
 // is taken before any read, and concurrent writers wait on busy_timeout
 // instead of failing (see internal/database).
 //
-// After the lock, inTx re-reads the acting member (and, for a token viewer,
-// the token) in one statement: a member removed or a token revoked while
-// the request waited answers disconnected, like authentication would now; a
-// member whose role fell below min answers forbidden. fn receives the viewer
-// with the role as of the lock.
+// After the lock, the transaction's second statement re-reads the acting
+// member (and, for a token viewer, the token): a member removed or a token
+// revoked while the request waited answers disconnected, like
+// authentication would now; a member whose role fell below min answers
+// forbidden. fn receives the viewer with the role as of the lock. The
+// re-read is a statement of its own (actingViewer), or a subquery of the
+// first read a write needs anyway (actingRole: the workspace's numbering for
+// inNumberingTx, the procedure written for inProcedureTx), which saves that
+// write a round trip made while it holds the lock. It is never folded into
+// the lock statement itself: on PostgreSQL that statement's snapshot
+// predates the wait for the lock, so it would read the member as it was
+// before the writes it waited for.
 //
 // Everything a write stores must be derived from what fn reads through tx,
 // never from rows read before inTx: updatedAt (nextUpdatedAt of the row as
@@ -108,7 +118,9 @@ func require(ctx context.Context, min viewer.Role) (*viewer.Viewer, error) {
 // inTx only answer early (not_found, validation) and may be stale by the
 // time the lock is granted.
 func (s *Service) inTx(ctx context.Context, v *viewer.Viewer, min viewer.Role, fn func(tx *ent.Tx, me *viewer.Viewer) error) error {
-	return s.lockedTx(ctx, v, min, false, func(tx *ent.Tx, me *viewer.Viewer, _ *ent.Workspace) error { return fn(tx, me) })
+	return s.lockedTx(ctx, v, false,
+		func(tx *ent.Tx) (*viewer.Viewer, error) { return actingViewer(ctx, tx, v, min) },
+		func(tx *ent.Tx, me *viewer.Viewer) error { return fn(tx, me) })
 }
 
 // stored is inTx for a write that returns the record it stores: write's
@@ -132,12 +144,27 @@ func stored[T interface{ Unwrap() T }](ctx context.Context, s *Service, v *viewe
 // procedure number: the same first statement also adds one to procedure_seq,
 // and fn receives the workspace's key and new procedure_seq as of it (a
 // rolled-back write hands nothing out; a committed number is never reused).
+// The acting member is re-read by the statement that reads them.
 func (s *Service) inNumberingTx(ctx context.Context, v *viewer.Viewer, min viewer.Role, fn func(tx *ent.Tx, me *viewer.Viewer, ws *ent.Workspace) error) error {
-	return s.lockedTx(ctx, v, min, true, fn)
+	var ws *ent.Workspace
+	return s.lockedTx(ctx, v, true,
+		func(tx *ent.Tx) (me *viewer.Viewer, err error) {
+			q := tx.Workspace.Query().Where(workspace.ID(v.WorkspaceID))
+			q.Select(workspace.FieldKey, workspace.FieldProcedureSeq).Modify(withActingRole(v))
+			if ws, err = q.Only(ctx); err != nil {
+				return nil, err
+			}
+			return actingAs(v, min, ws.Value)
+		},
+		func(tx *ent.Tx, me *viewer.Viewer) error { return fn(tx, me, ws) })
 }
 
-// lockedTx is inTx and inNumberingTx: ws is nil unless numbering.
-func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, min viewer.Role, numbering bool, fn func(tx *ent.Tx, me *viewer.Viewer, ws *ent.Workspace) error) error {
+// lockedTx runs a write's transaction: the lock statement (numbering: the
+// bump of procedure_seq too), then acting, which must re-read the acting
+// member in the transaction's next statement (see inTx) and returns the
+// viewer as of the lock, then fn. It commits only if both succeed.
+func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, numbering bool,
+	acting func(tx *ent.Tx) (*viewer.Viewer, error), fn func(tx *ent.Tx, me *viewer.Viewer) error) error {
 	if s.beforeTx != nil {
 		s.beforeTx(ctx)
 	}
@@ -157,18 +184,11 @@ func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, min viewer.Rol
 		if n == 0 {
 			return apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
 		}
-		me, err := actingViewer(ctx, tx, v, min)
+		me, err := acting(tx)
 		if err != nil {
 			return err
 		}
-		var ws *ent.Workspace
-		if numbering {
-			if ws, err = tx.Workspace.Query().Where(workspace.ID(v.WorkspaceID)).
-				Select(workspace.FieldKey, workspace.FieldProcedureSeq).Only(ctx); err != nil {
-				return err
-			}
-		}
-		return fn(tx, me, ws)
+		return fn(tx, me)
 	}()
 	if err != nil {
 		_ = tx.Rollback()
@@ -185,19 +205,74 @@ func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, min viewer.Rol
 // workspace with a role of at least min, and the token must not be revoked.
 // Errors: disconnected (removed member, revoked token), forbidden.
 func actingViewer(ctx context.Context, tx *ent.Tx, v *viewer.Viewer, min viewer.Role) (*viewer.Viewer, error) {
-	q := tx.Member.Query().Where(member.ID(v.MemberID), member.RemovedAtIsNil())
-	if v.TokenID != uuid.Nil {
-		q.Where(member.HasTokensWith(token.ID(v.TokenID), token.RevokedAtIsNil()))
-	}
-	roles, err := q.Select(member.FieldRole).Strings(ctx)
+	roles, err := tx.Member.Query().Where(actingMember(v)...).Select(member.FieldRole).Strings(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if len(roles) == 0 {
+	return actingAs(v, min, func(string) (ent.Value, error) {
+		if len(roles) == 0 {
+			return nil, nil
+		}
+		return roles[0], nil
+	})
+}
+
+// actingMember selects v's member if it is still the acting member: not
+// removed, and (for a token viewer) holding v's token unrevoked.
+func actingMember(v *viewer.Viewer) []predicate.Member {
+	ps := []predicate.Member{member.ID(v.MemberID), member.RemovedAtIsNil()}
+	if v.TokenID != uuid.Nil {
+		ps = append(ps, member.HasTokensWith(token.ID(v.TokenID), token.RevokedAtIsNil()))
+	}
+	return ps
+}
+
+// actingRoleColumn is the column under which a read carries actingRole.
+const actingRoleColumn = "acting_role"
+
+// withActingRole adds actingRole to a read of the write's transaction: a
+// query modifier, read back with actingAs(v, min, row.Value).
+func withActingRole(v *viewer.Viewer) func(*sql.Selector) {
+	return func(s *sql.Selector) { s.AppendSelectExprAs(actingRole(s.Dialect(), v), actingRoleColumn) }
+}
+
+// actingRole is v's role as of the statement that runs it, or empty unless
+// actingMember holds: actingViewer's read, as a column of another read (a
+// scalar subquery; never NULL, which ent cannot scan from SQLite into an
+// untyped column). A subquery does not pass through the tenancy
+// interceptor, so it names v's workspace itself, as the interceptor would.
+func actingRole(dialect string, v *viewer.Viewer) sql.Querier {
+	t := sql.Table(member.Table)
+	sel := sql.Dialect(dialect).Select(t.C(member.FieldRole)).From(t)
+	for _, p := range append(actingMember(v), member.WorkspaceID(v.WorkspaceID)) {
+		p(sel)
+	}
+	return sql.ExprFunc(func(b *sql.Builder) { b.WriteString("COALESCE((").Join(sel).WriteString("), '')") })
+}
+
+// actingAs is v with the role value reads under actingRoleColumn (nil or
+// empty: no acting member). Errors: disconnected (removed member, revoked
+// token), forbidden (a role below min).
+func actingAs(v *viewer.Viewer, min viewer.Role, value func(string) (ent.Value, error)) (*viewer.Viewer, error) {
+	raw, err := value(actingRoleColumn)
+	if err != nil {
+		return nil, err
+	}
+	var role string
+	switch r := raw.(type) {
+	case nil:
+	case string:
+		role = r
+	case []byte:
+		role = string(r)
+	default:
+		return nil, fmt.Errorf("core: acting role read as %T", raw)
+	}
+	if role == "" {
 		return nil, apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
 	}
 	me := *v
-	me.Role = viewer.Role(roles[0])
+	me.Role = viewer.Role(role)
 	if !me.Role.AtLeast(min) {
 		return nil, apperr.New(apperr.Forbidden, "this action needs the %s role", min)
 	}
