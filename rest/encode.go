@@ -174,6 +174,14 @@ func appendFloat(b []byte, f float64) ([]byte, error) {
 	return b, nil
 }
 
+// plain marks the ASCII bytes appendString copies as they are.
+var plain = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendString appends s as a JSON string the way middleware.WriteJSON's
 // encoder does (HTML characters left alone): quotes, backslashes and control
 // characters escaped, invalid UTF-8 replaced by U+FFFD, U+2028 and U+2029
@@ -184,7 +192,7 @@ func appendString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+			if plain[c] {
 				i++
 				continue
 			}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
 
@@ -133,7 +134,20 @@ func ok(w http.ResponseWriter, v any) error { return middleware.WriteJSON(w, htt
 // appendProcedure appends p with its edges to b, read through the request's
 // dataloaders (primed by the resolver that returned p).
 func (a *API) appendProcedure(ctx context.Context, b []byte, p *ent.Procedure) ([]byte, error) {
-	pr := a.r.Procedure()
+	return appendProcedureVia(ctx, a.r.Procedure(), b, p)
+}
+
+// procedureEdges are the GraphQL resolvers of a procedure's edges.
+type procedureEdges interface {
+	Category(context.Context, *ent.Procedure) (*ent.Category, error)
+	Doer(context.Context, *ent.Procedure) (*ent.Member, error)
+	Project(context.Context, *ent.Procedure) (*ent.Project, error)
+	Comments(context.Context, *ent.Procedure) ([]*ent.Comment, error)
+}
+
+// appendProcedureVia is appendProcedure through pr, which a list reuses for
+// all its items.
+func appendProcedureVia(ctx context.Context, pr procedureEdges, b []byte, p *ent.Procedure) ([]byte, error) {
 	cat, err := pr.Category(ctx, p)
 	if err != nil {
 		return nil, err
@@ -157,10 +171,13 @@ func (a *API) writeProcedure(w http.ResponseWriter, r *http.Request, p *ent.Proc
 	if err != nil {
 		return err
 	}
-	body, err := a.appendProcedure(r.Context(), nil, p)
+	buf := getBody(procedureSizeHint)
+	defer putBody(buf)
+	body, err := a.appendProcedure(r.Context(), (*buf)[:0], p)
 	if err != nil {
 		return err
 	}
+	*buf = body
 	w.Header().Set("ETag", ETag(p.UpdatedAt))
 	return middleware.WriteJSONBody(w, http.StatusOK, body)
 }
@@ -220,26 +237,60 @@ func (a *API) listProcedures(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// The List envelope, written as encoding/json writes List[T].
-	body := make([]byte, 0, procedureSizeHint*(len(conn.Nodes)+1))
-	body = append(body, `{"data":[`...)
+	// The List envelope, written as encoding/json writes List[T], into a
+	// pooled buffer: a page is tens of kilobytes, and the response writer
+	// copies it (http.ResponseWriter.Write keeps no reference to it).
+	buf := getBody(procedureSizeHint * (len(conn.Nodes) + 1))
+	defer putBody(buf)
+	body := append((*buf)[:0], `{"data":[`...)
+	pr := a.r.Procedure()
 	for i, n := range conn.Nodes {
 		if i > 0 {
 			body = append(body, ',')
 		}
-		if body, err = a.appendProcedure(r.Context(), body, n); err != nil {
+		if body, err = appendProcedureVia(r.Context(), pr, body, n); err != nil {
 			return err
 		}
 	}
 	body = append(body, `],"meta":{"total":`...)
 	body = strconv.AppendInt(body, int64(conn.TotalCount), 10)
 	body = append(body, "}}"...)
+	*buf = body
 	return middleware.WriteJSONBody(w, http.StatusOK, body)
 }
 
 // procedureSizeHint is about what a procedure with its edges and a few
 // comments takes, so that a page's body is rarely copied as it grows.
 const procedureSizeHint = 1536
+
+// bodies are response buffers of procedure lists, reused across requests.
+var bodies sync.Pool
+
+// maxPooledBody bounds the buffers kept: a rare huge page (long contents)
+// is left to the collector rather than held by the pool.
+const maxPooledBody = 1 << 20
+
+// getBody returns an empty buffer of at least size bytes from the pool.
+func getBody(size int) *[]byte {
+	if b, ok := bodies.Get().(*[]byte); ok {
+		if cap(*b) >= size {
+			return b
+		}
+		*b = make([]byte, 0, size)
+		return b
+	}
+	b := make([]byte, 0, size)
+	return &b
+}
+
+// putBody returns b to the pool, unless it grew too large to keep.
+func putBody(b *[]byte) {
+	if cap(*b) > maxPooledBody {
+		return
+	}
+	*b = (*b)[:0]
+	bodies.Put(b)
+}
 
 func optText(s string) *string {
 	if s == "" {

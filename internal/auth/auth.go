@@ -73,6 +73,9 @@ type Authenticator struct {
 	db  *database.DB
 	now func() time.Time
 	log *slog.Logger
+	// lookup is the statement of Authenticate, built once: its one
+	// argument is the secret's hash.
+	lookup string
 }
 
 // Option configures an Authenticator.
@@ -94,7 +97,24 @@ func New(db *database.DB, opts ...Option) *Authenticator {
 	for _, o := range opts {
 		o(a)
 	}
+	a.lookup = lookupQuery(db.Dialect)
 	return a
+}
+
+// lookupQuery is the statement that reads a token's viewer (token, member
+// and workspace joined) by the secret's hash, its one argument.
+func lookupQuery(dialect string) string {
+	b := entsql.Dialect(dialect)
+	t, m, w := b.Table("tokens").As("t"), b.Table("members").As("m"), b.Table("workspaces").As("w")
+	query, _ := b.Select(
+		t.C("id"), t.C("workspace_id"), t.C("member_id"), t.C("expires_at"), t.C("revoked_at"), t.C("last_used_at"),
+		m.C("role"), m.C("removed_at"), w.C("version"),
+	).From(t).
+		Join(m).On(t.C("member_id"), m.C("id")).
+		Join(w).On(t.C("workspace_id"), w.C("id")).
+		Where(entsql.EQ(t.C("secret_hash"), "")).
+		Query()
+	return query
 }
 
 // ParseBearer extracts the secret of an "Authorization: Bearer <secret>" header.
@@ -120,18 +140,8 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*viewe
 	if err != nil {
 		return nil, err
 	}
-	b := entsql.Dialect(a.db.Dialect)
-	t, m, w := b.Table("tokens").As("t"), b.Table("members").As("m"), b.Table("workspaces").As("w")
-	query, args := b.Select(
-		t.C("id"), t.C("workspace_id"), t.C("member_id"), t.C("expires_at"), t.C("revoked_at"), t.C("last_used_at"),
-		m.C("role"), m.C("removed_at"), w.C("version"),
-	).From(t).
-		Join(m).On(t.C("member_id"), m.C("id")).
-		Join(w).On(t.C("workspace_id"), w.C("id")).
-		Where(entsql.EQ(t.C("secret_hash"), Hash(secret))).
-		Query()
 	var rows entsql.Rows
-	if err := a.db.Driver().Query(ctx, query, args, &rows); err != nil {
+	if err := a.db.Driver().Query(ctx, a.lookup, []any{Hash(secret)}, &rows); err != nil {
 		return nil, apperr.Map(err)
 	}
 	defer rows.Close()

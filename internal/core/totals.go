@@ -2,9 +2,8 @@ package core
 
 import (
 	"context"
-	"strconv"
-	"strings"
 
+	"github.com/google/uuid"
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/procsvc/procsvc/internal/viewer"
@@ -18,14 +17,22 @@ import (
 // replicas need no coordination (each keeps its own cache).
 // docs/performance.md explains the choice.
 type totals struct {
-	cache *lru.Cache[string, int]
+	cache *lru.Cache[totalKey, int]
+}
+
+// totalKey identifies one cached total: a list and its filter key, in a
+// workspace as of a version.
+type totalKey struct {
+	workspace uuid.UUID
+	version   int64
+	list, key string
 }
 
 // totalsSize bounds the cache: about 100 bytes an entry.
 const totalsSize = 50_000
 
 func newTotals() *totals {
-	c, err := lru.New[string, int](totalsSize)
+	c, err := lru.New[totalKey, int](totalsSize)
 	if err != nil {
 		panic(err)
 	}
@@ -40,16 +47,7 @@ func (t *totals) get(ctx context.Context, list, key string, count func() (int, e
 	if v == nil || !v.VersionKnown {
 		return count()
 	}
-	var b strings.Builder
-	b.Grow(len(list) + len(key) + 64)
-	b.WriteString(v.WorkspaceID.String())
-	b.WriteByte('/')
-	b.WriteString(strconv.FormatInt(v.WorkspaceVersion, 10))
-	b.WriteByte('/')
-	b.WriteString(list)
-	b.WriteByte('/')
-	b.WriteString(key)
-	k := b.String()
+	k := totalKey{workspace: v.WorkspaceID, version: v.WorkspaceVersion, list: list, key: key}
 	if n, ok := t.cache.Get(k); ok {
 		return n, nil
 	}

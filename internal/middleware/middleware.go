@@ -148,14 +148,16 @@ func Observe(log *slog.Logger, obs Observer) func(http.Handler) http.Handler {
 				if obs != nil {
 					obs.ObserveRequest(route, r.Method, rec.status, d)
 				}
-				log.InfoContext(r.Context(), "request",
-					"request_id", RequestID(r.Context()),
-					"method", r.Method,
-					"route", route,
-					"path", r.URL.Path,
-					"status", rec.status,
-					"duration_ms", float64(d.Microseconds())/1000,
-					"workspace_id", info.WorkspaceID,
+				// LogAttrs writes what InfoContext with these pairs writes,
+				// without boxing each value.
+				log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+					slog.String("request_id", RequestID(r.Context())),
+					slog.String("method", r.Method),
+					slog.String("route", route),
+					slog.String("path", r.URL.Path),
+					slog.Int("status", rec.status),
+					slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+					slog.String("workspace_id", info.WorkspaceID),
 				)
 			}()
 			next.ServeHTTP(rec, r)

@@ -15,7 +15,28 @@ const Layout = "2006-01-02T15:04:05.000Z"
 func Format(t time.Time) string { return t.UTC().Format(Layout) }
 
 // AppendFormat appends Layout's rendering of t to b, for allocation-free encoders.
-func AppendFormat(b []byte, t time.Time) []byte { return t.UTC().AppendFormat(b, Layout) }
+// It writes the digits itself for years 0–9999 (every time Parse accepts, and
+// every stored one): time.Time.AppendFormat interprets the layout on every
+// call, and a list page formats hundreds of timestamps. Other years take
+// AppendFormat's own path, so the output is always exactly its output
+// (TestAppendFormatMatchesTime).
+func AppendFormat(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, Layout)
+	}
+	hour, minute, sec := t.Clock()
+	ms := t.Nanosecond() / 1e6 // Layout's .000 truncates, as time's does
+	return append(b,
+		byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+int(month)/10), byte('0'+int(month)%10), '-',
+		byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':',
+		byte('0'+minute/10), byte('0'+minute%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10), '.',
+		byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+}
 
 // ErrInvalid is returned for text that is not an accepted timestamp.
 var ErrInvalid = errors.New("must be an RFC 3339 timestamp (e.g. 2026-01-02T15:04:05.000Z) or a date (YYYY-MM-DD)")

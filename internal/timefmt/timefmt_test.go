@@ -142,3 +142,40 @@ func TestFormatParseRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestAppendFormatMatchesTime holds AppendFormat's hand-written digits to
+// time's own rendering of Layout, for times in and out of its fast path
+// (years 0–9999), in any zone and at every fraction.
+func TestAppendFormatMatchesTime(t *testing.T) {
+	zones := []*time.Location{time.UTC, time.FixedZone("east", 5*3600+1800), time.FixedZone("west", -11*3600)}
+	times := []time.Time{
+		{},
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1969, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 1, 2, 15, 4, 5, 123_456_789, time.UTC),
+		time.Date(2024, 2, 29, 9, 8, 7, 1_000_000, time.UTC),
+		time.Date(2026, 12, 31, 23, 59, 59, 999_000_000, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 6, 15, 12, 0, 0, 0, time.UTC),
+		time.Date(123456, 6, 15, 12, 0, 0, 0, time.UTC),
+		time.Now(),
+	}
+	for ns := 0; ns < 1e9; ns += 999_983 {
+		times = append(times, time.Date(2026, 3, 4, 5, 6, 7, ns, time.UTC))
+	}
+	for _, base := range times {
+		for _, z := range zones {
+			tm := base.In(z)
+			want := tm.UTC().Format(timefmt.Layout)
+			if got := string(timefmt.AppendFormat([]byte("x"), tm)); got != "x"+want {
+				t.Fatalf("AppendFormat(%v) = %q, want %q", tm, got, "x"+want)
+			}
+			if got := timefmt.Format(tm); got != want {
+				t.Fatalf("Format(%v) = %q, want %q", tm, got, want)
+			}
+		}
+	}
+}
