@@ -291,26 +291,34 @@ func procedureDiff(a, b *ent.Procedure) string {
 	return strings.Join(d, "; ")
 }
 
+// benchWorkspace opens a database of dialect d with a workspace and a
+// project, and returns the service, a context acting as its admin, the
+// bootstrap and the project.
+func benchWorkspace(b *testing.B, d string) (*core.Service, context.Context, *core.Bootstrapped, *ent.Project) {
+	b.Helper()
+	db := dbtest.Open(b, d)
+	svc := core.New(db.Client)
+	boot, err := svc.CreateWorkspace(context.Background(), core.NewWorkspace{Name: "Bench", Key: "BEN", AdminName: "Admin", AdminEmail: "admin@example.com"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	admin, err := svc.ActAsAdmin(context.Background(), boot.Workspace.ID.String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	proj, err := svc.CreateProject(admin, core.ProjectInput{Name: core.Some("P")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return svc, admin, boot, proj
+}
+
 // BenchmarkUpdateProcedure is one PUT /procedures/{shortId} changing the
 // priority, as the load tool's writes do, on each database.
 func BenchmarkUpdateProcedure(b *testing.B) {
 	for _, d := range dbtest.Dialects(b) {
 		b.Run(d, func(b *testing.B) {
-			db := dbtest.Open(b, d)
-			svc := core.New(db.Client)
-			ctx := context.Background()
-			boot, err := svc.CreateWorkspace(ctx, core.NewWorkspace{Name: "Bench", Key: "BEN", AdminName: "Admin", AdminEmail: "admin@example.com"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			admin, err := svc.ActAsAdmin(ctx, boot.Workspace.ID.String())
-			if err != nil {
-				b.Fatal(err)
-			}
-			proj, err := svc.CreateProject(admin, core.ProjectInput{Name: core.Some("P")})
-			if err != nil {
-				b.Fatal(err)
-			}
+			svc, admin, boot, proj := benchWorkspace(b, d)
 			cat, err := svc.CreateCategory(admin, "C")
 			if err != nil {
 				b.Fatal(err)
@@ -338,21 +346,7 @@ func BenchmarkUpdateProcedure(b *testing.B) {
 func BenchmarkUpdateProcedureContended(b *testing.B) {
 	for _, d := range dbtest.Dialects(b) {
 		b.Run(d, func(b *testing.B) {
-			db := dbtest.Open(b, d)
-			svc := core.New(db.Client)
-			ctx := context.Background()
-			boot, err := svc.CreateWorkspace(ctx, core.NewWorkspace{Name: "Bench", Key: "BEN", AdminName: "Admin", AdminEmail: "admin@example.com"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			admin, err := svc.ActAsAdmin(ctx, boot.Workspace.ID.String())
-			if err != nil {
-				b.Fatal(err)
-			}
-			proj, err := svc.CreateProject(admin, core.ProjectInput{Name: core.Some("P")})
-			if err != nil {
-				b.Fatal(err)
-			}
+			svc, admin, boot, proj := benchWorkspace(b, d)
 			due := dueAt
 			const writers = 64
 			var ids []string
