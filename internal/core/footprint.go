@@ -74,6 +74,20 @@ func (fp *Footprint) shown(p *ent.Procedure) {
 	fp.columns[column{p.ProjectID, p.State}] = struct{}{}
 }
 
+// Size estimates the memory fp holds, in bytes (nil: none), so that a cache
+// of small responses with footprints stays within its bound.
+func (fp *Footprint) Size() int64 {
+	if fp == nil {
+		return 0
+	}
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	// The struct and its two maps, then each entry with its share of
+	// buckets: fitted to the heap growth of 2 000 footprints (730 bytes
+	// with one procedure, 4 200 with a page of 50).
+	return 650 + 40*int64(len(fp.procedures)) + 30*int64(len(fp.columns)) + 96*int64(len(fp.lists))
+}
+
 // Empty reports whether nothing was recorded.
 func (fp *Footprint) Empty() bool {
 	fp.mu.Lock()

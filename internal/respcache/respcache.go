@@ -81,6 +81,9 @@ type entry struct {
 	// footprint is what the response depends on, nil when it may depend
 	// on anything in the workspace.
 	footprint *core.Footprint
+	// size is what the entry counts against the cache's bytes: its body
+	// and its footprint (set when stored).
+	size int64
 }
 
 // maxEntryBytes skips caching responses larger than this.
@@ -96,12 +99,13 @@ type readCloser struct {
 	io.Closer
 }
 
-// New returns a cache holding at most maxBytes of response bodies.
+// New returns a cache holding at most maxBytes of responses (bodies and
+// footprints).
 func New(maxBytes int64) *Cache {
 	c := &Cache{maxBytes: maxBytes, inFlight: map[string]*flight{}, current: map[uuid.UUID]*generation{},
 		log: newChangeLog()}
 	entries, err := lru.NewWithEvict[string, *entry](1<<20, func(_ string, e *entry) {
-		c.bytes -= int64(len(e.body))
+		c.bytes -= e.size
 	})
 	if err != nil {
 		panic(err)
@@ -322,7 +326,8 @@ func (c *Cache) store(workspace uuid.UUID, key string, e *entry) {
 	// callback, which keeps c.bytes; it runs under c.mu.
 	c.entries.Remove(key)
 	c.entries.Add(key, e)
-	c.bytes += int64(len(e.body))
+	e.size = int64(len(e.body)) + e.footprint.Size()
+	c.bytes += e.size
 	for c.bytes > c.maxBytes && c.entries.Len() > 0 {
 		c.entries.RemoveOldest()
 	}
