@@ -34,7 +34,7 @@ func (s *Service) AddComment(ctx context.Context, procedureID, body string) (*en
 	// The procedure is read as of the lock (with the acting member): one
 	// deleted while the comment waited is not_found, never a foreign-key
 	// conflict.
-	return storedOn(ctx, s, v, where, func(tx *ent.Tx, _ *viewer.Viewer, p *ent.Procedure) (*ent.Comment, error) {
+	return storedOn(ctx, s, v, lockExclusive, where, func(tx *ent.Tx, _ *viewer.Viewer, p *ent.Procedure) (*ent.Comment, error) {
 		created, err := tx.Comment.Create().SetProcedureID(p.ID).SetAuthorID(v.MemberID).SetText(body).Save(ctx)
 		if err != nil {
 			return nil, err

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 
+	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/ent"
@@ -61,4 +62,20 @@ func (s *Service) announce(ctx context.Context, tx *ent.Tx, c Change) error {
 		return nil
 	}
 	return s.announcer.Announce(ctx, tx, c)
+}
+
+// A StatementAnnouncer can also announce a change from inside a statement
+// core runs anyway: the version bump that ends a field update (lockShared),
+// so that the announcement costs no round trip of its own while the
+// workspace is held. Its notification is PostgreSQL SQL, inside a statement
+// only PostgreSQL runs: only a PostgreSQL deployment may be given one.
+type StatementAnnouncer interface {
+	Announcer
+	// Notification returns what announces c from a statement: notify writes
+	// an SQL expression, evaluated once, over version (the SQL of the
+	// workspace's version as of this write); announced is called once the
+	// statement has run, with the version it returned, and from then on
+	// the change is announced as Announce would have (known if and only if
+	// tx commits).
+	Notification(c Change) (notify func(b *sql.Builder, version string), announced func(tx *ent.Tx, version int64), err error)
 }

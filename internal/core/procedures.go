@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"regexp"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"entgo.io/ent/dialect"
 	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/procsvc/procsvc/ent/predicate"
 	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/ent/project"
+	"github.com/procsvc/procsvc/ent/workspace"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/ids"
 	"github.com/procsvc/procsvc/internal/viewer"
@@ -480,14 +483,16 @@ func findProcedure(ctx context.Context, c *ent.Client, where predicate.Procedure
 // inProcedureTx is inTx, for a MEMBER at least, of a write on the procedure
 // where selects: the transaction's second statement reads the procedure and
 // re-checks the acting member together (actingProcedure), and fn receives
-// both as of the workspace lock.
+// both as of the workspace lock, taken as mode says (lockExclusive, or
+// lockShared for UpdateProcedure's field updates, which then lock the
+// procedure's row too and must end with fieldsChanged).
 // Errors: those of inTx, then not_found.
-func (s *Service) inProcedureTx(ctx context.Context, v *viewer.Viewer, where predicate.Procedure,
+func (s *Service) inProcedureTx(ctx context.Context, v *viewer.Viewer, mode lockMode, where predicate.Procedure,
 	fn func(tx *ent.Tx, me *viewer.Viewer, p *ent.Procedure) error) error {
 	var p *ent.Procedure
-	return s.lockedTx(ctx, v, false,
+	return s.lockedTx(ctx, v, mode,
 		func(tx *ent.Tx) (me *viewer.Viewer, err error) {
-			me, p, err = actingProcedure(ctx, tx, v, viewer.RoleMember, where)
+			me, p, err = actingProcedure(ctx, tx, v, viewer.RoleMember, where, mode == lockShared)
 			return me, err
 		},
 		func(tx *ent.Tx, me *viewer.Viewer) error { return fn(tx, me, p) })
@@ -495,10 +500,10 @@ func (s *Service) inProcedureTx(ctx context.Context, v *viewer.Viewer, where pre
 
 // storedOn is inProcedureTx for a write that returns the record it stores,
 // unwrapped from the transaction once it has committed (see stored).
-func storedOn[T interface{ Unwrap() T }](ctx context.Context, s *Service, v *viewer.Viewer, where predicate.Procedure,
+func storedOn[T interface{ Unwrap() T }](ctx context.Context, s *Service, v *viewer.Viewer, mode lockMode, where predicate.Procedure,
 	write func(tx *ent.Tx, me *viewer.Viewer, p *ent.Procedure) (T, error)) (T, error) {
 	var rec T
-	err := s.inProcedureTx(ctx, v, where, func(tx *ent.Tx, me *viewer.Viewer, p *ent.Procedure) error {
+	err := s.inProcedureTx(ctx, v, mode, where, func(tx *ent.Tx, me *viewer.Viewer, p *ent.Procedure) error {
 		var err error
 		rec, err = write(tx, me, p)
 		return err
@@ -516,10 +521,23 @@ func storedOn[T interface{ Unwrap() T }](ctx context.Context, s *Service, v *vie
 // no procedure matches, the row that would carry the role is missing: the
 // member is then re-read alone, so that a disconnected or forbidden viewer
 // is answered as such before not_found, as when the two were read apart.
+// With lockRow the read also locks the procedure's row until commit (on
+// PostgreSQL FOR NO KEY UPDATE, what its UPDATE takes anyway; a shared
+// workspace lock does not serialise writes of one procedure).
+//
+// Under a shared lock the member is still read as of the lock: every write
+// that changes members or tokens is exclusive, so none commits between the
+// lock and this statement, and this statement's snapshot is taken after the
+// lock was granted. A wait for the procedure's row (another shared write of
+// it) re-reads the row as that write committed it.
 // Errors: disconnected, forbidden, not_found.
-func actingProcedure(ctx context.Context, tx *ent.Tx, v *viewer.Viewer, min viewer.Role, where predicate.Procedure) (*viewer.Viewer, *ent.Procedure, error) {
+func actingProcedure(ctx context.Context, tx *ent.Tx, v *viewer.Viewer, min viewer.Role, where predicate.Procedure, lockRow bool) (*viewer.Viewer, *ent.Procedure, error) {
 	q := tx.Procedure.Query().Where(where)
-	q.Modify(withActingRole(v))
+	q.Modify(withActingRole(v), func(s *sql.Selector) {
+		if lockRow && s.Dialect() == dialect.Postgres {
+			s.For(sql.LockNoKeyUpdate)
+		}
+	})
 	p, err := q.Only(ctx)
 	if ent.IsNotFound(err) {
 		if _, err := actingViewer(ctx, tx, v, min); err != nil {
@@ -848,6 +866,12 @@ func (p *procedurePatch) apply(u *ent.ProcedureUpdate) {
 // updatedAt, state and project as of the workspace lock are what the write
 // builds on. Only an invalid body reads it before, to answer not_found first
 // as it always has.
+//
+// A write that changes neither state nor project, or sets the position
+// itself, runs under a shared workspace lock (lockShared): updates of
+// different procedures then wait for each other only for their last
+// statements. One that may move the procedure to the end of a column reads
+// the column's other positions, which only the exclusive lock keeps still.
 func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProcedureInput, conds ...Precondition) (*ent.Procedure, error) {
 	v, where, err := procedureWrite(ctx, id)
 	if err != nil {
@@ -860,7 +884,11 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 		}
 		return nil, err
 	}
-	return storedOn(ctx, s, v, where, func(tx *ent.Tx, _ *viewer.Viewer, p *ent.Procedure) (*ent.Procedure, error) {
+	mode := lockExclusive
+	if patch.position != nil || (patch.state == nil && patch.projectID == nil) {
+		mode = lockShared
+	}
+	return storedOn(ctx, s, v, mode, where, func(tx *ent.Tx, _ *viewer.Viewer, p *ent.Procedure) (*ent.Procedure, error) {
 		projectName, err := checkRefs(ctx, tx.Client(), patch.categoryID.Value, patch.doerID.Value, patch.projectID)
 		if err != nil {
 			return nil, err
@@ -882,6 +910,9 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 		case patch.position != nil:
 			u.SetPosition(*patch.position)
 		case state != p.State || project != p.ProjectID:
+			if mode == lockShared {
+				return nil, errors.New("core: a write under the shared lock cannot place at the end of a column")
+			}
 			pos, err := endOfColumn(ctx, tx.Client(), project, state, p.ID)
 			if err != nil {
 				return nil, err
@@ -891,6 +922,9 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 		updated, err := saveProcedure(ctx, tx, p, u)
 		if err != nil {
 			return nil, err
+		}
+		if mode == lockShared {
+			return updated, s.fieldsChanged(ctx, tx, v.WorkspaceID, p, updated)
 		}
 		return updated, s.procedureChanged(ctx, tx, v.WorkspaceID, ProcedureUpdated, p, updated)
 	})
@@ -932,7 +966,7 @@ func (s *Service) MoveProcedure(ctx context.Context, id string, state *string, a
 		notNextToItself(val, p.ID, after, before)
 		return nil, val.Err()
 	}
-	return storedOn(ctx, s, v, where, func(tx *ent.Tx, _ *viewer.Viewer, p *ent.Procedure) (*ent.Procedure, error) {
+	return storedOn(ctx, s, v, lockExclusive, where, func(tx *ent.Tx, _ *viewer.Viewer, p *ent.Procedure) (*ent.Procedure, error) {
 		val := &apperr.Validation{}
 		if notNextToItself(val, p.ID, after, before); val.Err() != nil {
 			return nil, val.Err()
@@ -1043,7 +1077,7 @@ func (s *Service) DeleteProcedure(ctx context.Context, id string, conds ...Preco
 	if err != nil {
 		return err
 	}
-	return s.inProcedureTx(ctx, v, where, func(tx *ent.Tx, _ *viewer.Viewer, p *ent.Procedure) error {
+	return s.inProcedureTx(ctx, v, lockExclusive, where, func(tx *ent.Tx, _ *viewer.Viewer, p *ent.Procedure) error {
 		if err := checkPreconditions("procedure", p.UpdatedAt, conds); err != nil {
 			return err
 		}
@@ -1065,6 +1099,62 @@ func (s *Service) DeleteProcedure(ctx context.Context, id string, conds ...Preco
 // its transaction: before is the row as of the lock (nil for a create),
 // after the row stored (nil for a delete).
 func (s *Service) procedureChanged(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, kind ChangeKind, before, after *ent.Procedure) error {
+	c, tallies := changeOf(workspaceID, kind, before, after)
+	if err := tallies.apply(ctx, tx, workspaceID); err != nil {
+		return err
+	}
+	return s.announce(ctx, tx, c)
+}
+
+// fieldsChanged ends a field update (lockShared) of before into after: it
+// bumps the workspace's version, then keeps the tallies and announces the
+// change as procedureChanged does. With a StatementAnnouncer (PostgreSQL)
+// the three are one statement, so that the only round trips a field update
+// makes while it holds the workspace exclusively are that statement and
+// its commit.
+func (s *Service) fieldsChanged(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, before, after *ent.Procedure) error {
+	c, tallies := changeOf(workspaceID, ProcedureUpdated, before, after)
+	sa, ok := s.announcer.(StatementAnnouncer)
+	if !ok {
+		if err := bumpVersion(ctx, tx, workspaceID); err != nil {
+			return err
+		}
+		if err := tallies.apply(ctx, tx, workspaceID); err != nil {
+			return err
+		}
+		return s.announce(ctx, tx, c)
+	}
+	notify, announced, err := sa.Notification(c)
+	if err != nil {
+		return err
+	}
+	finish, keys := bumpStatement(workspaceID, tallies, notify)
+	var rows []struct {
+		Version  int64  `json:"version"`
+		Tallied  int64  `json:"tallied"`
+		Notified []byte `json:"notified"` // pg_notify returns void
+	}
+	if err := tx.Workspace.Query().Where(workspace.ID(workspaceID)).Modify(finish).Scan(ctx, &rows); err != nil {
+		return err
+	}
+	if len(rows) != 1 {
+		return apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
+	}
+	if rows[0].Tallied != int64(keys) {
+		// The workspace lacks its tally rows (see tallyChange.apply).
+		if err := rebuildTallies(ctx, tx.Client(), workspaceID); err != nil {
+			return err
+		}
+	}
+	version := rows[0].Version
+	announced(tx, version)
+	return nil
+}
+
+// changeOf is what a procedure write did, announced as c and counted as
+// tallies: before is the row as of the lock (nil for a create), after the
+// row stored (nil for a delete).
+func changeOf(workspaceID uuid.UUID, kind ChangeKind, before, after *ent.Procedure) (Change, tallyChange) {
 	tallies := tallyChange{}
 	c := Change{WorkspaceID: workspaceID, Kind: kind}
 	if before != nil {
@@ -1079,8 +1169,5 @@ func (s *Service) procedureChanged(ctx context.Context, tx *ent.Tx, workspaceID 
 		c.Renamed = before.Name != after.Name
 		c.Reworded = c.Renamed || !equalText(before.Content, after.Content)
 	}
-	if err := tallies.apply(ctx, tx, workspaceID); err != nil {
-		return err
-	}
-	return s.announce(ctx, tx, c)
+	return c, tallies
 }

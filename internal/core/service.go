@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"entgo.io/ent/dialect"
 	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
 
@@ -86,7 +87,8 @@ func require(ctx context.Context, min viewer.Role) (*viewer.Viewer, error) {
 	return v, nil
 }
 
-// inTx runs fn in a transaction that first bumps the workspace's version.
+// inTx runs fn in a transaction that first bumps the workspace's version
+// (lockExclusive; see lockMode for the field updates that share the lock).
 //
 // The bump is the transaction's first statement and takes the workspace
 // row's write lock, so writes inside one workspace are serialised (shortIds
@@ -118,7 +120,7 @@ func require(ctx context.Context, min viewer.Role) (*viewer.Viewer, error) {
 // inTx only answer early (not_found, validation) and may be stale by the
 // time the lock is granted.
 func (s *Service) inTx(ctx context.Context, v *viewer.Viewer, min viewer.Role, fn func(tx *ent.Tx, me *viewer.Viewer) error) error {
-	return s.lockedTx(ctx, v, false,
+	return s.lockedTx(ctx, v, lockExclusive,
 		func(tx *ent.Tx) (*viewer.Viewer, error) { return actingViewer(ctx, tx, v, min) },
 		func(tx *ent.Tx, me *viewer.Viewer) error { return fn(tx, me) })
 }
@@ -147,7 +149,7 @@ func stored[T interface{ Unwrap() T }](ctx context.Context, s *Service, v *viewe
 // The acting member is re-read by the statement that reads them.
 func (s *Service) inNumberingTx(ctx context.Context, v *viewer.Viewer, min viewer.Role, fn func(tx *ent.Tx, me *viewer.Viewer, ws *ent.Workspace) error) error {
 	var ws *ent.Workspace
-	return s.lockedTx(ctx, v, true,
+	return s.lockedTx(ctx, v, lockNumbering,
 		func(tx *ent.Tx) (me *viewer.Viewer, err error) {
 			q := tx.Workspace.Query().Where(workspace.ID(v.WorkspaceID))
 			q.Select(workspace.FieldKey, workspace.FieldProcedureSeq).Modify(withActingRole(v))
@@ -159,11 +161,39 @@ func (s *Service) inNumberingTx(ctx context.Context, v *viewer.Viewer, min viewe
 		func(tx *ent.Tx, me *viewer.Viewer) error { return fn(tx, me, ws) })
 }
 
-// lockedTx runs a write's transaction: the lock statement (numbering: the
-// bump of procedure_seq too), then acting, which must re-read the acting
-// member in the transaction's next statement (see inTx) and returns the
-// viewer as of the lock, then fn. It commits only if both succeed.
-func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, numbering bool,
+// lockMode is how a write's transaction takes its workspace's lock.
+type lockMode uint8
+
+const (
+	// lockExclusive: the first statement bumps the version and holds the
+	// workspace row exclusively until commit; no other write of the
+	// workspace runs meanwhile.
+	lockExclusive lockMode = iota
+	// lockNumbering is lockExclusive that also adds one to procedure_seq.
+	lockNumbering
+	// lockShared is for a write of one procedure's fields that reads no
+	// other procedure (UpdateProcedure, unless it places the procedure at
+	// the end of a column). The first statement takes the workspace row in
+	// a mode that excludes every exclusive write but not other shared ones
+	// (PostgreSQL: FOR KEY SHARE; an exclusive write asks FOR UPDATE, which
+	// conflicts with it); the write then locks its procedure's row, and
+	// bumps the version only in its last statement (fieldsChanged), so
+	// shared writes of a workspace queue for each other only from there to
+	// their commit. On SQLite the transaction is BEGIN IMMEDIATE either way.
+	lockShared
+)
+
+// lockedTx runs a write's transaction: the lock statement (see lockMode),
+// then acting, which must re-read the acting member in the transaction's
+// next statement (see inTx) and returns the viewer as of the lock, then fn.
+// It commits only if both succeed.
+//
+// Deadlock-free: an exclusive write holds the workspace row before any
+// other row and excludes every other write; shared writes hold the row in a
+// mode compatible with each other's version bump, then at most one
+// procedure row, then (the bump) the row in a mode only one of them holds
+// at a time, and then the tally rows, which nothing takes first.
+func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, mode lockMode,
 	acting func(tx *ent.Tx) (*viewer.Viewer, error), fn func(tx *ent.Tx, me *viewer.Viewer) error) error {
 	if s.beforeTx != nil {
 		s.beforeTx(ctx)
@@ -173,16 +203,8 @@ func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, numbering bool
 		return apperr.Map(err)
 	}
 	err = func() error {
-		lock := tx.Workspace.Update().Where(workspace.ID(v.WorkspaceID)).AddVersion(1)
-		if numbering {
-			lock.AddProcedureSeq(1)
-		}
-		n, err := lock.Save(ctx)
-		if err != nil {
+		if err := lockWorkspace(ctx, tx, v.WorkspaceID, mode); err != nil {
 			return err
-		}
-		if n == 0 {
-			return apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
 		}
 		me, err := acting(tx)
 		if err != nil {
@@ -196,6 +218,60 @@ func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, numbering bool
 	}
 	if err := tx.Commit(); err != nil {
 		return apperr.Map(err)
+	}
+	return nil
+}
+
+// lockWorkspace is a write transaction's first statement, taking the
+// workspace's row as mode says. A missing workspace answers disconnected.
+//
+// The exclusive lock is PostgreSQL's FOR UPDATE, taken by a subquery of the
+// bump itself: the UPDATE alone would take FOR NO KEY UPDATE, which does
+// not conflict with a shared write's FOR KEY SHARE.
+func lockWorkspace(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, mode lockMode) error {
+	var n int
+	var err error
+	if mode == lockShared {
+		var ids []uuid.UUID
+		ids, err = tx.Workspace.Query().Where(workspace.ID(workspaceID)).Modify(func(s *sql.Selector) {
+			if s.Dialect() == dialect.Postgres {
+				s.For(sql.LockKeyShare)
+			}
+		}).IDs(ctx)
+		n = len(ids)
+	} else {
+		lock := tx.Workspace.Update().Where(workspace.ID(workspaceID)).AddVersion(1)
+		if mode == lockNumbering {
+			lock.AddProcedureSeq(1)
+		}
+		n, err = lock.Modify(func(u *sql.UpdateBuilder) {
+			if u.Dialect() == dialect.Postgres {
+				t := sql.Table(workspace.Table)
+				u.Where(sql.In(workspace.FieldID, sql.Dialect(dialect.Postgres).Select(t.C(workspace.FieldID)).From(t).
+					Where(sql.EQ(t.C(workspace.FieldID), workspaceID)).For(sql.LockUpdate)))
+			}
+		}).Save(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
+	}
+	return nil
+}
+
+// bumpVersion is a shared write's (lockShared) bump of its workspace's
+// version, without a StatementAnnouncer (see fieldsChanged): the row stays
+// locked against every other bump until commit, so versions are handed out
+// in commit order as an exclusive write's are.
+func bumpVersion(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID) error {
+	n, err := tx.Workspace.Update().Where(workspace.ID(workspaceID)).AddVersion(1).Save(ctx)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"slices"
 
 	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
@@ -9,6 +10,7 @@ import (
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/ent/proceduretally"
+	"github.com/procsvc/procsvc/ent/workspace"
 )
 
 // Tallies are the exact sizes of a workspace's largest procedure sets (all,
@@ -78,18 +80,26 @@ func (c tallyChange) replaced(before, after *ent.Procedure) {
 	c.added(after)
 }
 
-// apply adds c to the workspace's tallies in one statement, inside the
-// write's transaction (the tenancy hook scopes it to the viewer's
-// workspace). A workspace without its tally rows (created before tallies
-// existed, on a SQLite file upgraded in place) has them rebuilt here from
-// its rows: the workspace lock makes that count exact.
-func (c tallyChange) apply(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID) error {
+// keys are the tallies c changes, sorted: a statement updating several
+// tally rows locks them in the same order as any other.
+func (c tallyChange) keys() []string {
 	keys := make([]string, 0, len(c))
 	for k, d := range c {
 		if d != 0 {
 			keys = append(keys, k)
 		}
 	}
+	slices.Sort(keys)
+	return keys
+}
+
+// apply adds c to the workspace's tallies in one statement, inside the
+// write's transaction (the tenancy hook scopes it to the viewer's
+// workspace). A workspace without its tally rows (created before tallies
+// existed, on a SQLite file upgraded in place) has them rebuilt here from
+// its rows: the workspace lock makes that count exact.
+func (c tallyChange) apply(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID) error {
+	keys := c.keys()
 	if len(keys) == 0 {
 		return nil
 	}
@@ -171,4 +181,55 @@ func (s *Service) tally(ctx context.Context, workspaceID uuid.UUID, key string) 
 		return 0, false, err
 	}
 	return ns[0], true, nil
+}
+
+// bumpStatement makes a read of the workspace fieldsChanged's statement on
+// PostgreSQL: the version bump, then the tallies' update, joined to the
+// bump's row so that no tally row is locked before the workspace's (see
+// lockedTx), then notify over the new version, once. The statement returns
+// one row (none if the workspace is gone): version, tallied (the tally rows
+// it updated, of talliesWanted) and notified.
+//
+// The read keeps its predicates (the tenancy interceptor's, and the
+// caller's workspace), so it returns the bump's row only for a workspace
+// the viewer may see; the tables the statement writes are scoped to
+// workspaceID here, past the interceptor.
+func bumpStatement(workspaceID uuid.UUID, tallies tallyChange, notify func(b *sql.Builder, version string)) (finish func(*sql.Selector), talliesWanted int) {
+	keys := tallies.keys()
+	with := sql.ExprFunc(func(b *sql.Builder) {
+		b.WriteString(`WITH "bumped" AS (UPDATE "` + workspace.Table + `" SET "` + workspace.FieldVersion + `" = COALESCE("` +
+			workspace.FieldVersion + `", 0) + 1 WHERE "` + workspace.FieldID + `" = `).Arg(workspaceID).
+			WriteString(` RETURNING "` + workspace.FieldVersion + `")`)
+		if len(keys) == 0 {
+			return
+		}
+		t := `"` + proceduretally.Table + `".`
+		b.WriteString(`, "tallied" AS (UPDATE "` + proceduretally.Table + `" SET "` + proceduretally.FieldCount + `" = ` +
+			t + `"` + proceduretally.FieldCount + `" + CASE ` + t + `"` + proceduretally.FieldKey + `"`)
+		for _, k := range keys {
+			b.WriteString(" WHEN ").Arg(k).WriteString(" THEN ").Arg(tallies[k])
+		}
+		b.WriteString(` ELSE 0 END FROM "bumped" WHERE ` + t + `"` + proceduretally.FieldWorkspaceID + `" = `).Arg(workspaceID).
+			WriteString(` AND ` + t + `"` + proceduretally.FieldKey + `" IN (`)
+		for i, k := range keys {
+			if i > 0 {
+				b.Comma()
+			}
+			b.Arg(k)
+		}
+		b.WriteString(`) RETURNING 1)`)
+	})
+	return func(s *sql.Selector) {
+		s.Prefix(with).AppendFromExpr(sql.Expr(`"bumped"`))
+		version := `"bumped"."` + workspace.FieldVersion + `"`
+		s.Select(version)
+		s.AppendSelectExprAs(sql.ExprFunc(func(b *sql.Builder) {
+			if len(keys) == 0 {
+				b.WriteString("0")
+				return
+			}
+			b.WriteString(`(SELECT count(*) FROM "tallied")`)
+		}), "tallied")
+		s.AppendSelectExprAs(sql.ExprFunc(func(b *sql.Builder) { notify(b, version) }), "notified")
+	}, len(keys)
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -88,12 +89,18 @@ func short(stmts []string) string {
 	return b.String()
 }
 
+// versionBump matches the statement that bumps a workspace's version, in
+// either dialect's quoting.
+var versionBump = regexp.MustCompile("^UPDATE [`\"]workspaces[`\"] SET .*[`\"]version[`\"] = ")
+
 // TestWriteStatementCounts pins how many statements each procedure and
-// comment write runs inside its transaction, all of them while holding the
-// workspace lock (the service here has no announcer; PostgreSQL's adds one
-// statement to each). A new statement on these paths costs every writer of
-// the workspace a round trip: it must be a deliberate change of these
-// numbers.
+// comment write runs inside its transaction (the service here has no
+// announcer; PostgreSQL's adds one statement to each). An exclusive write
+// holds the workspace lock for all of them; a field update (the priority
+// row) holds it exclusively only from its version bump on, which must come
+// after its read and UPDATE of the procedure. A new statement on these
+// paths costs every writer of the workspace a round trip: it must be a
+// deliberate change of these numbers.
 func TestWriteStatementCounts(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {
 		f, l := traced(t, db, "STMT")
@@ -110,7 +117,7 @@ func TestWriteStatementCounts(t *testing.T) {
 				_, err := svc.CreateProcedure(f.admin, f.input("new", "TODO", f.project))
 				return err
 			}},
-			{"UpdateProcedure priority", 4, func() error {
+			{"UpdateProcedure priority", 5, func() error {
 				_, err := svc.UpdateProcedure(f.admin, p.ShortID, core.UpdateProcedureInput{Priority: core.Some("HIGH")})
 				return err
 			}},
@@ -134,11 +141,19 @@ func TestWriteStatementCounts(t *testing.T) {
 			{"DeleteComment", 3, func() error { return svc.DeleteComment(f.admin, c.ID.String()) }},
 			{"DeleteProcedure", 5, func() error { return svc.DeleteProcedure(f.admin, other.ID.String()) }},
 		}
+		// Where each write bumps the version among its statements: first
+		// for an exclusive write.
+		bumpAt := map[string]int{"UpdateProcedure priority": 3}
 		for _, w := range writes {
 			stmts := counted(t, l, w.write)
 			t.Logf("%s: %d statements in the transaction:%s", w.name, len(stmts), short(stmts))
 			if len(stmts) != w.want {
 				t.Errorf("%s ran %d statements in its transaction; want %d:%s", w.name, len(stmts), w.want, short(stmts))
+			}
+			for i, stmt := range stmts {
+				if bump := versionBump.MatchString(stmt); bump != (i == bumpAt[w.name]) {
+					t.Errorf("%s: statement %d %s the version bump; want the bump at %d:%s", w.name, i, map[bool]string{true: "is", false: "is not"}[bump], bumpAt[w.name], short(stmts))
+				}
 			}
 		}
 	})

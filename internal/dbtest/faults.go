@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lib/pq"
 )
 
 // faultGuard bounds how long a fault helper may wait on the database.
@@ -25,7 +27,9 @@ func NeedPostgres(t testing.TB) {
 
 // TerminateBackends ends every other session of the PostgreSQL database
 // named by rawURL, as an operator or a failover does, through a connection
-// of its own, and waits until they are gone.
+// of its own, and waits until those sessions are gone. Sessions opened
+// since (a listener or a pool reconnecting at once) are left alone: waiting
+// for none at all would race with them.
 func TerminateBackends(t testing.TB, rawURL string) {
 	t.Helper()
 	u, err := url.Parse(rawURL)
@@ -41,19 +45,22 @@ func TerminateBackends(t testing.TB, rawURL string) {
 	ctx, cancel := context.WithTimeout(context.Background(), faultGuard)
 	defer cancel()
 	name := strings.TrimPrefix(u.Path, "/")
-	if _, err := admin.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE datname = $1 AND pid <> pg_backend_pid()`, name); err != nil {
+	var pids pq.Int64Array
+	if err := admin.QueryRowContext(ctx, `SELECT coalesce(array_agg(pid), '{}') FROM (
+		SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = $1 AND pid <> pg_backend_pid()) ended`, name).Scan(&pids); err != nil {
 		t.Fatal(err)
 	}
 	for {
 		var left int
 		if err := admin.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = $1 AND pid <> pg_backend_pid()`, name).Scan(&left); err != nil {
+			WHERE pid = ANY($1)`, pids).Scan(&left); err != nil {
 			t.Fatalf("waiting for the backends to exit: %v", err)
 		}
 		if left == 0 {
 			return
 		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/ent"
@@ -96,6 +97,15 @@ var errInjected = errors.New("injected failure after announcing")
 type failAfter struct {
 	core.Announcer
 	fail atomic.Bool
+}
+
+// statementFailAfter is failAfter over a core.StatementAnnouncer: the
+// announcements field updates make from their own statement pass through
+// unchanged.
+type statementFailAfter struct{ *failAfter }
+
+func (a statementFailAfter) Notification(c core.Change) (func(*sql.Builder, string), func(*ent.Tx, int64), error) {
+	return a.Announcer.(core.StatementAnnouncer).Notification(c)
 }
 
 func (a *failAfter) Announce(ctx context.Context, tx *ent.Tx, c core.Change) error {

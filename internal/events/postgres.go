@@ -28,14 +28,14 @@ const Channel = "procsvc_changes"
 // If own is not nil, a committed change is also Recorded there at once (its
 // observers, the response cache, learn of this replica's writes without
 // waiting for the notification's round trip).
-func NewPostgresAnnouncer(own *Hub) core.Announcer { return postgresAnnouncer{own: own} }
+func NewPostgresAnnouncer(own *Hub) core.StatementAnnouncer { return postgresAnnouncer{own: own} }
 
 type postgresAnnouncer struct{ own *Hub }
 
 // Announce implements core.Announcer. Errors: what the statement returned
 // (the write then rolls back).
 func (a postgresAnnouncer) Announce(ctx context.Context, tx *ent.Tx, c core.Change) error {
-	body, err := json.Marshal(payloadOf(c))
+	notify, announced, err := a.Notification(c)
 	if err != nil {
 		return err
 	}
@@ -46,11 +46,7 @@ func (a postgresAnnouncer) Announce(ctx context.Context, tx *ent.Tx, c core.Chan
 	err = tx.Workspace.Query().Where(workspace.ID(c.WorkspaceID)).Modify(func(s *sql.Selector) {
 		version := s.C(workspace.FieldVersion)
 		s.Select(version)
-		s.AppendSelectExprAs(sql.ExprFunc(func(b *sql.Builder) {
-			b.WriteString("pg_notify(").Arg(Channel).WriteString(", (").
-				Arg(string(body)).WriteString("::jsonb || jsonb_build_object('version', ").
-				WriteString(version).WriteString("))::text)")
-		}), "notified")
+		s.AppendSelectExprAs(sql.ExprFunc(func(b *sql.Builder) { notify(b, version) }), "notified")
 	}).Scan(ctx, &rows)
 	if err != nil {
 		return err
@@ -58,8 +54,28 @@ func (a postgresAnnouncer) Announce(ctx context.Context, tx *ent.Tx, c core.Chan
 	if len(rows) != 1 {
 		return fmt.Errorf("events: workspace %s not found while announcing", c.WorkspaceID)
 	}
-	if a.own != nil {
-		e := Event{Change: c, Version: rows[0].Version}
+	announced(tx, rows[0].Version)
+	return nil
+}
+
+// Notification implements core.StatementAnnouncer: pg_notify of c's
+// payload with the version added by the statement, and, once the statement
+// has run, the Record of c in own when tx commits.
+func (a postgresAnnouncer) Notification(c core.Change) (notify func(b *sql.Builder, version string), announced func(tx *ent.Tx, version int64), err error) {
+	body, err := json.Marshal(payloadOf(c))
+	if err != nil {
+		return nil, nil, err
+	}
+	notify = func(b *sql.Builder, version string) {
+		b.WriteString("pg_notify(").Arg(Channel).WriteString(", (").
+			Arg(string(body)).WriteString("::jsonb || jsonb_build_object('version', ").
+			WriteString(version).WriteString("))::text)")
+	}
+	announced = func(tx *ent.Tx, version int64) {
+		if a.own == nil {
+			return
+		}
+		e := Event{Change: c, Version: version}
 		tx.OnCommit(func(next ent.Committer) ent.Committer {
 			return ent.CommitFunc(func(ctx context.Context, tx *ent.Tx) error {
 				if err := next.Commit(ctx, tx); err != nil {
@@ -70,7 +86,7 @@ func (a postgresAnnouncer) Announce(ctx context.Context, tx *ent.Tx, c core.Chan
 			})
 		})
 	}
-	return nil
+	return notify, announced, nil
 }
 
 // payload is a change as notified: ids and facets only, far below

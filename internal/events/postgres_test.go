@@ -79,7 +79,7 @@ func (env *pgEnv) listen(t *testing.T, name string, log *slog.Logger) *instance 
 }
 
 func (env *pgEnv) service() *core.Service {
-	return core.New(env.db.Client, core.WithAnnouncer(env.ann))
+	return core.New(env.db.Client, core.WithAnnouncer(statementFailAfter{env.ann}))
 }
 
 // TestPostgresTwoInstances writes through one service and checks that both
@@ -111,6 +111,11 @@ func TestPostgresTwoInstances(t *testing.T) {
 			_, err := svc.MoveProcedure(f.admin, p.ID.String(), strp("WAITING"), nil, nil)
 			return err
 		}, core.ProcedureMoved, col(f.other, "TODO"), col(f.other, "WAITING")},
+		// A field update announces from its version bump's statement.
+		{"UpdateProcedure fields", func() error {
+			_, err := svc.UpdateProcedure(f.admin, p.ID.String(), core.UpdateProcedureInput{Priority: core.Some("HIGH"), Name: core.Some("Renamed")})
+			return err
+		}, core.ProcedureUpdated, col(f.other, "WAITING"), col(f.other, "WAITING")},
 		{"AddComment", func() error {
 			_, err := svc.AddComment(f.admin, p.ID.String(), "seen from both")
 			return err
