@@ -867,11 +867,13 @@ func (p *procedurePatch) apply(u *ent.ProcedureUpdate) {
 // builds on. Only an invalid body reads it before, to answer not_found first
 // as it always has.
 //
-// A write that changes neither state nor project, or sets the position
-// itself, runs under a shared workspace lock (lockShared): updates of
-// different procedures then wait for each other only for their last
-// statements. One that may move the procedure to the end of a column reads
-// the column's other positions, which only the exclusive lock keeps still.
+// On PostgreSQL (a StatementAnnouncer), a write that changes neither state
+// nor project, or sets the position itself, runs under a shared workspace
+// lock (lockShared): updates of different procedures then wait for each
+// other only for their last statement. One that may move the procedure to
+// the end of a column reads the column's other positions, which only the
+// exclusive lock keeps still. SQLite serialises every write at BEGIN
+// IMMEDIATE: there a shared lock would only add a statement.
 func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProcedureInput, conds ...Precondition) (*ent.Procedure, error) {
 	v, where, err := procedureWrite(ctx, id)
 	if err != nil {
@@ -885,7 +887,8 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 		return nil, err
 	}
 	mode := lockExclusive
-	if patch.position != nil || (patch.state == nil && patch.projectID == nil) {
+	sa, statement := s.announcer.(StatementAnnouncer)
+	if statement && (patch.position != nil || (patch.state == nil && patch.projectID == nil)) {
 		mode = lockShared
 	}
 	return storedOn(ctx, s, v, mode, where, func(tx *ent.Tx, _ *viewer.Viewer, p *ent.Procedure) (*ent.Procedure, error) {
@@ -924,7 +927,7 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 			return nil, err
 		}
 		if mode == lockShared {
-			return updated, s.fieldsChanged(ctx, tx, v.WorkspaceID, p, updated)
+			return updated, fieldsChanged(ctx, tx, sa, v.WorkspaceID, p, updated)
 		}
 		return updated, s.procedureChanged(ctx, tx, v.WorkspaceID, ProcedureUpdated, p, updated)
 	})
@@ -1106,24 +1109,13 @@ func (s *Service) procedureChanged(ctx context.Context, tx *ent.Tx, workspaceID 
 	return s.announce(ctx, tx, c)
 }
 
-// fieldsChanged ends a field update (lockShared) of before into after: it
-// bumps the workspace's version, then keeps the tallies and announces the
-// change as procedureChanged does. With a StatementAnnouncer (PostgreSQL)
-// the three are one statement, so that the only round trips a field update
-// makes while it holds the workspace exclusively are that statement and
-// its commit.
-func (s *Service) fieldsChanged(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, before, after *ent.Procedure) error {
+// fieldsChanged ends a field update (lockShared) of before into after, on
+// PostgreSQL: one statement bumps the workspace's version, keeps the
+// tallies and announces the change through sa, so that the only round trips
+// a field update makes while it holds the workspace exclusively are that
+// statement and its commit.
+func fieldsChanged(ctx context.Context, tx *ent.Tx, sa StatementAnnouncer, workspaceID uuid.UUID, before, after *ent.Procedure) error {
 	c, tallies := changeOf(workspaceID, ProcedureUpdated, before, after)
-	sa, ok := s.announcer.(StatementAnnouncer)
-	if !ok {
-		if err := bumpVersion(ctx, tx, workspaceID); err != nil {
-			return err
-		}
-		if err := tallies.apply(ctx, tx, workspaceID); err != nil {
-			return err
-		}
-		return s.announce(ctx, tx, c)
-	}
 	notify, announced, err := sa.Notification(c)
 	if err != nil {
 		return err

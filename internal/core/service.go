@@ -172,14 +172,13 @@ const (
 	// lockNumbering is lockExclusive that also adds one to procedure_seq.
 	lockNumbering
 	// lockShared is for a write of one procedure's fields that reads no
-	// other procedure (UpdateProcedure, unless it places the procedure at
-	// the end of a column). The first statement takes the workspace row in
-	// a mode that excludes every exclusive write but not other shared ones
-	// (PostgreSQL: FOR KEY SHARE; an exclusive write asks FOR UPDATE, which
-	// conflicts with it); the write then locks its procedure's row, and
-	// bumps the version only in its last statement (fieldsChanged), so
-	// shared writes of a workspace queue for each other only from there to
-	// their commit. On SQLite the transaction is BEGIN IMMEDIATE either way.
+	// other procedure (UpdateProcedure on PostgreSQL, unless it places the
+	// procedure at the end of a column). The first statement takes the
+	// workspace row FOR KEY SHARE, which excludes every exclusive write (an
+	// exclusive write asks FOR UPDATE) but not other shared ones; the write
+	// then locks its procedure's row, and bumps the version only in its
+	// last statement (fieldsChanged), so shared writes of a workspace queue
+	// for each other only from there to their commit.
 	lockShared
 )
 
@@ -233,11 +232,8 @@ func lockWorkspace(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, mode 
 	var err error
 	if mode == lockShared {
 		var ids []uuid.UUID
-		ids, err = tx.Workspace.Query().Where(workspace.ID(workspaceID)).Modify(func(s *sql.Selector) {
-			if s.Dialect() == dialect.Postgres {
-				s.For(sql.LockKeyShare)
-			}
-		}).IDs(ctx)
+		ids, err = tx.Workspace.Query().Where(workspace.ID(workspaceID)).
+			Modify(func(s *sql.Selector) { s.For(sql.LockKeyShare) }).IDs(ctx)
 		n = len(ids)
 	} else {
 		lock := tx.Workspace.Update().Where(workspace.ID(workspaceID)).AddVersion(1)
@@ -252,21 +248,6 @@ func lockWorkspace(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, mode 
 			}
 		}).Save(ctx)
 	}
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
-	}
-	return nil
-}
-
-// bumpVersion is a shared write's (lockShared) bump of its workspace's
-// version, without a StatementAnnouncer (see fieldsChanged): the row stays
-// locked against every other bump until commit, so versions are handed out
-// in commit order as an exclusive write's are.
-func bumpVersion(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID) error {
-	n, err := tx.Workspace.Update().Where(workspace.ID(workspaceID)).AddVersion(1).Save(ctx)
 	if err != nil {
 		return err
 	}

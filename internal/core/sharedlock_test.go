@@ -23,6 +23,12 @@ import (
 	"github.com/procsvc/procsvc/internal/events"
 )
 
+// postgresService is a Service announcing as the server does on
+// PostgreSQL, which makes field updates share the workspace lock.
+func postgresService(db *database.DB) *core.Service {
+	return core.New(db.Client, core.WithClock(func() time.Time { return clock }), core.WithAnnouncer(events.NewPostgresAnnouncer(nil)))
+}
+
 // lockGuard bounds every wait of these tests: reaching it is a failure (a
 // write that should have gone ahead is blocked, or one that should block
 // never reached its lock), never a pass.
@@ -137,6 +143,7 @@ func TestFieldUpdatesShareTheWorkspaceLock(t *testing.T) {
 	dbtest.NeedPostgres(t)
 	db := dbtest.Open(t, "postgres")
 	f := setup(t, db, "SHRD")
+	f.svc = postgresService(db)
 	p1 := f.newProcedure(t, "first", "TODO", f.project)
 	p2 := f.newProcedure(t, "second", "TODO", f.project)
 	ws := f.boot.Workspace.ID
@@ -202,9 +209,7 @@ func TestConcurrentMixedWrites(t *testing.T) {
 		f := setup(t, db, "MIX")
 		svc := f.svc
 		if db.Dialect == dialect.Postgres {
-			// Field updates then end with their one statement
-			// (TestFieldUpdateStatementsOnPostgres).
-			svc = core.New(db.Client, core.WithClock(func() time.Time { return clock }), core.WithAnnouncer(events.NewPostgresAnnouncer(nil)))
+			svc = postgresService(db) // field updates share the lock
 		}
 		var ids []string
 		for i := range 6 {
