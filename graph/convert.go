@@ -6,6 +6,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/google/uuid"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/graph/model"
@@ -153,44 +154,70 @@ func requestedEdges(ctx context.Context, isConnection bool) loader.Edges {
 		return loader.AllEdges
 	}
 	oc := graphql.GetOperationContext(ctx)
-	var e loader.Edges
-	mark := func(fields []graphql.CollectedField) {
-		for _, f := range fields {
-			switch f.Name {
-			case "category":
-				e.Category = true
-			case "doer":
-				e.Doer = true
-			case "project":
-				e.Project = true
-			case "comments":
-				e.Comments = true
-				for _, c := range graphql.CollectFields(oc, f.Selections, nil) {
-					if c.Name == "author" {
-						e.CommentAuthors = true
-					}
-				}
-			}
-		}
-	}
 	top := graphql.CollectFieldsCtx(ctx, nil)
 	if !isConnection {
-		mark(top)
-		return e
+		return selectedEdges(oc, top)
 	}
+	var e loader.Edges
 	for _, f := range top {
 		switch f.Name {
 		case "nodes":
-			mark(graphql.CollectFields(oc, f.Selections, nil))
+			e = union(e, selectedEdges(oc, graphql.CollectFields(oc, f.Selections, nil)))
 		case "edges":
-			for _, g := range graphql.CollectFields(oc, f.Selections, nil) {
-				if g.Name == "node" {
-					mark(graphql.CollectFields(oc, g.Selections, nil))
-				}
+			e = union(e, edgeNodeEdges(oc, f.Selections))
+		}
+	}
+	return e
+}
+
+// selectedEdges reports which edges fields, selected on procedures, resolve.
+func selectedEdges(oc *graphql.OperationContext, fields []graphql.CollectedField) loader.Edges {
+	var e loader.Edges
+	for _, f := range fields {
+		switch f.Name {
+		case "category":
+			e.Category = true
+		case "doer":
+			e.Doer = true
+		case "project":
+			e.Project = true
+		case "comments":
+			e.Comments = true
+			if selectsAuthor(oc, f.Selections) {
+				e.CommentAuthors = true
 			}
 		}
 	}
 	return e
+}
+
+// edgeNodeEdges reports which edges sel, selected on procedure edges,
+// resolves on their nodes.
+func edgeNodeEdges(oc *graphql.OperationContext, sel ast.SelectionSet) loader.Edges {
+	var e loader.Edges
+	for _, g := range graphql.CollectFields(oc, sel, nil) {
+		if g.Name == "node" {
+			e = union(e, selectedEdges(oc, graphql.CollectFields(oc, g.Selections, nil)))
+		}
+	}
+	return e
+}
+
+// union is every edge a or b wants.
+func union(a, b loader.Edges) loader.Edges {
+	return loader.Edges{Category: a.Category || b.Category, Doer: a.Doer || b.Doer, Project: a.Project || b.Project,
+		Comments: a.Comments || b.Comments, CommentAuthors: a.CommentAuthors || b.CommentAuthors}
+}
+
+// selectsAuthor reports whether sel, selected on comments, resolves their
+// author.
+func selectsAuthor(oc *graphql.OperationContext, sel ast.SelectionSet) bool {
+	for _, c := range graphql.CollectFields(oc, sel, nil) {
+		if c.Name == "author" {
+			return true
+		}
+	}
+	return false
 }
 
 // primed returns a function that primes the edges a single returned

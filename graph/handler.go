@@ -55,6 +55,10 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics, live *Live) *h
 	srv.Use(extension.FixedComplexityLimit(MaxComplexity))
 	// After the complexity limit, which computes the cost it charges.
 	srv.Use(operationCost{})
+	// No field middleware (AroundFields): the plain fields of procedures,
+	// comments and their edges are written without gqlgen's per-field
+	// machinery (graph/internal/gqlgen), so such middleware would not see
+	// them. Anything that must see every field belongs in a resolver.
 	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 		oc := graphql.GetOperationContext(ctx)
 		name := oc.OperationName

@@ -8792,40 +8792,40 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 		}
 		return ec._Token(ctx, sel, obj)
 	case ent.Project:
-		return ec._Project(ctx, sel, &obj)
+		return ec.inlineProject(ctx, sel, &obj)
 	case *ent.Project:
 		if obj == nil {
 			return graphql.Null
 		}
-		return ec._Project(ctx, sel, obj)
+		return ec.inlineProject(ctx, sel, obj)
 	case ent.Procedure:
-		return ec._Procedure(ctx, sel, &obj)
+		return ec.inlineProcedure(ctx, sel, &obj)
 	case *ent.Procedure:
 		if obj == nil {
 			return graphql.Null
 		}
-		return ec._Procedure(ctx, sel, obj)
+		return ec.inlineProcedure(ctx, sel, obj)
 	case ent.Member:
-		return ec._Member(ctx, sel, &obj)
+		return ec.inlineMember(ctx, sel, &obj)
 	case *ent.Member:
 		if obj == nil {
 			return graphql.Null
 		}
-		return ec._Member(ctx, sel, obj)
+		return ec.inlineMember(ctx, sel, obj)
 	case ent.Comment:
-		return ec._Comment(ctx, sel, &obj)
+		return ec.inlineComment(ctx, sel, &obj)
 	case *ent.Comment:
 		if obj == nil {
 			return graphql.Null
 		}
-		return ec._Comment(ctx, sel, obj)
+		return ec.inlineComment(ctx, sel, obj)
 	case ent.Category:
-		return ec._Category(ctx, sel, &obj)
+		return ec.inlineCategory(ctx, sel, &obj)
 	case *ent.Category:
 		if obj == nil {
 			return graphql.Null
 		}
-		return ec._Category(ctx, sel, obj)
+		return ec.inlineCategory(ctx, sel, obj)
 	default:
 		if typedObj, ok := obj.(graphql.Marshaler); ok {
 			return typedObj
@@ -8840,57 +8840,6 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 // region    **************************** object.gotpl ****************************
 
 var categoryImplementors = []string{"Category", "Node"}
-
-func (ec *executionContext) _Category(ctx context.Context, sel ast.SelectionSet, obj *ent.Category) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, categoryImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("Category")
-		case "id":
-			out.Values[i] = ec._Category_id(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "workspaceId":
-			out.Values[i] = ec._Category_workspaceId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "name":
-			out.Values[i] = ec._Category_name(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "createdAt":
-			out.Values[i] = ec._Category_createdAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "updatedAt":
-			out.Values[i] = ec._Category_updatedAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
 
 var categoryConnectionImplementors = []string{"CategoryConnection"}
 
@@ -8980,62 +8929,6 @@ func (ec *executionContext) _CategoryEdge(ctx context.Context, sel ast.Selection
 
 var commentImplementors = []string{"Comment", "Node"}
 
-func (ec *executionContext) _Comment(ctx context.Context, sel ast.SelectionSet, obj *ent.Comment) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, commentImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("Comment")
-		case "id":
-			out.Values[i] = ec._Comment_id(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "procedureId":
-			out.Values[i] = ec._Comment_procedureId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "text":
-			out.Values[i] = ec._Comment_text(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "author":
-			out.Values[i] = ec._Comment_author(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "createdAt":
-			out.Values[i] = ec._Comment_createdAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "updatedAt":
-			out.Values[i] = ec._Comment_updatedAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
-
 var createTokenPayloadImplementors = []string{"CreateTokenPayload"}
 
 func (ec *executionContext) _CreateTokenPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateTokenPayload) graphql.Marshaler {
@@ -9113,67 +9006,6 @@ func (ec *executionContext) _DeletePayload(ctx context.Context, sel ast.Selectio
 }
 
 var memberImplementors = []string{"Member", "Node"}
-
-func (ec *executionContext) _Member(ctx context.Context, sel ast.SelectionSet, obj *ent.Member) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, memberImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("Member")
-		case "id":
-			out.Values[i] = ec._Member_id(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "workspaceId":
-			out.Values[i] = ec._Member_workspaceId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "name":
-			out.Values[i] = ec._Member_name(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "email":
-			out.Values[i] = ec._Member_email(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "role":
-			out.Values[i] = ec._Member_role(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "createdAt":
-			out.Values[i] = ec._Member_createdAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "removedAt":
-			out.Values[i] = ec._Member_removedAt(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
 
 var memberConnectionImplementors = []string{"MemberConnection"}
 
@@ -9473,142 +9305,6 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 
 var procedureImplementors = []string{"Procedure", "Node"}
 
-func (ec *executionContext) _Procedure(ctx context.Context, sel ast.SelectionSet, obj *ent.Procedure) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, procedureImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("Procedure")
-		case "id":
-			out.Values[i] = ec._Procedure_id(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "shortId":
-			out.Values[i] = ec._Procedure_shortId(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "name":
-			out.Values[i] = ec._Procedure_name(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "priority":
-			out.Values[i] = ec._Procedure_priority(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "state":
-			out.Values[i] = ec._Procedure_state(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "content":
-			out.Values[i] = ec._Procedure_content(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "categoryId":
-			out.Values[i] = ec._Procedure_categoryId(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "doerId":
-			out.Values[i] = ec._Procedure_doerId(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "creatorId":
-			out.Values[i] = ec._Procedure_creatorId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "position":
-			out.Values[i] = ec._Procedure_position(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "dueAt":
-			out.Values[i] = ec._Procedure_dueAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "createdAt":
-			out.Values[i] = ec._Procedure_createdAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "updatedAt":
-			out.Values[i] = ec._Procedure_updatedAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "projectId":
-			out.Values[i] = ec._Procedure_projectId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "workspaceId":
-			out.Values[i] = ec._Procedure_workspaceId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "captureId":
-			out.Values[i] = ec._Procedure_captureId(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "displayVideo":
-			out.Values[i] = ec._Procedure_displayVideo(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "isFineTunedData":
-			out.Values[i] = ec._Procedure_isFineTunedData(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "category":
-			out.Values[i] = ec._Procedure_category(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "doer":
-			out.Values[i] = ec._Procedure_doer(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "project":
-			out.Values[i] = ec._Procedure_project(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "comments":
-			out.Values[i] = ec._Procedure_comments(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
-
 var procedureConnectionImplementors = []string{"ProcedureConnection"}
 
 func (ec *executionContext) _ProcedureConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ProcedureConnection) graphql.Marshaler {
@@ -9658,42 +9354,6 @@ func (ec *executionContext) _ProcedureConnection(ctx context.Context, sel ast.Se
 }
 
 var procedureEdgeImplementors = []string{"ProcedureEdge"}
-
-func (ec *executionContext) _ProcedureEdge(ctx context.Context, sel ast.SelectionSet, obj *model.ProcedureEdge) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, procedureEdgeImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("ProcedureEdge")
-		case "node":
-			out.Values[i] = ec._ProcedureEdge_node(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "cursor":
-			out.Values[i] = ec._ProcedureEdge_cursor(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
 
 var procedureEventImplementors = []string{"ProcedureEvent"}
 
@@ -9745,67 +9405,6 @@ func (ec *executionContext) _ProcedureEvent(ctx context.Context, sel ast.Selecti
 }
 
 var projectImplementors = []string{"Project", "Node"}
-
-func (ec *executionContext) _Project(ctx context.Context, sel ast.SelectionSet, obj *ent.Project) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, projectImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("Project")
-		case "id":
-			out.Values[i] = ec._Project_id(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "workspaceId":
-			out.Values[i] = ec._Project_workspaceId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "name":
-			out.Values[i] = ec._Project_name(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "startedAt":
-			out.Values[i] = ec._Project_startedAt(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "dueAt":
-			out.Values[i] = ec._Project_dueAt(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "createdAt":
-			out.Values[i] = ec._Project_createdAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "updatedAt":
-			out.Values[i] = ec._Project_updatedAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
 
 var projectConnectionImplementors = []string{"ProjectConnection"}
 
@@ -10559,7 +10158,7 @@ func (ec *executionContext) marshalNCategory2ᚖgithubᚗcomᚋprocsvcᚋprocsvc
 		graphql.AddInvalidNullError(ctx, "Category!")
 		return graphql.Null
 	}
-	return ec._Category(ctx, sel, v)
+	return ec.inlineCategory(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNCategoryConnection2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐCategoryConnection(ctx context.Context, sel ast.SelectionSet, v *model.CategoryConnection) graphql.Marshaler {
@@ -10595,7 +10194,7 @@ func (ec *executionContext) marshalNCategoryEdge2ᚖgithubᚗcomᚋprocsvcᚋpro
 }
 
 func (ec *executionContext) marshalNComment2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐCommentᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Comment) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := ec.marshalInlineSlice(ctx, sel, v, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNComment2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐComment(ctx, sel, v[i])
@@ -10615,7 +10214,7 @@ func (ec *executionContext) marshalNComment2ᚖgithubᚗcomᚋprocsvcᚋprocsvc�
 		graphql.AddInvalidNullError(ctx, "Comment!")
 		return graphql.Null
 	}
-	return ec._Comment(ctx, sel, v)
+	return ec.inlineComment(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNCreateCategoryInput2githubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐCreateCategoryInput(ctx context.Context, v any) (model.CreateCategoryInput, error) {
@@ -10744,7 +10343,7 @@ func (ec *executionContext) marshalNMember2ᚖgithubᚗcomᚋprocsvcᚋprocsvc�
 		graphql.AddInvalidNullError(ctx, "Member!")
 		return graphql.Null
 	}
-	return ec._Member(ctx, sel, v)
+	return ec.inlineMember(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNMemberConnection2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐMemberConnection(ctx context.Context, sel ast.SelectionSet, v *model.MemberConnection) graphql.Marshaler {
@@ -10836,7 +10435,7 @@ var (
 )
 
 func (ec *executionContext) marshalNProcedure2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐProcedureᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Procedure) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := ec.marshalInlineSlice(ctx, sel, v, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNProcedure2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐProcedure(ctx, sel, v[i])
@@ -10856,7 +10455,7 @@ func (ec *executionContext) marshalNProcedure2ᚖgithubᚗcomᚋprocsvcᚋprocsv
 		graphql.AddInvalidNullError(ctx, "Procedure!")
 		return graphql.Null
 	}
-	return ec._Procedure(ctx, sel, v)
+	return ec.inlineProcedure(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNProcedureConnection2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureConnection(ctx context.Context, sel ast.SelectionSet, v *model.ProcedureConnection) graphql.Marshaler {
@@ -10868,7 +10467,7 @@ func (ec *executionContext) marshalNProcedureConnection2ᚖgithubᚗcomᚋprocsv
 }
 
 func (ec *executionContext) marshalNProcedureEdge2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ProcedureEdge) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := ec.marshalInlineSlice(ctx, sel, v, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNProcedureEdge2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureEdge(ctx, sel, v[i])
@@ -10888,7 +10487,7 @@ func (ec *executionContext) marshalNProcedureEdge2ᚖgithubᚗcomᚋprocsvcᚋpr
 		graphql.AddInvalidNullError(ctx, "ProcedureEdge!")
 		return graphql.Null
 	}
-	return ec._ProcedureEdge(ctx, sel, v)
+	return ec.inlineProcedureEdge(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNProcedureEvent2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureEvent(ctx context.Context, sel ast.SelectionSet, v *model.ProcedureEvent) graphql.Marshaler {
@@ -10970,7 +10569,7 @@ func (ec *executionContext) marshalNProject2ᚖgithubᚗcomᚋprocsvcᚋprocsvc�
 		graphql.AddInvalidNullError(ctx, "Project!")
 		return graphql.Null
 	}
-	return ec._Project(ctx, sel, v)
+	return ec.inlineProject(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNProjectConnection2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProjectConnection(ctx context.Context, sel ast.SelectionSet, v *model.ProjectConnection) graphql.Marshaler {
@@ -11294,14 +10893,14 @@ func (ec *executionContext) marshalOCategory2ᚖgithubᚗcomᚋprocsvcᚋprocsvc
 	if v == nil {
 		return graphql.Null
 	}
-	return ec._Category(ctx, sel, v)
+	return ec.inlineCategory(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOComment2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐComment(ctx context.Context, sel ast.SelectionSet, v *ent.Comment) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
-	return ec._Comment(ctx, sel, v)
+	return ec.inlineComment(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOContentType2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐContentType(ctx context.Context, v any) (*model.ContentType, error) {
@@ -11459,7 +11058,7 @@ func (ec *executionContext) marshalOMember2ᚖgithubᚗcomᚋprocsvcᚋprocsvc�
 	if v == nil {
 		return graphql.Null
 	}
-	return ec._Member(ctx, sel, v)
+	return ec.inlineMember(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalONode2githubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐNode(ctx context.Context, sel ast.SelectionSet, v model.Node) graphql.Marshaler {
@@ -11505,7 +11104,7 @@ func (ec *executionContext) marshalOProcedure2ᚖgithubᚗcomᚋprocsvcᚋprocsv
 	if v == nil {
 		return graphql.Null
 	}
-	return ec._Procedure(ctx, sel, v)
+	return ec.inlineProcedure(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOProcedureEventFilter2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureEventFilter(ctx context.Context, v any) (*model.ProcedureEventFilter, error) {
@@ -11570,7 +11169,7 @@ func (ec *executionContext) marshalOProject2ᚖgithubᚗcomᚋprocsvcᚋprocsvc�
 	if v == nil {
 		return graphql.Null
 	}
-	return ec._Project(ctx, sel, v)
+	return ec.inlineProject(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalORole2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚋmemberᚐRole(ctx context.Context, v any) (*member.Role, error) {

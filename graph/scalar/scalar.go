@@ -28,10 +28,13 @@ type timeValue time.Time
 func (t timeValue) MarshalGQL(w io.Writer) {
 	write(w, func(b []byte) []byte {
 		b = append(b, '"')
-		b = timefmt.AppendFormat(b, time.Time(t))
+		b = AppendTime(b, time.Time(t))
 		return append(b, '"')
 	})
 }
+
+// AppendTime appends t in the form MarshalTime quotes.
+func AppendTime(b []byte, t time.Time) []byte { return timefmt.AppendFormat(b, t) }
 
 // UnmarshalTime accepts what timefmt.Parse accepts.
 func UnmarshalTime(v any) (time.Time, error) {
@@ -54,13 +57,14 @@ type uuidValue uuid.UUID
 func (id uuidValue) MarshalGQL(w io.Writer) {
 	write(w, func(b []byte) []byte {
 		b = append(b, '"')
-		b = appendUUID(b, uuid.UUID(id))
+		b = AppendUUID(b, uuid.UUID(id))
 		return append(b, '"')
 	})
 }
 
-// appendUUID appends id's canonical form (what id.String returns).
-func appendUUID(b []byte, id uuid.UUID) []byte {
+// AppendUUID appends id's canonical form (what id.String returns), the text
+// MarshalUUID quotes.
+func AppendUUID(b []byte, id uuid.UUID) []byte {
 	const hex = "0123456789abcdef"
 	for i, c := range id {
 		if i == 4 || i == 6 || i == 8 || i == 10 {

@@ -1,0 +1,105 @@
+package inline_test
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/google/uuid"
+
+	"github.com/procsvc/procsvc/graph/internal/inline"
+	"github.com/procsvc/procsvc/graph/scalar"
+)
+
+// The inline writers must write the bytes gqlgen's marshalers write, which
+// is what the executor wrote for these fields before they were inlined.
+
+func marshal(m graphql.Marshaler) string {
+	var b bytes.Buffer
+	m.MarshalGQL(&b)
+	return b.String()
+}
+
+var samples = []string{
+	"", "plain", `quote " and backslash \`, "tab\tnewline\nreturn\r", "\x00\x01\x1f\x7f",
+	"<html> & 'apostrophes'", "unicode é 日本 🎉 \u2028\u2029", "invalid \xff\xfe utf-8 \xc3\x22 split",
+	"\xc3", "trailing \\", `"`,
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range samples {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := string(inline.AppendString(nil, s)), marshal(graphql.MarshalString(s)); got != want {
+			t.Fatalf("AppendString(%q) = %s, gqlgen writes %s", s, got, want)
+		}
+	})
+}
+
+func FuzzFloat(f *testing.F) {
+	for _, v := range []float64{0, math.Copysign(0, -1), 1, -1, 0.1, 1.5, 3, 1e20, 1e21, 1e-6, 1e-7, 123456789.125,
+		math.MaxFloat64, math.SmallestNonzeroFloat64, math.Inf(1), math.Inf(-1), math.NaN()} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v float64) {
+		o := inline.New(0)
+		written := o.Float("f", v)
+		got := marshal(o.Close())
+		var b bytes.Buffer
+		err := graphql.MarshalFloatContext(v).MarshalGQLContext(context.Background(), &b)
+		if err != nil {
+			// gqlgen refuses it: Float must write nothing and say so.
+			if written || got != "{}" {
+				t.Fatalf("Float(%v) wrote %s; gqlgen refuses it (%v)", v, got, err)
+			}
+			return
+		}
+		if want := `{"f":` + b.String() + `}`; !written || got != want {
+			t.Fatalf("Float(%v) = %s, gqlgen writes %s", v, got, want)
+		}
+	})
+}
+
+func TestObject(t *testing.T) {
+	id := uuid.MustParse("0192f0c4-7a3b-7c1d-9e2f-a0b1c2d3e4f5")
+	at := time.Date(2026, 11, 26, 1, 2, 3, 456789000, time.FixedZone("X", 3600))
+	s := "text"
+	var nested graphql.Marshaler = graphql.MarshalString("nested")
+	o := inline.New(8)
+	o.String("a", `x"y`)
+	o.StringPtr("b", nil)
+	o.StringPtr("c", &s)
+	o.Bool("d", true)
+	o.Bool("e", false)
+	o.Int("f", -42)
+	o.UUID("g", id)
+	o.UUIDPtr("h", nil)
+	o.UUIDPtr("i", &id)
+	o.Time("j", at)
+	o.TimePtr("k", nil)
+	o.TimePtr("l", &at)
+	o.Value("m", graphql.MarshalString("HIGH"))
+	o.Field("n", nested)
+	o.Field("o", graphql.Null)
+	o.Float("p", 0.5)
+	o.Field("q", graphql.MarshalInt(7))
+	got := marshal(o.Close())
+	want := `{"a":` + marshal(graphql.MarshalString(`x"y`)) + `,"b":null,"c":"text","d":true,"e":false,"f":-42,` +
+		`"g":` + marshal(scalar.MarshalUUID(id)) + `,"h":null,"i":` + marshal(scalar.MarshalUUID(id)) +
+		`,"j":` + marshal(scalar.MarshalTime(at)) + `,"k":null,"l":` + marshal(scalar.MarshalTime(at)) +
+		`,"m":"HIGH","n":"nested","o":null,"p":0.5,"q":7}`
+	if got != want {
+		t.Fatalf("object =\n%s\nwant\n%s", got, want)
+	}
+	if got := marshal(inline.New(0).Close()); got != "{}" {
+		t.Fatalf("empty object = %s", got)
+	}
+	// Written twice (gqlgen writes once, but nothing should depend on it).
+	if again := marshal(o); again != want {
+		t.Fatalf("object written again =\n%s", again)
+	}
+}
