@@ -99,8 +99,17 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics, live *Live) *h
 	// fresh dataloaders, so that none renders an edge (a category, member,
 	// project or comments) loaded before an earlier root field changed it.
 	srv.AroundRootFields(func(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
-		if oc := graphql.GetOperationContext(ctx); oc.Operation != nil && oc.Operation.Operation == ast.Mutation {
-			loader.Reset(ctx)
+		if oc := graphql.GetOperationContext(ctx); oc.Operation != nil {
+			switch {
+			case oc.Operation.Operation == ast.Mutation:
+				loader.Reset(ctx)
+			case oc.Operation.Operation == ast.Query && connFrom(ctx) == nil:
+				// Over HTTP the viewer was authenticated by this request,
+				// with its workspace's version: its edges may come from
+				// what other reads of that version loaded. A WebSocket's
+				// or a stream's viewer is as old as its connection.
+				loader.ReadOnly(ctx)
+			}
 		}
 		return next(ctx)
 	})

@@ -143,7 +143,7 @@ func TestPrimeList(t *testing.T) {
 				ok bool
 				n  int64
 			)
-			h := loader.Middleware(db.Client)(http.HandlerFunc(func(_ http.ResponseWriter, req *http.Request) {
+			h := loader.Middleware(db)(http.HandlerFunc(func(_ http.ResponseWriter, req *http.Request) {
 				ctx := graphql.WithOperationContext(viewer.System(req.Context()), oc)
 				before := db.Statements()
 				ok = r.PrimeList(ctx, sel, list)

@@ -21,6 +21,7 @@ import (
 	"github.com/procsvc/procsvc/graph/model"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/loader"
 	"github.com/procsvc/procsvc/internal/middleware"
 	"github.com/procsvc/procsvc/internal/respcache"
 )
@@ -90,6 +91,9 @@ func (a *API) Register(mux *http.ServeMux, authenticate func(http.Handler) http.
 				return
 			}
 			if rt.Method == http.MethodGet {
+				// No GET writes: its edges may come from what other
+				// reads of the workspace's version loaded.
+				loader.ReadOnly(r.Context())
 				respcache.MarkCacheable(r.Context(), rt.Path)
 				if footprinted[rt.Path] {
 					respcache.MarkFootprinted(r.Context())

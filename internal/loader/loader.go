@@ -1,6 +1,9 @@
 // Package loader holds the per-request dataloaders for a procedure's
 // category, doer, project and comments (and a comment's author). Each fetch
-// function is the one way its edge is read.
+// function is the one way its edge is read by id; priming a page reads the
+// comments (comments.go) and the categories, members and projects together
+// (named.go) by hand, and a read-only request may take the latter from what
+// other requests of its workspace's version read (shared.go).
 //
 // Loaders never make a request wait on a timer: whoever fetches a list of
 // parents calls Prime with the edges that will be resolved, which runs each
@@ -25,6 +28,7 @@ import (
 	"github.com/procsvc/procsvc/ent/comment"
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/project"
+	"github.com/procsvc/procsvc/internal/database"
 )
 
 // Edges says which edges of a list of procedures will be resolved.
@@ -45,14 +49,24 @@ type fetch[V any] func(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]V, 
 // fetchers are the edges' reads through one client, shared by every request
 // (the tenancy of each read comes from the context it is given).
 type fetchers struct {
+	// shared keeps categories, members and projects across read-only
+	// requests (shared.go).
+	shared *shared
+	// names reads categories, members and projects together.
+	names      *namedReader
 	categories fetch[*ent.Category]
 	members    fetch[*ent.Member]
 	projects   fetch[*ent.Project]
 	comments   fetch[[]*ent.Comment]
 }
 
-func newFetchers(client *ent.Client) *fetchers {
+func newFetchers(db *database.DB) *fetchers {
+	client := db.Client
+	// comments and names read by hand (comments.go, named.go).
+	comments, names := newCommentReader(db), newNamedReader(db)
 	return &fetchers{
+		shared: newShared(),
+		names:  names,
 		categories: byID(func(ctx context.Context, keys []uuid.UUID) ([]*ent.Category, error) {
 			return client.Category.Query().Where(category.IDIn(keys...)).All(ctx)
 		}, func(c *ent.Category) uuid.UUID { return c.ID }),
@@ -63,8 +77,11 @@ func newFetchers(client *ent.Client) *fetchers {
 			return client.Project.Query().Where(project.IDIn(keys...)).All(ctx)
 		}, func(p *ent.Project) uuid.UUID { return p.ID }),
 		comments: func(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID][]*ent.Comment, error) {
-			cs, err := client.Comment.Query().Where(comment.ProcedureIDIn(keys...)).
-				Order(comment.ByCreatedAt(), comment.ByID()).All(ctx)
+			cs, ok, err := comments.read(ctx, keys)
+			if !ok {
+				cs, err = client.Comment.Query().Where(comment.ProcedureIDIn(keys...)).
+					Order(comment.ByCreatedAt(), comment.ByID()).All(ctx)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -132,16 +149,20 @@ type Loaders struct {
 	members    edge[*ent.Member]
 	projects   edge[*ent.Project]
 	comments   edge[[]*ent.Comment]
+	// readOnly is set by ReadOnly: where primed categories, members and
+	// projects may come from the shared cache.
+	readOnly *at
 }
 
 type ctxKey struct{}
 
-// Middleware gives every request fresh loaders reading through client, as
+// Middleware gives every request fresh loaders reading through db, as
 // gqlgen's dataloader example does. It is installed after authentication,
 // so that refused requests build none; the reads are scoped to the viewer's
-// workspace by ent's tenancy interceptor, through the context of each read.
-func Middleware(client *ent.Client) func(http.Handler) http.Handler {
-	f := newFetchers(client)
+// workspace by ent's tenancy interceptor, through the context of each read
+// (or by hand, for the statements comments.go and named.go write).
+func Middleware(db *database.DB) func(http.Handler) http.Handler {
+	f := newFetchers(db)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, &Loaders{fetch: f})))
@@ -169,6 +190,9 @@ func Reset(ctx context.Context) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.categories, l.members, l.projects, l.comments = edge[*ent.Category]{}, edge[*ent.Member]{}, edge[*ent.Project]{}, edge[[]*ent.Comment]{}
+	// A write follows: the version the request read is no longer its
+	// workspace's.
+	l.readOnly = nil
 }
 
 // Category returns the category with id (nil when the viewer cannot see it).
@@ -246,8 +270,10 @@ func prime[V any](ctx context.Context, e *edge[V], f fetch[V], keys []uuid.UUID)
 	return nil
 }
 
-// PrimeProcedures loads the requested edges of procs with one statement per
-// edge, before any field resolver asks for them.
+// PrimeProcedures loads the requested edges of procs before any field
+// resolver asks for them: the comments in one statement, the categories,
+// members and projects together in another (none when the shared cache
+// holds them all).
 func PrimeProcedures(ctx context.Context, procs []*ent.Procedure, edges Edges) error {
 	if len(procs) == 0 {
 		return nil
@@ -270,12 +296,6 @@ func PrimeProcedures(ctx context.Context, procs []*ent.Procedure, edges Edges) e
 			procIDs = append(procIDs, p.ID)
 		}
 	}
-	if err := prime(ctx, &l.categories, l.fetch.categories, cats); err != nil {
-		return err
-	}
-	if err := prime(ctx, &l.projects, l.fetch.projects, projs); err != nil {
-		return err
-	}
 	if err := prime(ctx, &l.comments, l.fetch.comments, procIDs); err != nil {
 		return err
 	}
@@ -286,7 +306,7 @@ func PrimeProcedures(ctx context.Context, procs []*ent.Procedure, edges Edges) e
 			}
 		}
 	}
-	return prime(ctx, &l.members, l.fetch.members, people)
+	return l.primeNamed(ctx, namedKeys{categories: cats, members: people, projects: projs})
 }
 
 // PrimeMembers loads members by id in one statement, for lists whose items
@@ -295,7 +315,92 @@ func PrimeMembers(ctx context.Context, memberIDs []uuid.UUID) error {
 	l := from(ctx)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return prime(ctx, &l.members, l.fetch.members, memberIDs)
+	return l.primeNamed(ctx, namedKeys{members: memberIDs})
+}
+
+// primeNamed loads the categories, members and projects of k that l has
+// not loaded yet: from the shared cache when the request is read-only at
+// ctx's version (shared.go), the rest in one statement (named.go). The
+// caller holds l.mu.
+func (l *Loaders) primeNamed(ctx context.Context, k namedKeys) error {
+	k = namedKeys{categories: todo(&l.categories, k.categories), members: todo(&l.members, k.members), projects: todo(&l.projects, k.projects)}
+	if k.empty() {
+		return nil
+	}
+	a := l.sharedAt(ctx)
+	if a != nil {
+		if k = l.fetch.shared.take(a, l, k); k.empty() {
+			return nil
+		}
+	}
+	found, err := l.fetch.readNamed(ctx, k)
+	if err != nil {
+		return err
+	}
+	keep(&l.categories, found.categories)
+	keep(&l.members, found.members)
+	keep(&l.projects, found.projects)
+	if a != nil {
+		l.fetch.shared.put(a, found)
+	}
+	return nil
+}
+
+// todo returns keys without duplicates and without those e has loaded.
+func todo[V any](e *edge[V], keys []uuid.UUID) []uuid.UUID {
+	var out []uuid.UUID
+	seen := make(map[uuid.UUID]struct{}, len(keys))
+	for _, k := range keys {
+		if _, ok := seen[k]; ok {
+			continue
+		}
+		seen[k] = struct{}{}
+		if _, ok := e.loaded[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// keep adds found to what e has loaded.
+func keep[V any](e *edge[V], found map[uuid.UUID]V) {
+	if len(found) == 0 {
+		return
+	}
+	if e.loaded == nil {
+		e.loaded = found
+		return
+	}
+	maps.Copy(e.loaded, found)
+}
+
+// readNamed reads the records of k, answering every key (nil for a record
+// the viewer cannot see): in one statement through names, else (the system
+// context) one per edge.
+func (f *fetchers) readNamed(ctx context.Context, k namedKeys) (named, error) {
+	if found, ok, err := f.names.read(ctx, k); ok {
+		return found, err
+	}
+	var (
+		found named
+		err   error
+	)
+	if len(k.categories) > 0 {
+		if found.categories, err = f.categories(ctx, k.categories); err != nil {
+			return named{}, err
+		}
+	}
+	if len(k.projects) > 0 {
+		if found.projects, err = f.projects(ctx, k.projects); err != nil {
+			return named{}, err
+		}
+	}
+	if len(k.members) > 0 {
+		if found.members, err = f.members(ctx, k.members); err != nil {
+			return named{}, err
+		}
+	}
+	return found, nil
 }
 
 // Snapshot is what a request's loaders have primed, detached from the

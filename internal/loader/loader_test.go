@@ -20,7 +20,7 @@ import (
 // inRequest runs fn with a request's loaders, as loader.Middleware gives them.
 func inRequest(t *testing.T, db *database.DB, fn func(ctx context.Context)) {
 	t.Helper()
-	h := loader.Middleware(db.Client)(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+	h := loader.Middleware(db)(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		fn(viewer.System(r.Context()))
 	}))
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))

@@ -73,7 +73,7 @@ func NewHandler(d Deps) http.Handler {
 		d.Metrics = metrics.New(d.DB.SQL)
 	}
 	authn := auth.New(d.DB, auth.WithLogger(d.Log))
-	loaders := loader.Middleware(d.DB.Client)
+	loaders := loader.Middleware(d.DB)
 	resolver := graph.NewResolver(d.Service)
 	restErr := func(w http.ResponseWriter, r *http.Request, err error) { middleware.WriteError(w, r, d.Log, err) }
 
