@@ -183,9 +183,10 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*viewe
 }
 
 // touch records the token's use at now and bumps the workspace version, in
-// one transaction that locks the workspace row first (as every write of the
-// core does) and gives up after TouchLockWait rather than wait behind
-// another transaction.
+// one transaction that locks the workspace row first (what core's version
+// bumps take, so versions stay in commit order; it changes no record a
+// write of the core reads, so it needs not the workspace's write lock) and
+// gives up after TouchLockWait rather than wait behind another transaction.
 func (a *Authenticator) touch(ctx context.Context, v *viewer.Viewer, now time.Time) error {
 	return a.db.TryWrite(ctx, TouchLockWait, func(ctx context.Context, tx dialect.Tx) error {
 		b := entsql.Dialect(a.db.Dialect)

@@ -20,6 +20,7 @@ package core_test
 
 import (
 	"context"
+	"entgo.io/ent/dialect"
 	"errors"
 	"fmt"
 	"slices"
@@ -38,6 +39,7 @@ import (
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
+	"github.com/procsvc/procsvc/internal/events"
 	"github.com/procsvc/procsvc/internal/viewer"
 	"github.com/procsvc/procsvc/rest"
 )
@@ -68,7 +70,12 @@ func runInterleaving(ctx context.Context) {
 func hooked(t *testing.T, db *database.DB, key string, opts ...core.Option) *fixture {
 	t.Helper()
 	f := setup(t, db, key)
-	f.svc = core.New(db.Client, append([]core.Option{core.WithClock(func() time.Time { return clock })}, opts...)...)
+	base := []core.Option{core.WithClock(func() time.Time { return clock })}
+	if db.Dialect == dialect.Postgres {
+		// As the server runs: field updates share the workspace lock.
+		base = append(base, core.WithAnnouncer(events.NewPostgresAnnouncer(nil)))
+	}
+	f.svc = core.New(db.Client, append(base, opts...)...)
 	core.SetBeforeTx(f.svc, runInterleaving)
 	return f
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/procsvc/procsvc/ent/token"
 	"github.com/procsvc/procsvc/ent/workspace"
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/ids"
 	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/internal/viewer"
@@ -165,17 +166,16 @@ func (s *Service) inNumberingTx(ctx context.Context, v *viewer.Viewer, min viewe
 type lockMode uint8
 
 const (
-	// lockExclusive: the first statement bumps the version and holds the
-	// workspace row exclusively until commit; no other write of the
-	// workspace runs meanwhile.
+	// lockExclusive: the workspace's lock is held exclusively until
+	// commit (lockWorkspace), and the version is bumped at once; no other
+	// write of the workspace runs meanwhile.
 	lockExclusive lockMode = iota
 	// lockNumbering is lockExclusive that also adds one to procedure_seq.
 	lockNumbering
 	// lockShared is for a write of one procedure's fields that reads no
 	// other procedure (UpdateProcedure on PostgreSQL, unless it places the
-	// procedure at the end of a column). The first statement takes the
-	// workspace row FOR KEY SHARE, which excludes every exclusive write (an
-	// exclusive write asks FOR UPDATE) but not other shared ones; the write
+	// procedure at the end of a column). It holds the workspace's lock
+	// shared — excluding every exclusive write but not other shared ones —
 	// then locks its procedure's row, and bumps the version only in its
 	// last statement (fieldsChanged), so shared writes of a workspace queue
 	// for each other only from there to their commit.
@@ -187,11 +187,12 @@ const (
 // next statement (see inTx) and returns the viewer as of the lock, then fn.
 // It commits only if both succeed.
 //
-// Deadlock-free: an exclusive write holds the workspace row before any
-// other row and excludes every other write; shared writes hold the row in a
-// mode compatible with each other's version bump, then at most one
-// procedure row, then (the bump) the row in a mode only one of them holds
-// at a time, and then the tally rows, which nothing takes first.
+// Deadlock-free: an exclusive write holds the workspace's lock before any
+// row and excludes every other write; shared writes hold the lock shared,
+// then at most one procedure row, then (the bump) the workspace row, which
+// one of them holds at a time, and then the tally rows, which nothing takes
+// first. The token bookkeeping (internal/auth) takes only the workspace
+// row, then its token's.
 func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, mode lockMode,
 	acting func(tx *ent.Tx) (*viewer.Viewer, error), fn func(tx *ent.Tx, me *viewer.Viewer) error) error {
 	if s.beforeTx != nil {
@@ -221,33 +222,53 @@ func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, mode lockMode,
 	return nil
 }
 
-// lockWorkspace is a write transaction's first statement, taking the
-// workspace's row as mode says. A missing workspace answers disconnected.
+// lockWorkspace takes the workspace's lock as mode says, in a write
+// transaction's first statement, and bumps its version unless mode is
+// lockShared (whose last statement bumps it: fieldsChanged). A missing
+// workspace answers disconnected.
 //
-// The exclusive lock is PostgreSQL's FOR UPDATE, taken by a subquery of the
-// bump itself: the UPDATE alone would take FOR NO KEY UPDATE, which does
-// not conflict with a shared write's FOR KEY SHARE.
+// On PostgreSQL the lock is a transaction-level advisory lock keyed by the
+// workspace (database.WorkspaceLockKey), shared for lockShared and exclusive
+// otherwise. Unlike row locks, PostgreSQL queues advisory lock requests
+// fairly: a shared request waits behind an exclusive one already waiting,
+// so a stream of field updates cannot starve a move or a member's removal
+// (a row's FOR KEY SHARE would be granted past a waiting FOR UPDATE), and
+// each wait is one wait that lock_timeout bounds. The version bump still
+// takes the workspace row, which orders the bumps of field updates and of
+// the token bookkeeping (internal/auth). On SQLite the transaction's BEGIN
+// IMMEDIATE is the lock; the first statement only reads the workspace.
 func lockWorkspace(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, mode lockMode) error {
-	var n int
-	var err error
-	if mode == lockShared {
-		var ids []uuid.UUID
-		ids, err = tx.Workspace.Query().Where(workspace.ID(workspaceID)).
-			Modify(func(s *sql.Selector) { s.For(sql.LockKeyShare) }).IDs(ctx)
-		n = len(ids)
-	} else {
-		lock := tx.Workspace.Update().Where(workspace.ID(workspaceID)).AddVersion(1)
-		if mode == lockNumbering {
-			lock.AddProcedureSeq(1)
-		}
-		n, err = lock.Modify(func(u *sql.UpdateBuilder) {
-			if u.Dialect() == dialect.Postgres {
-				t := sql.Table(workspace.Table)
-				u.Where(sql.In(workspace.FieldID, sql.Dialect(dialect.Postgres).Select(t.C(workspace.FieldID)).From(t).
-					Where(sql.EQ(t.C(workspace.FieldID), workspaceID)).For(sql.LockUpdate)))
-			}
-		}).Save(ctx)
+	var rows []struct {
+		ID     uuid.UUID `json:"id"`
+		Locked []byte    `json:"locked"` // pg_advisory_xact_lock returns void
 	}
+	err := tx.Workspace.Query().Where(workspace.ID(workspaceID)).Modify(func(s *sql.Selector) {
+		s.Select(s.C(workspace.FieldID))
+		if s.Dialect() != dialect.Postgres {
+			return
+		}
+		lock := "pg_advisory_xact_lock"
+		if mode == lockShared {
+			lock = "pg_advisory_xact_lock_shared"
+		}
+		s.AppendSelectExprAs(sql.ExprFunc(func(b *sql.Builder) {
+			b.WriteString(lock + "(").Arg(database.WorkspaceLockKey(workspaceID)).WriteString(")")
+		}), "locked")
+	}).Scan(ctx, &rows)
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
+	}
+	if mode == lockShared {
+		return nil
+	}
+	bump := tx.Workspace.Update().Where(workspace.ID(workspaceID)).AddVersion(1)
+	if mode == lockNumbering {
+		bump.AddProcedureSeq(1)
+	}
+	n, err := bump.Save(ctx)
 	if err != nil {
 		return err
 	}

@@ -17,10 +17,12 @@ import (
 
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/proceduretally"
+	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
 	"github.com/procsvc/procsvc/internal/events"
+	"github.com/procsvc/procsvc/internal/viewer"
 )
 
 // postgresService is a Service announcing as the server does on
@@ -34,14 +36,20 @@ func postgresService(db *database.DB) *core.Service {
 // never reached its lock), never a pass.
 const lockGuard = 20 * time.Second
 
-// heldWorkspace is a transaction of another session holding the
-// workspace's row in one of PostgreSQL's row-lock modes, as a write of
-// procsvc in flight does: FOR KEY SHARE (a field update, before its bump),
-// FOR NO KEY UPDATE (a field update's bump), FOR UPDATE (an exclusive
-// write).
+// heldWorkspace is a transaction of another session holding what a write
+// of procsvc in flight holds on PostgreSQL: the workspace's advisory lock
+// shared (a field update before its bump) or exclusive (any other write),
+// or the workspace's row (a field update's bump).
 type heldWorkspace struct{ conn *sql.Conn }
 
-func holdWorkspace(t *testing.T, db *database.DB, workspaceID fmt.Stringer, mode string) *heldWorkspace {
+// The ways heldWorkspace holds a workspace.
+const (
+	holdShared    = "SELECT pg_advisory_xact_lock_shared($1)"
+	holdExclusive = "SELECT pg_advisory_xact_lock($1)"
+	holdBump      = "SELECT id FROM workspaces WHERE id = $1 FOR NO KEY UPDATE"
+)
+
+func holdWorkspace(t *testing.T, db *database.DB, workspaceID uuid.UUID, hold string) *heldWorkspace {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := db.SQL.Conn(ctx)
@@ -51,12 +59,30 @@ func holdWorkspace(t *testing.T, db *database.DB, workspaceID fmt.Stringer, mode
 	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.ExecContext(ctx, "SELECT id FROM workspaces WHERE id = $1 FOR "+mode, workspaceID.String()); err != nil {
+	var arg any = database.WorkspaceLockKey(workspaceID)
+	if hold == holdBump {
+		arg = workspaceID.String()
+	}
+	if _, err := conn.ExecContext(ctx, hold, arg); err != nil {
 		t.Fatal(err)
 	}
 	h := &heldWorkspace{conn: conn}
 	t.Cleanup(h.release)
 	return h
+}
+
+// commit runs stmt in the holding transaction, then commits it.
+func (h *heldWorkspace) commit(t *testing.T, stmt string, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := h.conn.ExecContext(ctx, stmt, args...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.conn.ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	h.conn.Close()
+	h.conn = nil
 }
 
 func (h *heldWorkspace) release() {
@@ -94,6 +120,14 @@ func finished(t *testing.T, what string, done <-chan error) {
 // if the write finishes first or nothing waits within lockGuard.
 func blockedOnLock(t *testing.T, db *database.DB, what string, done <-chan error) {
 	t.Helper()
+	waitersOnLock(t, db, 1, what, done)
+}
+
+// waitersOnLock waits until n sessions of the database wait for a lock,
+// failing t if the write done reports finishes first or fewer wait within
+// lockGuard.
+func waitersOnLock(t *testing.T, db *database.DB, n int, what string, done <-chan error) {
+	t.Helper()
 	deadline := time.Now().Add(lockGuard)
 	for time.Now().Before(deadline) {
 		select {
@@ -106,7 +140,7 @@ func blockedOnLock(t *testing.T, db *database.DB, what string, done <-chan error
 			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
-		if waiting > 0 {
+		if waiting >= n {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -138,7 +172,7 @@ func rowLocked(t *testing.T, db *database.DB, id fmt.Stringer) bool {
 // another field update in flight, waits for an exclusive write, and waits
 // for another field update's version bump only once it has updated its own
 // row, holding that row; an exclusive write waits for a field update in
-// flight.
+// flight, and a field update arriving after it waits behind it.
 func TestFieldUpdatesShareTheWorkspaceLock(t *testing.T) {
 	dbtest.NeedPostgres(t)
 	db := dbtest.Open(t, "postgres")
@@ -155,19 +189,34 @@ func TestFieldUpdatesShareTheWorkspaceLock(t *testing.T) {
 	}
 
 	t.Run("beside a field update in flight", func(t *testing.T) {
-		h := holdWorkspace(t, db, ws, "KEY SHARE")
+		h := holdWorkspace(t, db, ws, holdShared)
 		finished(t, "a field update", started(prioritise(p1.ID.String(), "HIGH")))
 		move := started(func() error {
 			_, err := f.svc.MoveProcedure(f.admin, p2.ID.String(), strp("IN_PROGRESS"), nil, nil)
 			return err
 		})
 		blockedOnLock(t, db, "a move", move)
+		// A field update arriving now queues behind the move, not beside
+		// the one in flight: a stream of them cannot starve the move.
+		var granted bool
+		if err := db.SQL.QueryRow("SELECT pg_try_advisory_lock_shared($1)", database.WorkspaceLockKey(ws)).Scan(&granted); err != nil {
+			t.Fatal(err)
+		}
+		if granted {
+			t.Error("a shared lock was granted past a waiting exclusive write")
+			if _, err := db.SQL.Exec("SELECT pg_advisory_unlock_shared($1)", database.WorkspaceLockKey(ws)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		late := started(prioritise(p1.ID.String(), "LOW"))
+		waitersOnLock(t, db, 2, "a field update behind a waiting move", late)
 		h.release()
 		finished(t, "the move", move)
+		finished(t, "the field update behind it", late)
 	})
 
 	t.Run("behind an exclusive write", func(t *testing.T) {
-		h := holdWorkspace(t, db, ws, "UPDATE")
+		h := holdWorkspace(t, db, ws, holdExclusive)
 		update := started(prioritise(p1.ID.String(), "LOW"))
 		blockedOnLock(t, db, "a field update", update)
 		if rowLocked(t, db, p1.ID) {
@@ -182,7 +231,7 @@ func TestFieldUpdatesShareTheWorkspaceLock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := holdWorkspace(t, db, ws, "NO KEY UPDATE")
+		h := holdWorkspace(t, db, ws, holdBump)
 		update := started(prioritise(p1.ID.String(), "MEDIUM"))
 		blockedOnLock(t, db, "a field update", update)
 		if !rowLocked(t, db, p1.ID) {
@@ -198,6 +247,74 @@ func TestFieldUpdatesShareTheWorkspaceLock(t *testing.T) {
 			t.Errorf("version %d → %d; a field update bumps it once", before.Version, after.Version)
 		}
 	})
+}
+
+// TestFieldUpdateSeesAccessChangedWhileItWaits: a field update blocked on
+// its workspace's lock while an exclusive write removes its member,
+// revokes its token or demotes its member, and commits, is refused as that
+// write left the member (disconnected, disconnected, forbidden) and writes
+// nothing. Its member is re-read by the statement after the lock, whose
+// snapshot follows the wait.
+func TestFieldUpdateSeesAccessChangedWhileItWaits(t *testing.T) {
+	dbtest.NeedPostgres(t)
+	db := dbtest.Open(t, "postgres")
+	f := setup(t, db, "ACCW")
+	f.svc = postgresService(db)
+	p := f.newProcedure(t, "guarded", "TODO", f.project)
+	ws := f.boot.Workspace.ID
+	cases := []struct {
+		name   string
+		change func(m *ent.Member, token uuid.UUID) (string, []any)
+		want   apperr.Code
+	}{
+		{"member removed", func(m *ent.Member, _ uuid.UUID) (string, []any) {
+			return "UPDATE members SET removed_at = now() WHERE id = $1", []any{m.ID.String()}
+		}, apperr.Disconnected},
+		{"token revoked", func(_ *ent.Member, token uuid.UUID) (string, []any) {
+			return "UPDATE tokens SET revoked_at = now() WHERE id = $1", []any{token.String()}
+		}, apperr.Disconnected},
+		{"member demoted", func(m *ent.Member, _ uuid.UUID) (string, []any) {
+			return "UPDATE members SET role = 'VIEWER' WHERE id = $1", []any{m.ID.String()}
+		}, apperr.Forbidden},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, m := f.as(t, viewer.RoleMember)
+			token := uuid.New()
+			if _, err := db.Client.Token.Create().SetID(token).SetWorkspaceID(ws).SetMemberID(m.ID).
+				SetName("t").SetSecretHash(uuid.NewString()).Save(sys()); err != nil {
+				t.Fatal(err)
+			}
+			v := *viewer.FromContext(ctx)
+			v.TokenID = token
+			ctx = viewer.NewContext(context.Background(), &v)
+			before, err := db.Client.Procedure.Get(sys(), p.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := holdWorkspace(t, db, ws, holdExclusive)
+			update := started(func() error {
+				_, err := f.svc.UpdateProcedure(ctx, p.ID.String(), core.UpdateProcedureInput{Name: core.Some("changed by " + c.name)})
+				return err
+			})
+			blockedOnLock(t, db, "a field update", update)
+			stmt, args := c.change(m, token)
+			h.commit(t, stmt, args...)
+			select {
+			case err := <-update:
+				wantCode(t, err, c.want)
+			case <-time.After(lockGuard):
+				t.Fatal("the field update is still blocked")
+			}
+			after, err := db.Client.Procedure.Get(sys(), p.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after.Name != before.Name || !after.UpdatedAt.Equal(before.UpdatedAt) {
+				t.Errorf("the refused update wrote: %q at %s", after.Name, after.UpdatedAt)
+			}
+		})
+	}
 }
 
 // TestConcurrentMixedWrites runs field updates (under the shared lock) and
@@ -315,7 +432,7 @@ func TestFieldUpdateStatementsOnPostgres(t *testing.T) {
 	p := f.newProcedure(t, "counted", "TODO", f.project)
 	ws := f.boot.Workspace.ID
 	want := []*regexp.Regexp{
-		regexp.MustCompile(`^SELECT .* FROM "workspaces" WHERE .* FOR KEY SHARE`),
+		regexp.MustCompile(`^SELECT "workspaces"."id", \(pg_advisory_xact_lock_shared\(\$1\)\) AS "locked" FROM "workspaces" WHERE `),
 		regexp.MustCompile(`^SELECT .* FROM "procedures" WHERE .* FOR NO KEY UPDATE`),
 		regexp.MustCompile(`^UPDATE "procedures" SET `),
 		regexp.MustCompile(`^WITH "bumped" AS \(UPDATE "workspaces" SET "version" = .*"tallied" AS \(UPDATE "procedure_tallies" .*pg_notify\(`),

@@ -80,8 +80,9 @@ func (c tallyChange) replaced(before, after *ent.Procedure) {
 	c.added(after)
 }
 
-// keys are the tallies c changes, sorted: a statement updating several
-// tally rows locks them in the same order as any other.
+// keys are the tallies c changes, sorted (a stable statement text). Tally
+// rows are only ever updated under the workspace's version bump, so their
+// lock order does not matter.
 func (c tallyChange) keys() []string {
 	keys := make([]string, 0, len(c))
 	for k, d := range c {

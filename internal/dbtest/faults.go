@@ -5,11 +5,15 @@ import (
 	"database/sql"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/lib/pq"
+
+	"github.com/procsvc/procsvc/internal/database"
 )
 
 // faultGuard bounds how long a fault helper may wait on the database.
@@ -65,8 +69,10 @@ func TerminateBackends(t testing.TB, rawURL string) {
 }
 
 // HoldWorkspace makes another client hold what every write of the
-// workspace needs (its row lock on PostgreSQL, the write lock on SQLite) in
-// a transaction left open, until the returned function ends it.
+// workspace needs (on PostgreSQL its advisory lock, exclusively, and its
+// row, which the version bump and the token bookkeeping take; on SQLite the
+// write lock) in a transaction left open, until the returned function ends
+// it.
 func HoldWorkspace(t testing.TB, driverName, dsn, workspaceID string) (release func()) {
 	t.Helper()
 	ctx := context.Background()
@@ -81,7 +87,12 @@ func HoldWorkspace(t testing.TB, driverName, dsn, workspaceID string) (release f
 	}
 	stmts := []string{"BEGIN IMMEDIATE"}
 	if driverName == "postgres" {
-		stmts = []string{"BEGIN", "UPDATE workspaces SET version = version WHERE id = '" + workspaceID + "'"}
+		id, err := uuid.Parse(workspaceID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stmts = []string{"BEGIN", "SELECT pg_advisory_xact_lock(" + strconv.FormatInt(database.WorkspaceLockKey(id), 10) + ")",
+			"UPDATE workspaces SET version = version WHERE id = '" + workspaceID + "'"}
 	}
 	for _, s := range stmts {
 		if _, err := conn.ExecContext(ctx, s); err != nil {
