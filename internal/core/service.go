@@ -223,52 +223,58 @@ func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, mode lockMode,
 }
 
 // lockWorkspace takes the workspace's lock as mode says, in a write
-// transaction's first statement, and bumps its version unless mode is
-// lockShared (whose last statement bumps it: fieldsChanged). A missing
+// transaction's first statement, which also bumps its version unless mode
+// is lockShared (whose last statement bumps it: fieldsChanged). A missing
 // workspace answers disconnected.
 //
 // On PostgreSQL the lock is a transaction-level advisory lock keyed by the
-// workspace (database.WorkspaceLockKey), shared for lockShared and exclusive
-// otherwise. Unlike row locks, PostgreSQL queues advisory lock requests
-// fairly: a shared request waits behind an exclusive one already waiting,
-// so a stream of field updates cannot starve a move or a member's removal
-// (a row's FOR KEY SHARE would be granted past a waiting FOR UPDATE), and
-// each wait is one wait that lock_timeout bounds. The version bump still
-// takes the workspace row, which orders the bumps of field updates and of
+// workspace (database.WorkspaceLockKey), shared for lockShared and
+// exclusive otherwise. Unlike row locks, PostgreSQL queues advisory lock
+// requests fairly: a shared request waits behind an exclusive one already
+// waiting, so a stream of field updates cannot starve a move or a member's
+// removal (a row's FOR KEY SHARE would be granted past a waiting FOR
+// UPDATE), and a write waits once, for as long as lock_timeout allows. An
+// exclusive write takes it in a CTE of its bump, which PostgreSQL runs as
+// a one-time filter before it reads, let alone locks, the workspace row.
+// The bump takes that row, which orders the bumps of field updates and of
 // the token bookkeeping (internal/auth). On SQLite the transaction's BEGIN
-// IMMEDIATE is the lock; the first statement only reads the workspace.
+// IMMEDIATE is the lock.
 func lockWorkspace(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, mode lockMode) error {
-	var rows []struct {
-		ID     uuid.UUID `json:"id"`
-		Locked []byte    `json:"locked"` // pg_advisory_xact_lock returns void
-	}
-	err := tx.Workspace.Query().Where(workspace.ID(workspaceID)).Modify(func(s *sql.Selector) {
-		s.Select(s.C(workspace.FieldID))
-		if s.Dialect() != dialect.Postgres {
-			return
-		}
-		lock := "pg_advisory_xact_lock"
-		if mode == lockShared {
-			lock = "pg_advisory_xact_lock_shared"
-		}
-		s.AppendSelectExprAs(sql.ExprFunc(func(b *sql.Builder) {
-			b.WriteString(lock + "(").Arg(database.WorkspaceLockKey(workspaceID)).WriteString(")")
-		}), "locked")
-	}).Scan(ctx, &rows)
-	if err != nil {
-		return err
-	}
-	if len(rows) == 0 {
-		return apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
-	}
+	key := database.WorkspaceLockKey(workspaceID)
 	if mode == lockShared {
+		var rows []struct {
+			ID     uuid.UUID `json:"id"`
+			Locked []byte    `json:"locked"` // pg_advisory_xact_lock_shared returns void
+		}
+		err := tx.Workspace.Query().Where(workspace.ID(workspaceID)).Modify(func(s *sql.Selector) {
+			s.Select(s.C(workspace.FieldID))
+			if s.Dialect() == dialect.Postgres {
+				s.AppendSelectExprAs(sql.ExprFunc(func(b *sql.Builder) {
+					b.WriteString("pg_advisory_xact_lock_shared(").Arg(key).WriteString(")")
+				}), "locked")
+			}
+		}).Scan(ctx, &rows)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
+		}
 		return nil
 	}
 	bump := tx.Workspace.Update().Where(workspace.ID(workspaceID)).AddVersion(1)
 	if mode == lockNumbering {
 		bump.AddProcedureSeq(1)
 	}
-	n, err := bump.Save(ctx)
+	n, err := bump.Modify(func(u *sql.UpdateBuilder) {
+		if u.Dialect() != dialect.Postgres {
+			return
+		}
+		u.Prefix(sql.ExprFunc(func(b *sql.Builder) {
+			b.WriteString(`WITH "workspace_lock" AS MATERIALIZED (SELECT pg_advisory_xact_lock(`).Arg(key).WriteString("))")
+		}))
+		u.Where(sql.Exists(sql.Expr(`SELECT 1 FROM "workspace_lock"`)))
+	}).Save(ctx)
 	if err != nil {
 		return err
 	}
