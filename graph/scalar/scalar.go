@@ -64,16 +64,7 @@ func (id uuidValue) MarshalGQL(w io.Writer) {
 
 // AppendUUID appends id's canonical form (what id.String returns), the text
 // MarshalUUID quotes.
-func AppendUUID(b []byte, id uuid.UUID) []byte {
-	const hex = "0123456789abcdef"
-	for i, c := range id {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			b = append(b, '-')
-		}
-		b = append(b, hex[c>>4], hex[c&0x0f])
-	}
-	return b
-}
+func AppendUUID(b []byte, id uuid.UUID) []byte { return ids.AppendText(b, id) }
 
 // write appends what text renders to the spare capacity of gqlgen's response
 // buffer, or to a stack buffer for any other writer.

@@ -69,3 +69,16 @@ func Parse(s string) (uuid.UUID, error) {
 	}
 	return id, nil
 }
+
+// AppendText appends id's canonical text form (what id.String returns)
+// without allocating, for writers of JSON and SQL array literals.
+func AppendText(b []byte, id uuid.UUID) []byte {
+	const hex = "0123456789abcdef"
+	for i, c := range id {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b = append(b, '-')
+		}
+		b = append(b, hex[c>>4], hex[c&0x0f])
+	}
+	return b
+}

@@ -109,14 +109,3 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID) (cs []*ent.C
 	return cs, true, rows.Err()
 }
 
-// appendUUID appends id in its canonical text form.
-func appendUUID(b []byte, id uuid.UUID) []byte {
-	const hex = "0123456789abcdef"
-	for i, c := range id {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			b = append(b, '-')
-		}
-		b = append(b, hex[c>>4], hex[c&0x0f])
-	}
-	return b
-}

@@ -242,17 +242,7 @@ func load[V any](ctx context.Context, l *Loaders, e *edge[V], f fetch[V], key uu
 // prime runs f once for the keys not yet primed and keeps the results. The
 // caller holds l.mu.
 func prime[V any](ctx context.Context, e *edge[V], f fetch[V], keys []uuid.UUID) error {
-	var todo []uuid.UUID
-	seen := make(map[uuid.UUID]struct{}, len(keys))
-	for _, k := range keys {
-		if _, ok := seen[k]; ok {
-			continue
-		}
-		seen[k] = struct{}{}
-		if _, ok := e.loaded[k]; !ok {
-			todo = append(todo, k)
-		}
-	}
+	todo := todo(e, keys)
 	if len(todo) == 0 {
 		return nil
 	}

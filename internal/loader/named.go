@@ -16,6 +16,7 @@ import (
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/project"
 	"github.com/procsvc/procsvc/internal/database"
+	"github.com/procsvc/procsvc/internal/ids"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -207,15 +208,15 @@ func (r *namedReader) read(ctx context.Context, k namedKeys) (found named, ok bo
 	return found, true, rows.Err()
 }
 
-// uuidArray is ids as a PostgreSQL uuid[] literal: {id,id,…}.
-func uuidArray(ids []uuid.UUID) string {
-	b := make([]byte, 0, 2+37*len(ids))
+// uuidArray is keys as a PostgreSQL uuid[] literal: {id,id,…}.
+func uuidArray(keys []uuid.UUID) string {
+	b := make([]byte, 0, 2+37*len(keys))
 	b = append(b, '{')
-	for i, id := range ids {
+	for i, id := range keys {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendUUID(b, id)
+		b = ids.AppendText(b, id)
 	}
 	return string(append(b, '}'))
 }
