@@ -108,4 +108,3 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID) (cs []*ent.C
 	}
 	return cs, true, rows.Err()
 }
-
