@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/internal/ids"
 	"github.com/procsvc/procsvc/internal/timefmt"
 )
 
@@ -119,15 +120,8 @@ func appendProcedure(b []byte, p *ent.Procedure, cat *ent.Category, doer *ent.Me
 
 // appendUUID appends id as a JSON string in its canonical form.
 func appendUUID(b []byte, id uuid.UUID) []byte {
-	const hex = "0123456789abcdef"
 	b = append(b, '"')
-	for i, c := range id {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			b = append(b, '-')
-		}
-		b = append(b, hex[c>>4], hex[c&0x0f])
-	}
-	return append(b, '"')
+	return append(ids.AppendText(b, id), '"')
 }
 
 func appendOptUUID(b []byte, id *uuid.UUID) []byte {

@@ -227,10 +227,7 @@ func TestFieldUpdatesShareTheWorkspaceLock(t *testing.T) {
 	})
 
 	t.Run("behind another field update's bump", func(t *testing.T) {
-		before, err := db.Client.Workspace.Get(sys(), ws)
-		if err != nil {
-			t.Fatal(err)
-		}
+		before := f.version(t)
 		h := holdWorkspace(t, db, ws, holdBump)
 		update := started(prioritise(p1.ID.String(), "MEDIUM"))
 		blockedOnLock(t, db, "a field update", update)
@@ -239,12 +236,9 @@ func TestFieldUpdatesShareTheWorkspaceLock(t *testing.T) {
 		}
 		h.release()
 		finished(t, "the field update", update)
-		after, err := db.Client.Workspace.Get(sys(), ws)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if after.Version != before.Version+1 {
-			t.Errorf("version %d → %d; a field update bumps it once", before.Version, after.Version)
+		after := f.version(t)
+		if after != before+1 {
+			t.Errorf("version %d → %d; a field update bumps it once", before, after)
 		}
 	})
 }
@@ -333,10 +327,7 @@ func TestConcurrentMixedWrites(t *testing.T) {
 			ids = append(ids, f.newProcedure(t, fmt.Sprintf("shared %d", i), "TODO", f.project).ID.String())
 		}
 		ws := f.boot.Workspace.ID
-		start, err := db.Client.Workspace.Get(sys(), ws)
-		if err != nil {
-			t.Fatal(err)
-		}
+		start := f.version(t)
 		priorities := []string{"LOW", "MEDIUM", "HIGH"}
 		states := []string{"TODO", "IN_PROGRESS", "COMPLETED", "WAITING"}
 		const writers, opsEach = 6, 25
@@ -384,12 +375,9 @@ func TestConcurrentMixedWrites(t *testing.T) {
 		for err := range errs {
 			t.Error(err)
 		}
-		end, err := db.Client.Workspace.Get(sys(), ws)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if end.Version-start.Version != written {
-			t.Errorf("version moved by %d over %d committed writes", end.Version-start.Version, written)
+		end := f.version(t)
+		if end-start != written {
+			t.Errorf("version moved by %d over %d committed writes", end-start, written)
 		}
 		kept := tallies(t, db, ws)
 		if err := core.RebuildTallies(sys(), db.Client, ws); err != nil {
@@ -441,10 +429,7 @@ func TestFieldUpdateStatementsOnPostgres(t *testing.T) {
 		{Priority: core.Some("HIGH")},
 		{Name: core.Some("renamed")}, // no tally changes
 	} {
-		before, err := db.Client.Workspace.Get(sys(), ws)
-		if err != nil {
-			t.Fatal(err)
-		}
+		before := f.version(t)
 		stmts := counted(t, l, func() error {
 			_, err := svc.UpdateProcedure(f.admin, p.ShortID, in)
 			return err
@@ -460,12 +445,9 @@ func TestFieldUpdateStatementsOnPostgres(t *testing.T) {
 				t.Errorf("%+v: statement %d is %.200s; want %s", in, i, stmts[i], re)
 			}
 		}
-		after, err := db.Client.Workspace.Get(sys(), ws)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if after.Version != before.Version+1 {
-			t.Errorf("%+v: version %d → %d; want one bump", in, before.Version, after.Version)
+		after := f.version(t)
+		if after != before+1 {
+			t.Errorf("%+v: version %d → %d; want one bump", in, before, after)
 		}
 		kept := tallies(t, db, ws)
 		if err := core.RebuildTallies(sys(), db.Client, ws); err != nil {

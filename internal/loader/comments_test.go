@@ -27,14 +27,7 @@ func TestCommentsAsEntReadsThem(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {
 		sys := viewer.System(context.Background())
 		shape := bench.Shape{Procedures: 30, Projects: 2, Categories: 2, Members: 3, MaxComments: 4}
-		a, err := bench.Seed(sys, db.Client, "Acme", "ACME", shape, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := bench.Seed(sys, db.Client, "Bolt", "BOLT", shape, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
+		a, b := seedTwo(t, db, shape)
 		procsOf := func(ws uuid.UUID) []*ent.Procedure {
 			procs, err := db.Client.Procedure.Query().Where(procedure.WorkspaceID(ws)).
 				WithComments(func(q *ent.CommentQuery) { q.Order(comment.ByCreatedAt(), comment.ByID()) }).All(sys)

@@ -17,6 +17,22 @@ import (
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
+// seedTwo seeds two workspaces of shape, Acme and Bolt, for tests that
+// check a read of one never sees the other's rows.
+func seedTwo(t *testing.T, db *database.DB, shape bench.Shape) (a, b *bench.Seeded) {
+	t.Helper()
+	sys := viewer.System(context.Background())
+	a, err := bench.Seed(sys, db.Client, "Acme", "ACME", shape, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = bench.Seed(sys, db.Client, "Bolt", "BOLT", shape, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, b
+}
+
 // inRequest runs fn with a request's loaders, as loader.Middleware gives them.
 func inRequest(t *testing.T, db *database.DB, fn func(ctx context.Context)) {
 	t.Helper()

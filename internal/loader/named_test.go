@@ -60,14 +60,7 @@ func TestNamedAsEntReadsThem(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {
 		sys := viewer.System(context.Background())
 		shape := bench.Shape{Procedures: 4, Projects: 4, Categories: 3, Members: 4}
-		a, err := bench.Seed(sys, db.Client, "Acme", "ACME", shape, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := bench.Seed(sys, db.Client, "Bolt", "BOLT", shape, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
+		a, b := seedTwo(t, db, shape)
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		if err := db.Client.Project.UpdateOneID(a.ProjectIDs[0]).SetStartedAt(now.Add(-time.Hour)).SetDueAt(now).Exec(sys); err != nil {
 			t.Fatal(err)

@@ -24,14 +24,7 @@ func TestSharedEdges(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {
 		sys := viewer.System(context.Background())
 		shape := bench.Shape{Procedures: 12, Projects: 2, Categories: 2, Members: 3, MaxComments: 1}
-		a, err := bench.Seed(sys, db.Client, "Acme", "ACME", shape, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := bench.Seed(sys, db.Client, "Bolt", "BOLT", shape, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
+		a, b := seedTwo(t, db, shape)
 		withDoer := func(ws *bench.Seeded) []*ent.Procedure {
 			procs, err := db.Client.Procedure.Query().
 				Where(procedure.WorkspaceID(ws.WorkspaceID), procedure.DoerIDNotNil(), procedure.CategoryIDNotNil()).All(sys)
