@@ -38,8 +38,9 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics, live *Live) *h
 	srv := handler.New(generated.NewExecutableSchema(cfg))
 	if live != nil {
 		// Before POST, which would take a Server-Sent Events request too.
-		srv.AddTransport(live.websocket())
-		srv.AddTransport(sse{live: live})
+		writeErr := graphqlError(log)
+		srv.AddTransport(webSocket{live: live, writeErr: writeErr})
+		srv.AddTransport(sse{live: live, writeErr: writeErr})
 	}
 	srv.AddTransport(direct{transport.GET{}})
 	srv.AddTransport(direct{transport.POST{}})
@@ -66,7 +67,7 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics, live *Live) *h
 			name = oc.Operation.Name
 		}
 		route := "graphql:" + m.OperationLabel(name)
-		if c := connFrom(ctx); c == nil || c.sse != nil {
+		if middleware.Info(ctx).Route != webSocketRoute {
 			// A WebSocket's operations run concurrently on one request,
 			// whose route is set once (webSocketRoute).
 			middleware.Info(ctx).Route = route
@@ -77,24 +78,8 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics, live *Live) *h
 				respcache.MarkFootprinted(ctx)
 			}
 		}
-		if live != nil {
-			return live.aroundWebSocketOperation(context.WithValue(ctx, liveKey{}, live), next)
-		}
 		return next(ctx)
 	})
-	if live != nil {
-		// A subscription lives long: each event it delivers is rendered
-		// with fresh dataloaders, never with edges cached for an earlier
-		// one. A WebSocket's operations get loaders of their own, as the
-		// HTTP middleware gives every request.
-		srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-			oc := graphql.GetOperationContext(ctx)
-			if (oc.Operation != nil && oc.Operation.Operation == ast.Subscription) || connFrom(ctx) != nil {
-				ctx = live.freshLoaders(ctx)
-			}
-			return next(ctx)
-		})
-	}
 	// A mutation's root fields run one after another: each starts with
 	// fresh dataloaders, so that none renders an edge (a category, member,
 	// project or comments) loaded before an earlier root field changed it.
@@ -103,7 +88,7 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics, live *Live) *h
 			switch {
 			case oc.Operation.Operation == ast.Mutation:
 				loader.Reset(ctx)
-			case oc.Operation.Operation == ast.Query && connFrom(ctx) == nil:
+			case oc.Operation.Operation == ast.Query && !onStream(ctx):
 				// Over HTTP the viewer was authenticated by this request,
 				// with its workspace's version: its edges may come from
 				// what other reads of that version loaded. A WebSocket's

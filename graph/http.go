@@ -46,7 +46,7 @@ func NewHandler(r *Resolver, log *slog.Logger, m *metrics.Metrics, mw Middleware
 				return
 			}
 			middleware.Info(r.Context()).Route = webSocketRoute
-			exec.ServeHTTP(w, r.WithContext(withConn(r.Context(), &conn{credential: r.Header.Get("Authorization")})))
+			exec.ServeHTTP(w, r)
 		})
 	}
 	return g

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -10,35 +11,15 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/99designs/gqlgen/graphql/handler/transport"
-	coderws "github.com/coder/websocket"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/middleware"
-	"github.com/procsvc/procsvc/internal/viewer"
 )
-
-// The WebSocket close codes procsvc uses, beyond gqlgen's own (1000 normal,
-// 1002 protocol error): graphql-transport-ws's 4403 for a credential
-// refused at connection_init or later revoked, 4429 for a connection
-// refused by the rate limit, and 1001 when the server shuts down.
-const (
-	CloseForbidden       = 4403
-	CloseTooManyRequests = 4429
-	CloseGoingAway       = 1001
-)
-
-// webSocketRoute labels a WebSocket's request in logs and metrics.
-const webSocketRoute = "graphql:websocket"
-
-// initTimeout bounds the wait for connection_init.
-const initTimeout = 10 * time.Second
 
 // IsStream reports whether r opens a long-lived stream of /graphql: a
 // WebSocket upgrade, or a request for Server-Sent Events. Such requests
@@ -101,168 +82,29 @@ func checkOrigin(r *http.Request, patterns []string) error {
 	return apperr.New(apperr.Forbidden, "WebSockets from %s are not allowed (see --websocket-origins)", u.Host)
 }
 
-// conn is what a subscription knows of the connection carrying it: the
-// credential to re-authenticate, and how to end it with an error.
-type conn struct {
-	// credential is the Authorization value the connection authenticated
-	// with.
-	credential string
+// streamMarker marks the context of an operation carried by a long-lived
+// connection (a WebSocket, a Server-Sent Events stream): its viewer is as
+// old as the connection (see NewServer's AroundRootFields), and the route
+// of its request is set once.
+type streamMarker struct{}
 
-	mu sync.Mutex
-	// ws is the WebSocket (nil for Server-Sent Events).
-	ws transport.WebsocketConn
-	// sse is the Server-Sent Events request's stream.
-	sse *sseState
-}
+func onStream(ctx context.Context) bool { return ctx.Value(streamMarker{}) != nil }
 
-type connKey struct{}
-
-func withConn(ctx context.Context, c *conn) context.Context {
-	return context.WithValue(ctx, connKey{}, c)
-}
-
-// connFrom returns the stream of ctx's operation, nil for a plain HTTP
-// request.
-func connFrom(ctx context.Context) *conn {
-	c, _ := ctx.Value(connKey{}).(*conn)
-	return c
-}
-
-// started records that the operation's subscription is streaming.
-func (c *conn) started() {
-	if c.sse != nil {
-		c.sse.mu.Lock()
-		c.sse.started = true
-		c.sse.mu.Unlock()
-	}
-}
-
-// end ends a subscription with err, on the connection carrying it. A
-// credential no longer valid closes a whole WebSocket (4403), as the
-// server shutting down does (1001); other errors end just the subscription
-// with an error message. On Server-Sent Events the error is the last event.
-func (c *conn) end(ctx context.Context, l *Live, err error) {
-	c.mu.Lock()
-	ws, sse := c.ws, c.sse
-	c.mu.Unlock()
-	switch {
-	case ws != nil:
-		switch {
-		case err == errClosing:
-			_ = ws.WriteClose(CloseGoingAway, "server shutting down")
-		case apperr.CodeOf(err) == apperr.Disconnected || apperr.CodeOf(err) == apperr.Unauthenticated:
-			_ = ws.WriteClose(CloseForbidden, "Forbidden: "+string(apperr.CodeOf(err)))
-		default:
-			transport.AddSubscriptionError(ctx, l.present(ctx, err))
-		}
-	case sse != nil:
-		sse.mu.Lock()
-		sse.err = l.present(ctx, err)
-		sse.mu.Unlock()
-	}
-}
-
-// wsImplementation accepts WebSockets with coder/websocket (gqlgen's
-// default) and hands each to the conn of its request.
-type wsImplementation struct{ origins []string }
-
-func (i wsImplementation) Accept(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
-	impl := transport.CoderWebsocketImplementation{AcceptOptions: coderws.AcceptOptions{OriginPatterns: i.origins}}
-	ws, err := impl.Accept(w, r, opts)
-	if err != nil {
-		return nil, err
-	}
-	if c := connFrom(r.Context()); c != nil {
-		c.mu.Lock()
-		c.ws = ws
-		c.mu.Unlock()
-	}
-	return ws, nil
-}
-
-// websocket is the graphql-transport-ws transport (and the older graphql-ws
-// protocol, for old clients).
-func (l *Live) websocket() transport.Websocket {
-	return transport.Websocket{
-		Implementation:        wsImplementation{origins: l.opts.Origins},
-		InitFunc:              l.initWebSocket,
-		InitTimeout:           initTimeout,
-		KeepAlivePingInterval: l.opts.KeepAlive,
-		PingPongInterval:      l.opts.KeepAlive,
-		PayloadReadLimit:      ptr(int64(middleware.MaxBodyBytes)),
-	}
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// initWebSocket authenticates connection_init: the payload's authorization
-// ("Bearer <token>", as browsers cannot set headers), else the upgrade
-// request's Authorization header; then charges the connection's rate
-// limit. A refusal closes the socket: 4403 for the credential, 4429 for
-// the rate limit.
-func (l *Live) initWebSocket(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
-	c := connFrom(ctx)
-	credential := p.Authorization()
-	if credential == "" && c != nil {
-		credential = c.credential
-	}
-	v, err := l.opts.Authenticate(ctx, credential)
-	if err != nil {
-		return refuse(ctx, CloseForbidden, "Forbidden: "+string(apperr.CodeOf(err))), nil, err
-	}
-	ctx, err = l.opts.Limiter.Connection(ctx, v)
-	if err != nil {
-		return refuse(ctx, CloseTooManyRequests, "Too many requests: "+string(apperr.RateLimited)), nil, err
-	}
-	if c != nil {
-		c.credential = credential
-	}
-	return viewer.NewContext(ctx, v), nil, nil
-}
-
-func refuse(ctx context.Context, code int, reason string) context.Context {
-	return transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, code), reason)
-}
-
-// aroundWebSocketOperation re-authenticates every operation a WebSocket
-// carries, as every HTTP request is: a token revoked since connection_init
-// runs nothing more, and its connection is closed (4403).
-func (l *Live) aroundWebSocketOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-	c := connFrom(ctx)
-	if c == nil || c.sse != nil {
-		return next(ctx)
-	}
-	v, err := l.reauthenticate(ctx, c)
-	if err != nil {
-		c.end(ctx, l, err)
-		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{l.present(ctx, err)}})
-	}
-	return next(viewer.NewContext(ctx, v))
-}
-
-// freshLoaders returns ctx with dataloaders of its own: each delivered
-// event is rendered with nothing cached from an earlier one.
-func (l *Live) freshLoaders(ctx context.Context) context.Context {
-	fresh := ctx
-	l.opts.Loaders(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { fresh = r.Context() })).
-		ServeHTTP(nil, (&http.Request{}).WithContext(ctx))
-	return fresh
-}
-
-// sseState is one Server-Sent Events request's subscription.
-type sseState struct {
-	mu      sync.Mutex
-	started bool
-	err     *gqlerror.Error
+func markStream(ctx context.Context) context.Context {
+	return context.WithValue(ctx, streamMarker{}, true)
 }
 
 // sse is the Server-Sent Events transport (GraphQL over SSE, "distinct
 // connections" mode): a POST with Accept: text/event-stream. Unlike
 // gqlgen's, it answers a request refused before its stream starts (the
 // document, the filter, the subscription cap) with an ordinary error body
-// and status, and lifts the server's read and write timeouts off the
-// stream.
-type sse struct{ live *Live }
+// and status; it writes from the request's goroutine alone, each write
+// bounded by LiveOptions.WriteTimeout, and starts no goroutine, so nothing
+// of the stream outlives its handler.
+type sse struct {
+	live     *Live
+	writeErr middleware.ErrorWriter
+}
 
 var _ graphql.Transport = sse{}
 
@@ -272,9 +114,9 @@ func (t sse) Supports(r *http.Request) bool {
 }
 
 func (t sse) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	l := t.live
 	start := graphql.Now()
-	state := &sseState{}
-	ctx := withConn(r.Context(), &conn{credential: r.Header.Get("Authorization"), sse: state})
+	ctx := markStream(r.Context())
 	params := &graphql.RawParams{Headers: r.Header}
 	// The transport guard has read and checked the body.
 	if err := json.NewDecoder(r.Body).Decode(params); err != nil {
@@ -288,80 +130,98 @@ func (t sse) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecut
 		return
 	}
 	ctx = graphql.WithOperationContext(ctx, oc)
-	responses, ctx := exec.DispatchOperation(ctx, oc)
-	state.mu.Lock()
-	started := state.started
-	state.mu.Unlock()
-	if oc.Operation.Operation == ast.Subscription && !started {
-		// Refused before a stream began: the response is its errors.
-		if resp := responses(ctx); resp != nil && len(resp.Errors) > 0 {
-			writeErrors(w, resp)
-			return
-		}
+	if operationKind(oc) != ast.Subscription {
+		t.once(w, ctx, exec, oc)
+		return
 	}
+	if err := l.admit(); err != nil {
+		t.writeErr(w, r, err)
+		return
+	}
+	defer l.dismiss()
+	s, errs := l.open(ctx, exec, oc, r.Header.Get("Authorization"))
+	if errs != nil {
+		writeErrors(w, &graphql.Response{Errors: errs})
+		return
+	}
+	defer s.close()
 
-	rc := http.NewResponseController(w)
-	// The stream outlives the server's read and write timeouts, which are
-	// meant for ordinary requests; keep-alive comments keep it moving.
-	_ = rc.SetReadDeadline(time.Time{})
-	_ = rc.SetWriteDeadline(time.Time{})
+	out := sseWriter{w: w, rc: http.NewResponseController(w), timeout: l.opts.WriteTimeout}
+	// The stream outlives the server's read timeout, meant for ordinary
+	// requests: past it, the server would cancel the request.
+	_ = out.rc.SetReadDeadline(time.Time{})
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	var mu sync.Mutex
-	write := func(s string) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if _, err := io.WriteString(w, s); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
-	if !write(":\n\n") {
+	if out.write([]byte(":\n\n")) != nil {
 		return
 	}
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		tick := time.NewTicker(t.live.opts.KeepAlive)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				write(": ping\n\n")
-			}
-		}
-	}()
+	keepAlive := time.NewTicker(l.opts.KeepAlive)
+	defer keepAlive.Stop()
+	ping := func() error { return out.write([]byte(": ping\n\n")) }
 	for {
-		resp := responses(ctx)
-		if resp == nil {
-			break
+		ev, err := s.next(ctx, keepAlive.C, ping)
+		switch {
+		case err == errIdle:
+			return
+		case err != nil:
+			_ = out.write(sseEvent(&graphql.Response{Errors: gqlerror.List{l.present(ctx, err)}}))
+			_ = out.write([]byte(sseComplete))
+			return
+		case ev == nil:
+			return // the client left
 		}
-		if !write(sseEvent(resp)) {
+		if out.write(ev.sseFrame()) != nil {
 			return
 		}
 	}
-	state.mu.Lock()
-	endErr := state.err
-	state.mu.Unlock()
-	if endErr != nil {
-		write(sseEvent(&graphql.Response{Errors: gqlerror.List{endErr}}))
-	}
-	write("event: complete\ndata:\n\n")
 }
 
-func sseEvent(resp *graphql.Response) string {
+// once answers a query or mutation that asked for an event stream as a
+// stream of one event.
+func (t sse) once(w http.ResponseWriter, ctx context.Context, exec graphql.GraphExecutor, oc *graphql.OperationContext) {
+	responses, ctx := exec.DispatchOperation(ctx, oc)
+	resp := responses(ctx)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if resp != nil {
+		_, _ = w.Write(sseEvent(resp))
+	}
+	_, _ = io.WriteString(w, sseComplete)
+}
+
+// sseWriter writes a stream's frames, each flushed to the client within
+// timeout or not at all (the write then fails, and the stream ends).
+type sseWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (s sseWriter) write(b []byte) error {
+	// Each write gets its own deadline, from now: a reader that takes
+	// nothing for timeout is cut, one that reads slowly is not.
+	if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	if _, err := s.w.Write(b); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+const sseComplete = "event: complete\ndata:\n\n"
+
+func sseEvent(resp *graphql.Response) []byte {
 	b, err := json.Marshal(resp)
 	if err != nil {
 		b = []byte(`{"errors":[{"message":"internal error","extensions":{"code":"internal"}}]}`)
 	}
-	return fmt.Sprintf("event: next\ndata: %s\n\n", b)
+	return fmt.Appendf(nil, "%s%s\n\n", sseNextPrefix, b)
 }
 
 // writeErrors answers a request refused before it executed: its errors

@@ -157,8 +157,13 @@ func From(err error) *Error {
 	return &Error{Code: Internal, Message: "internal error", Err: err}
 }
 
-// CodeOf returns the code err would be answered with.
-func CodeOf(err error) Code { return From(err).Code }
+// CodeOf returns the code err would be answered with ("" for nil).
+func CodeOf(err error) Code {
+	if err == nil {
+		return ""
+	}
+	return From(err).Code
+}
 
 // Map is From for return positions: nil stays a nil error (never a typed nil
 // *Error inside a non-nil interface).

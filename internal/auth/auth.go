@@ -166,6 +166,9 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*viewe
 	}
 	v.Role = viewer.Role(role)
 	v.VersionKnown = true
+	if expires.Valid {
+		v.ExpiresAt = expires.Time
+	}
 	if !used.Valid || now.Sub(used.Time) > lastUsedGranularity {
 		// lastUsedAt is workspace data (the tokens list shows it), so its
 		// change bumps the version like any write; this request then uses

@@ -27,6 +27,12 @@ type Event struct {
 	// was lost and restored): the subscriber should read afresh what it
 	// shows. Only WorkspaceID is set then; Change.Kind is empty.
 	Refetch bool
+	// Seq numbers the events a hub hands to its subscribers, from 1, in
+	// the order it hands them: every subscriber of a workspace sees the
+	// same event under the same Seq, so work done for one delivery (a
+	// read, a rendering) can be shared by the others (graph's live
+	// updates). Set by Publish and Refetch.
+	Seq uint64
 }
 
 // Why a subscription ended (Subscription.Err).
@@ -61,6 +67,8 @@ type Hub struct {
 	n         int
 	closed    bool
 	observers []func(Event)
+	// seq is the Seq of the last event handed out.
+	seq uint64
 }
 
 // Observe has every event published from now on (not Refetch) handed to
@@ -130,6 +138,8 @@ func (h *Hub) Publish(e Event) {
 	for _, observe := range h.observers {
 		observe(e)
 	}
+	h.seq++
+	e.Seq = h.seq
 	h.send(h.subs[e.WorkspaceID], e)
 }
 
@@ -140,7 +150,8 @@ func (h *Hub) Refetch() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for ws, list := range h.subs {
-		h.send(list, Event{Change: core.Change{WorkspaceID: ws}, Refetch: true})
+		h.seq++
+		h.send(list, Event{Change: core.Change{WorkspaceID: ws}, Refetch: true, Seq: h.seq})
 	}
 }
 

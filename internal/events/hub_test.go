@@ -45,6 +45,45 @@ func TestHubFanOut(t *testing.T) {
 	}
 }
 
+// TestHubNumbersEvents: every subscriber of a workspace sees an event
+// under the same Seq, and each event (a REFETCH included) gets a new one:
+// what graph's live updates read or render for one delivery is shared by
+// that key.
+func TestHubNumbersEvents(t *testing.T) {
+	h := NewHub(HubOptions{})
+	a, b := uuid.New(), uuid.New()
+	a1, a2, b1 := h.Subscribe(a), h.Subscribe(a), h.Subscribe(b)
+	h.Publish(change(a, 1))
+	h.Publish(change(b, 1))
+	h.Refetch()
+	h.Publish(change(a, 2))
+	seen := map[uint64]bool{}
+	var first []uint64
+	for i, s := range []*Subscription{a1, a2} {
+		var got []uint64
+		for range 3 {
+			e, ok := pending(s)
+			if !ok || e.Seq == 0 {
+				t.Fatalf("subscriber %d: %+v (%v), want a numbered event", i, e, ok)
+			}
+			got = append(got, e.Seq)
+		}
+		if i == 0 {
+			first = got
+		} else if got[0] != first[0] || got[1] != first[1] || got[2] != first[2] {
+			t.Fatalf("the subscribers of one workspace saw %v and %v", first, got)
+		}
+	}
+	for _, seq := range first {
+		seen[seq] = true
+	}
+	e, _ := pending(b1)
+	r, _ := pending(b1)
+	if seen[e.Seq] || !(first[0] < e.Seq && e.Seq < first[1]) || seen[r.Seq] || r.Seq <= e.Seq || !r.Refetch {
+		t.Fatalf("workspace a saw %v; b saw %d then a REFETCH %d", first, e.Seq, r.Seq)
+	}
+}
+
 func TestHubWorkspaceIsolation(t *testing.T) {
 	h := NewHub(HubOptions{})
 	a, b := uuid.New(), uuid.New()

@@ -164,7 +164,7 @@ func TestLocalAnnouncerAccessChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Event{Change: core.Change{WorkspaceID: f.ws, Kind: core.AccessChanged}, Version: f.version(t)}
-	if e, ok := pending(sub); !ok || !reflect.DeepEqual(e, want) {
+	if e, ok := pending(sub); !ok || !reflect.DeepEqual(columnsOf(e), want) {
 		t.Fatalf("got %s (%v); want %s", show(e), ok, show(want))
 	}
 }

@@ -156,19 +156,35 @@ type Loaders struct {
 
 type ctxKey struct{}
 
-// Middleware gives every request fresh loaders reading through db, as
-// gqlgen's dataloader example does. It is installed after authentication,
-// so that refused requests build none; the reads are scoped to the viewer's
-// workspace by ent's tenancy interceptor, through the context of each read
-// (or by hand, for the statements comments.go and named.go write).
-func Middleware(db *database.DB) func(http.Handler) http.Handler {
-	f := newFetchers(db)
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, &Loaders{fetch: f})))
-		})
-	}
+// Source makes loaders reading through one database. Its loaders share
+// what read-only requests of a workspace's version read (shared.go), so a
+// server builds one Source and takes every request's loaders from it.
+type Source struct{ f *fetchers }
+
+// New returns the Source of loaders reading through db.
+func New(db *database.DB) *Source { return &Source{f: newFetchers(db)} }
+
+// Into returns ctx with fresh loaders of its own: nothing cached by the
+// loaders of another context is seen through them. The reads are scoped to
+// the viewer's workspace by ent's tenancy interceptor, through the context
+// of each read (or by hand, for the statements comments.go and named.go
+// write).
+func (s *Source) Into(ctx context.Context) context.Context {
+	return context.WithValue(ctx, ctxKey{}, &Loaders{fetch: s.f})
 }
+
+// Middleware gives every request fresh loaders, as gqlgen's dataloader
+// example does. It is installed after authentication, so that refused
+// requests build none.
+func (s *Source) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(s.Into(r.Context())))
+	})
+}
+
+// Middleware gives every request fresh loaders reading through db: a
+// Source's Middleware, for a handler that needs no other loaders.
+func Middleware(db *database.DB) func(http.Handler) http.Handler { return New(db).Middleware }
 
 func from(ctx context.Context) *Loaders {
 	l, _ := ctx.Value(ctxKey{}).(*Loaders)
@@ -411,6 +427,36 @@ func Export(ctx context.Context) *Snapshot {
 	defer l.mu.RUnlock()
 	return &Snapshot{categories: maps.Clone(l.categories.loaded), members: maps.Clone(l.members.loaded),
 		projects: maps.Clone(l.projects.loaded), comments: maps.Clone(l.comments.loaded)}
+}
+
+// Size estimates the bytes s holds in memory: its records' text and a
+// fixed overhead per record (the struct, its ids and times, the map entry).
+// It is what a cache keeping s counts against its bound.
+func (s *Snapshot) Size() int {
+	const perRecord = 256
+	n := 0
+	for _, c := range s.categories {
+		if c != nil {
+			n += perRecord + len(c.Name)
+		}
+	}
+	for _, m := range s.members {
+		if m != nil {
+			n += perRecord + len(m.Name) + len(m.Email)
+		}
+	}
+	for _, p := range s.projects {
+		if p != nil {
+			n += perRecord + len(p.Name)
+		}
+	}
+	for _, cs := range s.comments {
+		n += perRecord
+		for _, c := range cs {
+			n += perRecord + len(c.Text)
+		}
+	}
+	return n
 }
 
 // Seed primes ctx's loaders with s, with no statement: fields resolved

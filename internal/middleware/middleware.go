@@ -35,6 +35,13 @@ func RequestID(ctx context.Context) string {
 	return id
 }
 
+// ContextWithRequestID returns ctx carrying id as its request id: work that
+// outlives the request it started from (a subscription's shared rendering)
+// logs and reports errors under that request's id.
+func ContextWithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
 // WithRequestID keeps a valid incoming X-Request-Id (a UUID) or makes one,
 // and echoes it on the response.
 func WithRequestID(next http.Handler) http.Handler {

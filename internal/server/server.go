@@ -73,7 +73,8 @@ func NewHandler(d Deps) http.Handler {
 		d.Metrics = metrics.New(d.DB.SQL)
 	}
 	authn := auth.New(d.DB, auth.WithLogger(d.Log))
-	loaders := loader.Middleware(d.DB)
+	source := loader.New(d.DB)
+	loaders := source.Middleware
 	resolver := graph.NewResolver(d.Service)
 	restErr := func(w http.ResponseWriter, r *http.Request, err error) { middleware.WriteError(w, r, d.Log, err) }
 
@@ -114,7 +115,10 @@ func NewHandler(d Deps) http.Handler {
 	if live.Hub == nil {
 		live.Hub = events.NewHub(events.HubOptions{})
 	}
-	live.Authenticate, live.Limiter, live.Loaders = authn.Authenticate, d.RateLimit, loaders
+	live.Authenticate, live.Limiter, live.Loaders = authn.Authenticate, d.RateLimit, source.Into
+	if live.RequestTimeout == 0 {
+		live.RequestTimeout = requestDeadline(d.RequestTimeout)
+	}
 	if live.Log == nil {
 		live.Log = d.Log
 	}
@@ -179,9 +183,7 @@ func NewRateLimiter(c config.RateLimit, opts ...ratelimit.Option) (*ratelimit.Li
 // running on. Subscription streams (WebSockets, Server-Sent Events) are
 // meant to outlive it: they end with their connection or the server.
 func withDeadline(d time.Duration, next http.Handler) http.Handler {
-	if d > 2*time.Second {
-		d -= time.Second
-	}
+	d = requestDeadline(d)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/graphql" && graph.IsStream(r) {
 			next.ServeHTTP(w, r)
@@ -196,6 +198,15 @@ func withDeadline(d time.Duration, next http.Handler) http.Handler {
 		// (middleware.Observe), which would otherwise see "unmatched".
 		r.Pattern = inner.Pattern
 	})
+}
+
+// requestDeadline is the deadline of a request's work under the server's
+// write timeout: just short of it, so that the answer can still be written.
+func requestDeadline(writeTimeout time.Duration) time.Duration {
+	if writeTimeout > 2*time.Second {
+		return writeTimeout - time.Second
+	}
+	return writeTimeout
 }
 
 // index is the landing page: where to go next, for people and for tools.

@@ -8,6 +8,7 @@ package viewer
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -58,6 +59,9 @@ type Viewer struct {
 	WorkspaceVersion int64
 	// VersionKnown is set when WorkspaceVersion was read with the token.
 	VersionKnown bool
+	// ExpiresAt is when the token stops authenticating (zero: never). A
+	// long-lived connection re-checks its credential then.
+	ExpiresAt time.Time
 }
 
 // ErrNoViewer is returned by tenant-scoped queries run without a viewer or

@@ -1,0 +1,587 @@
+package graph
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/google/uuid"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/graph/model"
+	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/events"
+	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/loader"
+	"github.com/procsvc/procsvc/internal/middleware"
+	"github.com/procsvc/procsvc/internal/viewer"
+)
+
+// A group is the subscribers of one workspace that run the same operation
+// (document, operation name and variables) under the same role: whatever
+// they are sent, they are sent the same bytes. Each event is therefore read
+// and rendered once per group, by whichever subscriber gets to it first,
+// and the others send what it rendered; rendering per subscriber made 1 000
+// subscribers cost 1 000 renderings a write.
+//
+// A group runs its operation in gqlgen's executor once, when it forms: the
+// procedureEvents resolver hands the executor the group's feed, and each
+// rendering puts one event on the feed and takes one response. It holds no
+// goroutine; it ends with its last subscriber.
+type group struct {
+	key  groupKey
+	live *Live
+	// ready is closed once the group has formed; err then says whether it
+	// could (the operation's errors, presented, as a refusal).
+	ready chan struct{}
+	err   gqlerror.List
+
+	// Set while the group forms, read-only after ready.
+	svc    *core.Service
+	filter eventFilter
+	// reads says what an event's rendering reads: nothing when the
+	// operation does not select the procedure (and no filter needs it).
+	reads   bool
+	edges   loader.Edges
+	ctx     context.Context
+	cancel  context.CancelFunc
+	started bool
+
+	// mu serialises renderings: the executor's response handler is used by
+	// one goroutine at a time.
+	mu        sync.Mutex
+	feed      chan *model.ProcedureEvent
+	responses graphql.ResponseHandler
+
+	members int // guarded by live.mu
+}
+
+// groupKey names a group: the workspace, the role, and a digest of the
+// operation (its document, operation name and variables as coerced).
+type groupKey struct {
+	workspace uuid.UUID
+	role      viewer.Role
+	operation [sha256.Size]byte
+}
+
+func newGroupKey(v *viewer.Viewer, oc *graphql.OperationContext) (groupKey, error) {
+	// json.Marshal writes a map's keys in order: equal variables, equal
+	// bytes.
+	vars, err := json.Marshal(oc.Variables)
+	if err != nil {
+		return groupKey{}, err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%d:%s%d:%s", len(oc.RawQuery), oc.RawQuery, len(oc.OperationName), oc.OperationName)
+	h.Write(vars)
+	k := groupKey{workspace: v.WorkspaceID, role: v.Role}
+	h.Sum(k.operation[:0])
+	return k, nil
+}
+
+type groupCtxKey struct{}
+
+// groupFrom returns the group whose operation ctx runs, nil outside one.
+func groupFrom(ctx context.Context) *group {
+	g, _ := ctx.Value(groupCtxKey{}).(*group)
+	return g
+}
+
+// join adds a subscriber of v running oc to its group, forming the group if
+// it is the first. Errors: the operation's errors, already presented (a
+// filter that does not parse, say).
+func (l *Live) join(ctx context.Context, exec graphql.GraphExecutor, oc *graphql.OperationContext, v *viewer.Viewer) (*group, gqlerror.List) {
+	key, err := newGroupKey(v, oc)
+	if err != nil {
+		return nil, gqlerror.List{l.present(ctx, err)}
+	}
+	l.mu.Lock()
+	g := l.groups[key]
+	forming := g == nil
+	if forming {
+		g = &group{key: key, live: l, ready: make(chan struct{})}
+		l.groups[key] = g
+	}
+	g.members++
+	l.mu.Unlock()
+	if forming {
+		g.form(ctx, exec, oc, v)
+		close(g.ready)
+	} else {
+		select {
+		case <-g.ready:
+		case <-ctx.Done():
+			l.leave(g)
+			return nil, gqlerror.List{l.present(ctx, apperr.From(ctx.Err()))}
+		}
+	}
+	if g.err != nil {
+		l.leave(g)
+		return nil, g.err
+	}
+	return g, nil
+}
+
+// leave removes a subscriber from g, ending g with its last one.
+func (l *Live) leave(g *group) {
+	l.mu.Lock()
+	g.members--
+	last := g.members == 0
+	if last && l.groups[g.key] == g {
+		delete(l.groups, g.key)
+	}
+	l.mu.Unlock()
+	if last && g.cancel != nil {
+		g.cancel()
+	}
+}
+
+// form runs the group's operation in exec under a context of its own (the
+// group outlives the subscriber that formed it) acting as v: the
+// procedureEvents resolver (Live.procedureEvents) finds the group there and
+// hands the executor its feed.
+func (g *group) form(ctx context.Context, exec graphql.GraphExecutor, oc *graphql.OperationContext, v *viewer.Viewer) {
+	defer func() {
+		if p := recover(); p != nil {
+			g.live.opts.Log.ErrorContext(ctx, "panic forming a subscription", "request_id", middleware.RequestID(ctx), "panic", fmt.Sprint(p))
+			g.err = gqlerror.List{g.live.present(ctx, apperr.New(apperr.Internal, "internal error"))}
+		}
+	}()
+	gctx := context.WithValue(context.Background(), liveKey{}, g.live)
+	gctx = context.WithValue(gctx, groupCtxKey{}, g)
+	gctx = viewer.NewContext(gctx, v)
+	gctx = middleware.ContextWithRequestID(gctx, middleware.RequestID(ctx))
+	g.ctx, g.cancel = context.WithCancel(gctx)
+	g.feed = make(chan *model.ProcedureEvent, 1)
+	g.reads, g.edges = eventSelection(oc)
+	responses, _ := exec.DispatchOperation(g.ctx, oc)
+	if !g.started {
+		// The executor refused the operation before it reached the
+		// resolver, or the resolver refused it: its answer is the errors.
+		resp := responses(g.ctx)
+		if resp == nil || len(resp.Errors) == 0 {
+			g.err = gqlerror.List{g.live.present(ctx, apperr.New(apperr.Internal, "internal error"))}
+			return
+		}
+		g.err = resp.Errors
+		return
+	}
+	g.responses = responses
+}
+
+// procedureEvents is the procedureEvents resolver. It runs once per group,
+// as the group forms, and hands the executor the group's feed. Errors:
+// validation_failed (the filter); bad_request outside a subscription
+// stream (a subscription sent as a plain POST or GET).
+func (l *Live) procedureEvents(ctx context.Context, svc *core.Service, f *model.ProcedureEventFilter) (<-chan *model.ProcedureEvent, error) {
+	g := groupFrom(ctx)
+	if l == nil || g == nil {
+		return nil, apperr.New(apperr.BadRequest, "subscriptions need a WebSocket (graphql-transport-ws) or Server-Sent Events (POST with Accept: text/event-stream)")
+	}
+	filter, err := newEventFilter(f)
+	if err != nil {
+		return nil, err
+	}
+	g.svc, g.filter, g.started = svc, filter, true
+	if !filter.empty() {
+		// Comment events do not say which column they are in: the
+		// procedure is read to match it.
+		g.reads = true
+	}
+	return g.feed, nil
+}
+
+// eventSelection says whether oc's subscription selects its events'
+// procedure, and which of the procedure's edges, through fragments and
+// directives as the executor collects them.
+func eventSelection(oc *graphql.OperationContext) (reads bool, edges loader.Edges) {
+	for _, root := range graphql.CollectFields(oc, oc.Operation.SelectionSet, nil) {
+		for _, f := range graphql.CollectFields(oc, root.Selections, nil) {
+			if f.Name == "procedure" {
+				reads = true
+				edges = union(edges, selectedEdges(oc, graphql.CollectFields(oc, f.Selections, nil)))
+			}
+		}
+	}
+	return reads, edges
+}
+
+// eventFilter is a ProcedureEventFilter, its ids parsed.
+type eventFilter struct {
+	project *uuid.UUID
+	state   *procedure.State
+}
+
+// newEventFilter parses f. Errors: validation_failed.
+func newEventFilter(f *model.ProcedureEventFilter) (eventFilter, error) {
+	var out eventFilter
+	if f == nil {
+		return out, nil
+	}
+	if f.ProjectID != nil {
+		id, err := ids.Parse(*f.ProjectID)
+		if err != nil {
+			return out, apperr.Invalid("projectId", "must be an id")
+		}
+		out.project = &id
+	}
+	out.state = f.State
+	return out, nil
+}
+
+func (f eventFilter) empty() bool { return f.project == nil && f.state == nil }
+
+func (f eventFilter) matches(c *core.Facets) bool {
+	return c != nil && (f.project == nil || *f.project == c.ProjectID) && (f.state == nil || *f.state == c.State)
+}
+
+// rendered is one event as a group's subscribers are sent it: payload is
+// the GraphQL response (nil when the event is not delivered to them).
+type rendered struct {
+	payload []byte
+	// sse is the Server-Sent Events frame of payload, made once.
+	sseOnce sync.Once
+	sse     []byte
+}
+
+// sseFrame returns r as a Server-Sent Events "next" event.
+func (r *rendered) sseFrame() []byte {
+	r.sseOnce.Do(func() {
+		b := make([]byte, 0, len(sseNextPrefix)+len(r.payload)+2)
+		b = append(b, sseNextPrefix...)
+		b = append(b, r.payload...)
+		r.sse = append(b, "\n\n"...)
+	})
+	return r.sse
+}
+
+const sseNextPrefix = "event: next\ndata: "
+
+// renderKey names an event's rendering for a group.
+type renderKey struct {
+	g   *group
+	seq uint64
+}
+
+// deliver returns e as g's subscribers are sent it, rendered once for all
+// of them: by the first to ask, while the others wait. version is the
+// workspace version a REFETCH shows when the event carries none.
+func (g *group) deliver(ctx context.Context, e events.Event, version int64) (*rendered, error) {
+	return g.live.renders.get(ctx, renderKey{g, e.Seq}, func() (*rendered, int64, error) {
+		r, err := g.render(e, version)
+		if err != nil {
+			return nil, 0, err
+		}
+		// The cache's entry and the payload, twice once framed for SSE.
+		return r, 128 + 2*int64(len(r.payload)), nil
+	})
+}
+
+// render renders e for g, nil payload when g's subscribers are not sent it.
+func (g *group) render(e events.Event, version int64) (*rendered, error) {
+	ev, err := g.event(e, version)
+	if err != nil || ev == nil {
+		return &rendered{}, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ctx.Err() != nil {
+		// Its last subscriber left while the event was read.
+		return &rendered{}, nil
+	}
+	resp, err := g.respond(ev)
+	if err != nil {
+		return nil, err
+	}
+	payload, err := json.Marshal(resp)
+	if err != nil {
+		return nil, err
+	}
+	return &rendered{payload: payload}, nil
+}
+
+// respond has the executor render ev, with fresh dataloaders (seeded from
+// ev's shared read, see eventProcedure): nothing loaded for an earlier
+// event is shown. A panic while rendering is answered as an internal error,
+// for this event only; g.mu is held.
+func (g *group) respond(ev *model.ProcedureEvent) (resp *graphql.Response, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			g.live.opts.Log.ErrorContext(g.ctx, "panic rendering a subscription event", "request_id", middleware.RequestID(g.ctx), "panic", fmt.Sprint(p))
+			resp, err = &graphql.Response{Errors: gqlerror.List{g.live.present(g.ctx, apperr.New(apperr.Internal, "internal error"))}}, nil
+			// The executor did not take the event: leave the feed empty.
+			select {
+			case <-g.feed:
+			default:
+			}
+		}
+	}()
+	g.feed <- ev
+	resp = g.responses(g.live.opts.Loaders(g.ctx))
+	if resp == nil {
+		return nil, errClosing
+	}
+	return resp, nil
+}
+
+// event builds what e shows g's subscribers, reading its procedure when
+// they select it or their filter needs it; nil when the filter leaves it
+// out.
+func (g *group) event(e events.Event, version int64) (*model.ProcedureEvent, error) {
+	if e.Refetch {
+		return &model.ProcedureEvent{Kind: model.ProcedureEventKindRefetch, WorkspaceVersion: int(version)}, nil
+	}
+	kind := model.ProcedureEventKind(e.Kind)
+	if !kind.IsValid() || kind == model.ProcedureEventKindRefetch {
+		return nil, nil
+	}
+	filter := g.filter
+	columnsKnown := e.Before != nil || e.After != nil
+	if columnsKnown && !filter.empty() && !filter.matches(e.Before) && !filter.matches(e.After) {
+		return nil, nil
+	}
+	id := e.ProcedureID.String()
+	ev := &model.ProcedureEvent{Kind: kind, ProcedureID: &id, WorkspaceVersion: int(e.Version)}
+	if kind != model.ProcedureEventKindDeleted && g.reads {
+		r, err := g.read(e)
+		if err != nil {
+			return nil, err
+		}
+		ev.Procedure, ev.Edges = r.p, r.edges
+	}
+	if !columnsKnown && !filter.empty() && (ev.Procedure == nil || !filter.matches(&core.Facets{ProjectID: ev.Procedure.ProjectID, State: ev.Procedure.State})) {
+		return nil, nil
+	}
+	return ev, nil
+}
+
+// readKey names one event's read: its procedure as of its version, with
+// the edges a group renders.
+type readKey struct {
+	workspace, procedure uuid.UUID
+	version              int64
+	edges                loader.Edges
+}
+
+// eventRead is one event's procedure (nil when gone) and the edges read
+// with it.
+type eventRead struct {
+	p     *ent.Procedure
+	edges *loader.Snapshot
+}
+
+// read returns e's procedure and the edges g renders, read through the
+// core once for every group of this replica that renders the same edges:
+// every subscriber of a workspace may see the same records (tenancy is per
+// workspace, and every role reads procedures and their edges). Only the
+// edges some subscriber selects are read: a subscriber selecting `kind`
+// alone reads nothing, and one that does not select comments never holds
+// them.
+func (g *group) read(e events.Event) (*eventRead, error) {
+	key := readKey{e.WorkspaceID, e.ProcedureID, e.Version, g.edges}
+	return g.live.reads.get(g.ctx, key, func() (*eventRead, int64, error) {
+		// Not cancelled with the subscriber that reads: the others wait
+		// for it.
+		rctx := g.live.opts.Loaders(context.WithoutCancel(g.ctx))
+		p, err := g.svc.Procedure(rctx, e.ProcedureID.String())
+		if err != nil {
+			if apperr.CodeOf(err) == apperr.NotFound {
+				return &eventRead{}, 64, nil
+			}
+			return nil, 0, err
+		}
+		if err := loader.PrimeProcedures(rctx, []*ent.Procedure{p}, g.edges); err != nil {
+			return nil, 0, err
+		}
+		r := &eventRead{p: p, edges: loader.Export(rctx)}
+		return r, int64(procedureSize(p) + r.edges.Size()), nil
+	})
+}
+
+// procedureSize estimates the bytes p holds: its text and a fixed overhead.
+func procedureSize(p *ent.Procedure) int {
+	n := 512 + len(p.Name) + len(p.ShortID) + len(p.ProjectName)
+	if p.Content != nil {
+		n += len(*p.Content)
+	}
+	if p.CaptureID != nil {
+		n += len(*p.CaptureID)
+	}
+	return n
+}
+
+// eventProcedure is ProcedureEvent.procedure: the procedure read for the
+// event, its edges seeded into the loaders of this rendering.
+func eventProcedure(ctx context.Context, ev *model.ProcedureEvent) (*ent.Procedure, error) {
+	if ev.Procedure == nil {
+		return nil, nil
+	}
+	if ev.Edges != nil {
+		loader.Seed(ctx, ev.Edges)
+		return ev.Procedure, nil
+	}
+	return primed(ctx)(ev.Procedure, nil)
+}
+
+// stream is one subscription: a subscriber of a group, with the
+// credential it re-checks and the events of its workspace it has yet to be
+// sent. Its transport calls next until it returns no event.
+type stream struct {
+	live       *Live
+	g          *group
+	credential string
+	v          *viewer.Viewer
+	sub        *events.Subscription
+	recheck    *time.Ticker
+	expiry     *time.Timer
+}
+
+// open starts a subscription of oc for the viewer of ctx, who authenticated
+// with credential. Errors, presented: unauthenticated, rate_limited (the
+// token's subscriptions are at their cap), disconnected (access lost as it
+// opened), and the operation's own (the filter).
+func (l *Live) open(ctx context.Context, exec graphql.GraphExecutor, oc *graphql.OperationContext, credential string) (*stream, gqlerror.List) {
+	v := viewer.FromContext(ctx)
+	if v == nil {
+		return nil, gqlerror.List{l.present(ctx, apperr.New(apperr.Unauthenticated, "authentication required"))}
+	}
+	if err := l.acquire(v.TokenID); err != nil {
+		return nil, gqlerror.List{l.present(ctx, err)}
+	}
+	// Subscribed before the credential is checked again: an access change
+	// committed after that check is heard, and one committed before it is
+	// seen by it. Checked once the viewer authenticated alone, a removal
+	// committing in between went unnoticed.
+	sub := l.opts.Hub.Subscribe(v.WorkspaceID)
+	g, errs := l.join(ctx, exec, oc, v)
+	if errs != nil {
+		sub.Close()
+		l.release(v.TokenID)
+		return nil, errs
+	}
+	s := &stream{live: l, g: g, credential: credential, v: v, sub: sub, recheck: time.NewTicker(l.opts.Recheck)}
+	if v, err := l.reauthenticate(ctx, credential, v); err != nil {
+		s.close()
+		return nil, gqlerror.List{l.present(ctx, err)}
+	} else {
+		s.setViewer(v)
+	}
+	return s, nil
+}
+
+// setViewer keeps v, the credential as last checked, and re-checks it when
+// its token expires.
+func (s *stream) setViewer(v *viewer.Viewer) {
+	s.v = v
+	if s.expiry != nil {
+		s.expiry.Stop()
+		s.expiry = nil
+	}
+	if !v.ExpiresAt.IsZero() {
+		s.expiry = time.NewTimer(time.Until(v.ExpiresAt) + 10*time.Millisecond)
+	}
+}
+
+// close ends the subscription and frees its slot.
+func (s *stream) close() {
+	s.recheck.Stop()
+	if s.expiry != nil {
+		s.expiry.Stop()
+	}
+	s.sub.Close()
+	s.live.release(s.v.TokenID)
+	s.live.leave(s.g)
+}
+
+// errIdle is returned by next when its idle callback failed: the stream's
+// connection is gone.
+var errIdle = errors.New("live: stream broken")
+
+// next returns the next event to send, rendered; nil with a nil error when
+// ctx ended (the subscriber left). It calls onIdle on every tick of idle
+// (a transport's keep-alive; nil for none), returning errIdle when that
+// fails. Other errors end the subscription and are for its subscriber:
+// disconnected (access lost), unavailable (too slow, or the server is
+// shutting down), or what reading an event failed with.
+func (s *stream) next(ctx context.Context, idle <-chan time.Time, onIdle func() error) (*rendered, error) {
+	for {
+		var expired <-chan time.Time
+		if s.expiry != nil {
+			expired = s.expiry.C
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-idle:
+			if err := onIdle(); err != nil {
+				return nil, errIdle
+			}
+		case <-s.recheck.C:
+			if err := s.check(ctx); err != nil {
+				return nil, err
+			}
+		case <-expired:
+			s.expiry = nil
+			if err := s.check(ctx); err != nil {
+				return nil, err
+			}
+		case e, ok := <-s.sub.Events():
+			if !ok {
+				if errors.Is(s.sub.Err(), events.ErrTooSlow) {
+					return nil, errTooSlow
+				}
+				return nil, errClosing
+			}
+			version := e.Version
+			if e.Refetch || e.Kind == core.AccessChanged {
+				// After a REFETCH an access change may have been missed.
+				if err := s.check(ctx); err != nil {
+					return nil, err
+				}
+				if !e.Refetch {
+					continue
+				}
+				if version == 0 {
+					version = s.v.WorkspaceVersion
+				}
+			}
+			r, err := s.g.deliver(ctx, e, version)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, nil // the subscriber left while its event was read
+				}
+				return nil, err
+			}
+			if r.payload != nil {
+				return r, nil
+			}
+		}
+	}
+}
+
+// check re-authenticates the subscription's credential.
+func (s *stream) check(ctx context.Context) error {
+	v, err := s.live.reauthenticate(ctx, s.credential, s.v)
+	if err != nil {
+		return err
+	}
+	s.setViewer(v)
+	return nil
+}
+
+// operationKind returns the kind of oc's operation.
+func operationKind(oc *graphql.OperationContext) ast.Operation {
+	if oc == nil || oc.Operation == nil {
+		return ""
+	}
+	return oc.Operation.Operation
+}

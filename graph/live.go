@@ -1,0 +1,377 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/events"
+	"github.com/procsvc/procsvc/internal/ratelimit"
+	"github.com/procsvc/procsvc/internal/viewer"
+)
+
+// The defaults of LiveOptions (docs/api.md, "Live updates").
+const (
+	DefaultSubscriptionsPerToken = 20
+	DefaultWebSocketsPerToken    = 20
+	DefaultMaxConnections        = 10_000
+	DefaultRecheck               = 30 * time.Second
+	DefaultKeepAlive             = 25 * time.Second
+	DefaultWriteTimeout          = 15 * time.Second
+	DefaultCacheBytes            = 16 << 20
+	// DefaultOperationsPerSocket bounds the queries and mutations one
+	// WebSocket runs at once (its subscriptions count against the token's
+	// cap instead).
+	DefaultOperationsPerSocket = 16
+)
+
+// LiveOptions configure live updates: the procedureEvents subscription over
+// WebSocket and Server-Sent Events (docs/api.md, "Live updates"). Zero
+// values take the defaults above.
+type LiveOptions struct {
+	// Hub delivers this replica's committed changes; the core's announcer
+	// must feed it (internal/events).
+	Hub *events.Hub
+	// Authenticate resolves a credential ("Bearer <secret>") as an HTTP
+	// request's Authorization header is resolved (internal/auth). It
+	// authenticates a WebSocket at connection_init and every operation it
+	// carries, and re-authenticates a subscription as it opens, whenever its
+	// workspace's access changes, after a REFETCH, when its token expires,
+	// and every Recheck.
+	Authenticate func(ctx context.Context, authorization string) (*viewer.Viewer, error)
+	// Limiter charges a WebSocket's opening and each of its operations
+	// (nil: no rate limit). Server-Sent Events are plain requests, charged
+	// by the HTTP middleware.
+	Limiter *ratelimit.Limiter
+	// Loaders returns its context with fresh dataloaders (loader.Source's
+	// Into): each operation over a WebSocket and each rendering of an event
+	// gets its own.
+	Loaders func(context.Context) context.Context
+	// MaxPerToken bounds the subscriptions one token holds open at once on
+	// this replica.
+	MaxPerToken int
+	// WebSocketsPerToken bounds the WebSockets one token holds open at once
+	// on this replica, subscriptions or not.
+	WebSocketsPerToken int
+	// MaxConnections bounds the live connections (WebSockets and
+	// Server-Sent Events streams) this replica holds open; one more is
+	// refused with unavailable.
+	MaxConnections int
+	// OperationsPerSocket bounds the queries and mutations one WebSocket
+	// runs at once.
+	OperationsPerSocket int
+	// Recheck is how often an open subscription re-authenticates even when
+	// no access change was heard: a change no replica announced (a token
+	// revoked by `procsvc token revoke` against SQLite, a row edited by
+	// hand) cuts a subscription within this bound.
+	Recheck time.Duration
+	// KeepAlive is the interval of WebSocket pings and of Server-Sent
+	// Events comments. A WebSocket whose peer does not answer a ping within
+	// the interval is closed.
+	KeepAlive time.Duration
+	// WriteTimeout bounds each write to a stream: a client that does not
+	// take an event (or a keep-alive) within it is disconnected, so a
+	// reader that stopped reading holds nothing for long.
+	WriteTimeout time.Duration
+	// RequestTimeout bounds each query and mutation sent over a WebSocket,
+	// as the server's deadline bounds an HTTP request (0: none).
+	RequestTimeout time.Duration
+	// CacheBytes bounds the memory this replica keeps for live updates:
+	// events' procedures as read, and their renderings, shared by the
+	// subscribers still to be sent them.
+	CacheBytes int64
+	// Origins are the host patterns (path.Match syntax, e.g.
+	// "app.example.com" or "*.example.com") of the web pages, besides the
+	// server's own host, allowed to open WebSockets.
+	Origins []string
+	Log     *slog.Logger
+}
+
+// Live serves live updates to the subscriptions of one handler: it counts
+// each token's subscriptions and WebSockets, groups the subscribers that
+// run the same operation (group.go), and keeps what their events read and
+// rendered for the subscribers that have not been sent them yet.
+type Live struct {
+	opts LiveOptions
+	// present renders an error as the executor's error presenter does.
+	present func(ctx context.Context, err error) *gqlerror.Error
+
+	mu            sync.Mutex
+	subscriptions map[uuid.UUID]int // by token
+	sockets       map[uuid.UUID]int // by token
+	connections   int
+	groups        map[groupKey]*group
+
+	// reads are events' procedures and edges, read once per replica (see
+	// group.read); renders are events rendered once per group.
+	reads   *flights[readKey, *eventRead]
+	renders *flights[renderKey, *rendered]
+}
+
+// NewLive returns the live updates of opts.
+func NewLive(opts LiveOptions) *Live {
+	if opts.MaxPerToken <= 0 {
+		opts.MaxPerToken = DefaultSubscriptionsPerToken
+	}
+	if opts.WebSocketsPerToken <= 0 {
+		opts.WebSocketsPerToken = DefaultWebSocketsPerToken
+	}
+	if opts.MaxConnections <= 0 {
+		opts.MaxConnections = DefaultMaxConnections
+	}
+	if opts.OperationsPerSocket <= 0 {
+		opts.OperationsPerSocket = DefaultOperationsPerSocket
+	}
+	if opts.Recheck <= 0 {
+		opts.Recheck = DefaultRecheck
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = DefaultKeepAlive
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.CacheBytes <= 0 {
+		opts.CacheBytes = DefaultCacheBytes
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Hub == nil {
+		opts.Hub = events.NewHub(events.HubOptions{})
+	}
+	return &Live{
+		opts:          opts,
+		present:       func(_ context.Context, err error) *gqlerror.Error { return gqlerror.WrapPath(nil, err) },
+		subscriptions: map[uuid.UUID]int{},
+		sockets:       map[uuid.UUID]int{},
+		groups:        map[groupKey]*group{},
+		// Half the bytes each: a rendering is about as large as its read.
+		reads:   newFlights[readKey, *eventRead](opts.CacheBytes / 2),
+		renders: newFlights[renderKey, *rendered](opts.CacheBytes / 2),
+	}
+}
+
+type liveKey struct{}
+
+// liveFrom returns the Live that serves ctx's subscription (set on a
+// group's context, see group.go), nil for an operation that is not one.
+func liveFrom(ctx context.Context) *Live {
+	l, _ := ctx.Value(liveKey{}).(*Live)
+	return l
+}
+
+// Why a subscription ends on its own, besides its credential.
+var (
+	errTooSlow = apperr.New(apperr.Unavailable, "this subscription fell too far behind and was closed: subscribe again and refetch")
+	errClosing = apperr.New(apperr.Unavailable, "the server is shutting down: subscribe again (to another replica) and refetch")
+	errBusy    = apperr.New(apperr.Unavailable, "this server holds as many live connections as it may: retry later or on another replica")
+)
+
+// admit takes one of the replica's live connections. Errors: unavailable.
+func (l *Live) admit() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.connections >= l.opts.MaxConnections {
+		return errBusy
+	}
+	l.connections++
+	return nil
+}
+
+func (l *Live) dismiss() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.connections--
+}
+
+// acquire takes one of token's subscription slots. Errors: rate_limited.
+func (l *Live) acquire(token uuid.UUID) error {
+	return take(&l.mu, l.subscriptions, token, l.opts.MaxPerToken,
+		"this token already has %d subscriptions open, the most allowed: close one first")
+}
+
+func (l *Live) release(token uuid.UUID) { give(&l.mu, l.subscriptions, token) }
+
+// openSocket takes one of token's WebSocket slots. Errors: rate_limited.
+func (l *Live) openSocket(token uuid.UUID) error {
+	return take(&l.mu, l.sockets, token, l.opts.WebSocketsPerToken,
+		"this token already has %d WebSockets open, the most allowed: close one first")
+}
+
+func (l *Live) closeSocket(token uuid.UUID) { give(&l.mu, l.sockets, token) }
+
+func take(mu *sync.Mutex, counts map[uuid.UUID]int, token uuid.UUID, limit int, refusal string) error {
+	mu.Lock()
+	defer mu.Unlock()
+	if counts[token] >= limit {
+		return apperr.New(apperr.RateLimited, refusal, limit)
+	}
+	counts[token]++
+	return nil
+}
+
+func give(mu *sync.Mutex, counts map[uuid.UUID]int, token uuid.UUID) {
+	mu.Lock()
+	defer mu.Unlock()
+	if counts[token]--; counts[token] <= 0 {
+		delete(counts, token)
+	}
+}
+
+// Open returns how many subscriptions token holds open on this replica.
+func (l *Live) Open(token uuid.UUID) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.subscriptions[token]
+}
+
+// Stats is what a Live holds at one moment.
+type Stats struct {
+	// Connections are the open WebSockets and Server-Sent Events streams.
+	Connections int
+	// Subscriptions are the open subscriptions; Groups the distinct
+	// operations they run, each event rendered once per group.
+	Subscriptions, Groups int
+	// CachedBytes is what the caches of reads and renderings hold
+	// (at most LiveOptions.CacheBytes).
+	CachedBytes int64
+}
+
+// Stats returns what l holds now.
+func (l *Live) Stats() Stats {
+	l.mu.Lock()
+	s := Stats{Connections: l.connections, Groups: len(l.groups)}
+	for _, n := range l.subscriptions {
+		s.Subscriptions += n
+	}
+	l.mu.Unlock()
+	s.CachedBytes = l.reads.bytes() + l.renders.bytes()
+	return s
+}
+
+// reauthenticate checks that a subscription's credential still holds: a
+// revoked or expired token or a removed member ends it (disconnected).
+// Other failures (the database not answering) leave it open until the
+// next check; it then returns previous.
+func (l *Live) reauthenticate(ctx context.Context, credential string, previous *viewer.Viewer) (*viewer.Viewer, error) {
+	v, err := l.opts.Authenticate(ctx, credential)
+	if err == nil {
+		return v, nil
+	}
+	if lostAccess(err) {
+		return nil, err
+	}
+	if ctx.Err() == nil {
+		l.opts.Log.WarnContext(ctx, "subscription: credential not rechecked", "code", apperr.CodeOf(err), "error", err.Error())
+	}
+	return previous, nil
+}
+
+// lostAccess reports whether err says a credential no longer authenticates.
+func lostAccess(err error) bool {
+	switch apperr.CodeOf(err) {
+	case apperr.Unauthenticated, apperr.Disconnected, apperr.Forbidden:
+		return true
+	}
+	return false
+}
+
+// flight is one computation shared by everyone who asks for its key while
+// it runs or while it is kept; done is closed when val and err are set.
+type flight[V any] struct {
+	done chan struct{}
+	val  V
+	err  error
+	size int64
+}
+
+// flights runs each key's computation once and keeps finished results,
+// oldest dropped first, while their sizes add up to at most max bytes. A
+// result larger than max is handed to those waiting for it and not kept.
+// What a caller holds after get stays valid when it is dropped.
+type flights[K comparable, V any] struct {
+	max int64
+
+	mu    sync.Mutex
+	used  int64
+	m     map[K]*flight[V]
+	order []K // kept keys, oldest first
+}
+
+func newFlights[K comparable, V any](max int64) *flights[K, V] {
+	return &flights[K, V]{max: max, m: map[K]*flight[V]{}}
+}
+
+// get returns k's result: kept, being computed by another caller (waited
+// for, unless ctx ends first), or computed now by compute, which returns
+// the result's size in bytes. A failed computation is not kept.
+func (c *flights[K, V]) get(ctx context.Context, k K, compute func() (V, int64, error)) (V, error) {
+	c.mu.Lock()
+	f, found := c.m[k]
+	if !found {
+		f = &flight[V]{done: make(chan struct{})}
+		c.m[k] = f
+	}
+	c.mu.Unlock()
+	if found {
+		select {
+		case <-f.done:
+			return f.val, f.err
+		case <-ctx.Done():
+			var zero V
+			return zero, ctx.Err()
+		}
+	}
+	c.compute(f, compute)
+	c.finish(k, f)
+	return f.val, f.err
+}
+
+// compute runs fn for f; a panic becomes f's error (internal, logged where
+// it is presented with its stack-free value), for every caller of get.
+func (c *flights[K, V]) compute(f *flight[V], fn func() (V, int64, error)) {
+	defer func() {
+		if p := recover(); p != nil {
+			var zero V
+			f.val, f.size = zero, 0
+			f.err = &apperr.Error{Code: apperr.Internal, Message: "internal error", Err: fmt.Errorf("panic: %v", p)}
+		}
+	}()
+	f.val, f.size, f.err = fn()
+}
+
+func (c *flights[K, V]) finish(k K, f *flight[V]) {
+	close(f.done)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f.err != nil || f.size > c.max {
+		delete(c.m, k)
+		return
+	}
+	c.used += f.size
+	c.order = append(c.order, k)
+	for c.used > c.max && len(c.order) > 0 {
+		old := c.order[0]
+		c.order[0] = *new(K)
+		c.order = c.order[1:]
+		c.used -= c.m[old].size
+		delete(c.m, old)
+	}
+	if cap(c.order) > 64 && len(c.order) < cap(c.order)/4 {
+		c.order = append([]K(nil), c.order...)
+	}
+}
+
+// bytes returns the size of what c keeps.
+func (c *flights[K, V]) bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used
+}

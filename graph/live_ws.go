@@ -1,0 +1,619 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/coder/websocket"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/middleware"
+	"github.com/procsvc/procsvc/internal/viewer"
+)
+
+// The WebSocket close codes procsvc uses (docs/api.md, "WebSocket close
+// codes"): graphql-transport-ws's own, which the older graphql-ws protocol
+// gets too, and the standard 1000, 1001 and 1011.
+const (
+	CloseNormal          = 1000
+	CloseGoingAway       = 1001
+	CloseInternal        = 1011
+	CloseBadMessage      = 4400
+	CloseUnauthorized    = 4401
+	CloseForbidden       = 4403
+	CloseInitTimeout     = 4408
+	CloseDuplicateID     = 4409
+	CloseTooManyRequests = 4429
+)
+
+// webSocketRoute labels a WebSocket's request in logs and metrics.
+const webSocketRoute = "graphql:websocket"
+
+// initTimeout bounds the wait for connection_init.
+const initTimeout = 10 * time.Second
+
+// The WebSocket subprotocols: graphql-transport-ws (the graphql-ws
+// library's), and the older graphql-ws (Apollo's
+// subscriptions-transport-ws), also assumed when a client names none.
+const (
+	protocolTransportWS = "graphql-transport-ws"
+	protocolLegacy      = "graphql-ws"
+)
+
+// maxOperationID bounds an operation id, in bytes.
+const maxOperationID = 128
+
+// webSocket is the WebSocket transport, both subprotocols, over
+// coder/websocket. Every write goes through one writer goroutine and is
+// bounded by LiveOptions.WriteTimeout; every goroutine a socket starts ends
+// before its handler returns; a panic in an operation ends that operation
+// with an internal error, anywhere else the socket (1011).
+type webSocket struct {
+	live     *Live
+	writeErr middleware.ErrorWriter
+}
+
+var _ graphql.Transport = webSocket{}
+
+func (t webSocket) Supports(r *http.Request) bool { return isWebSocket(r) }
+
+func (t webSocket) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	l := t.live
+	if err := l.admit(); err != nil {
+		t.writeErr(w, r, err)
+		return
+	}
+	defer l.dismiss()
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols:   []string{protocolTransportWS, protocolLegacy},
+		OriginPatterns: l.opts.Origins,
+	})
+	if err != nil {
+		return // Accept answered the request
+	}
+	conn.SetReadLimit(middleware.MaxBodyBytes)
+	ctx, cancel := context.WithCancel(markStream(r.Context()))
+	c := &socket{
+		live: l, exec: exec, conn: conn, req: r, ctx: ctx, cancel: cancel,
+		legacy: conn.Subprotocol() != protocolTransportWS,
+		out:    make(chan []byte, 16),
+		ops:    map[string]*operation{},
+	}
+	c.serve()
+}
+
+// socket is one WebSocket connection.
+type socket struct {
+	live   *Live
+	exec   graphql.GraphExecutor
+	conn   *websocket.Conn
+	req    *http.Request
+	legacy bool
+	// ctx ends when the socket shuts down; every operation's context
+	// derives from it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	out    chan []byte
+	wg     sync.WaitGroup
+	closed sync.Once
+
+	// Set by connection_init, in the reading goroutine, before any
+	// operation starts.
+	initialised atomic.Bool
+	credential  string
+	viewer      *viewer.Viewer
+	// base is ctx with the connection's viewer and rate limit (each
+	// operation is charged under it).
+	base context.Context
+
+	mu      sync.Mutex
+	ops     map[string]*operation
+	running int // queries and mutations
+}
+
+// operation is one operation a socket runs, under its client's id.
+type operation struct{ cancel context.CancelFunc }
+
+// wsMessage is a message of either subprotocol.
+type wsMessage struct {
+	ID      string          `json:"id,omitempty"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+func (c *socket) serve() {
+	c.wg.Add(2)
+	go c.guard("writer", c.writeLoop)
+	go c.guard("keep-alive", c.keepAlive)
+	initTimer := time.AfterFunc(initTimeout, func() {
+		if !c.initialised.Load() {
+			c.shut(CloseInitTimeout, "Connection initialisation timeout")
+		}
+	})
+	c.guard("reader", c.readLoop)
+	initTimer.Stop()
+	c.cancel()
+	c.wg.Wait()
+	_ = c.conn.CloseNow()
+	if c.initialised.Load() {
+		c.live.closeSocket(c.viewer.TokenID)
+	}
+}
+
+// guard runs fn, containing a panic to this socket: logged, and the socket
+// closed with 1011.
+func (c *socket) guard(what string, fn func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.live.opts.Log.ErrorContext(c.ctx, "panic in a WebSocket's "+what, "request_id", middleware.RequestID(c.ctx), "panic", fmt.Sprint(p))
+			c.shut(CloseInternal, "internal error")
+		}
+	}()
+	fn()
+}
+
+// shut closes the socket with code: every operation ends, and the close
+// handshake runs (bounded by coder/websocket's own timeouts) while the
+// reader takes the peer's answer.
+func (c *socket) shut(code websocket.StatusCode, reason string) {
+	c.closed.Do(func() {
+		c.cancel()
+		if len(reason) > 120 {
+			reason = reason[:120]
+		}
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			_ = c.conn.Close(code, reason)
+		}()
+	})
+}
+
+// readLoop reads and handles the client's messages until the connection
+// closes.
+func (c *socket) readLoop() {
+	for {
+		typ, data, err := c.conn.Read(context.Background())
+		if err != nil {
+			return
+		}
+		if typ != websocket.MessageText {
+			c.shut(CloseBadMessage, "Invalid message: expected a text message")
+			continue
+		}
+		c.handle(data)
+	}
+}
+
+// writeLoop writes what the socket's operations send, each message within
+// the write timeout: a client that stops reading is disconnected.
+func (c *socket) writeLoop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case msg := <-c.out:
+			if err := c.write(msg); err != nil {
+				c.cancel()
+				_ = c.conn.CloseNow()
+				return
+			}
+		}
+	}
+}
+
+func (c *socket) write(msg []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), c.live.opts.WriteTimeout)
+	defer cancel()
+	return c.conn.Write(ctx, websocket.MessageText, msg)
+}
+
+// keepAlive pings the client every KeepAlive (a WebSocket ping, which
+// browsers answer by themselves, and graphql-ws's "ka" message on that
+// protocol) and closes a connection whose pong does not come within the
+// interval: a client that went away without closing is found out.
+func (c *socket) keepAlive() {
+	defer c.wg.Done()
+	tick := time.NewTicker(c.live.opts.KeepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if c.legacy && c.initialised.Load() && !c.send(legacyKeepAlive) {
+			return
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, c.live.opts.KeepAlive)
+		err := c.conn.Ping(ctx)
+		cancel()
+		if err != nil {
+			if c.ctx.Err() == nil {
+				c.cancel()
+				_ = c.conn.CloseNow()
+			}
+			return
+		}
+	}
+}
+
+var legacyKeepAlive = []byte(`{"type":"ka"}`)
+
+// send queues msg for the writer, false once the socket is shutting down.
+func (c *socket) send(msg []byte) bool {
+	select {
+	case c.out <- msg:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+// handle answers one message of the client, as graphql-transport-ws says:
+// an unparsable or unknown message closes the socket with 4400, an
+// operation before connection_init with 4401, a second connection_init
+// with 4429, an operation id already running with 4409.
+func (c *socket) handle(data []byte) {
+	var m wsMessage
+	if err := json.Unmarshal(data, &m); err != nil || m.Type == "" {
+		c.shut(CloseBadMessage, "Invalid message: expected a JSON object with a type")
+		return
+	}
+	switch m.Type {
+	case "connection_init":
+		if c.initialised.Load() {
+			c.shut(CloseTooManyRequests, "Too many initialisation requests")
+			return
+		}
+		c.init(m.Payload)
+	case "ping":
+		if !c.legacy {
+			c.send(frame("pong", "", m.Payload))
+		}
+	case "pong":
+	case c.subscribeType():
+		if !c.initialised.Load() {
+			c.shut(CloseUnauthorized, "Unauthorized")
+			return
+		}
+		c.subscribe(m)
+	case c.stopType():
+		c.stop(m.ID)
+	case "connection_terminate":
+		if c.legacy {
+			c.shut(CloseNormal, "terminated")
+			return
+		}
+		c.shut(CloseBadMessage, fmt.Sprintf("Invalid message type %q", m.Type))
+	default:
+		c.shut(CloseBadMessage, fmt.Sprintf("Invalid message type %q", truncate(m.Type, 40)))
+	}
+}
+
+func (c *socket) subscribeType() string {
+	if c.legacy {
+		return "start"
+	}
+	return "subscribe"
+}
+
+func (c *socket) stopType() string {
+	if c.legacy {
+		return "stop"
+	}
+	return "complete"
+}
+
+func (c *socket) nextType() string {
+	if c.legacy {
+		return "data"
+	}
+	return "next"
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// init authenticates connection_init: the payload's authorization
+// ("Bearer <token>", as browsers cannot set headers on a WebSocket), else
+// the upgrade request's Authorization header; then charges the
+// connection's rate limit and takes one of the token's WebSocket slots.
+// A refusal closes the socket: 4403 for the credential, 4429 for the rate
+// limit or the token's WebSockets.
+func (c *socket) init(payload json.RawMessage) {
+	l := c.live
+	credential := c.req.Header.Get("Authorization")
+	var p map[string]any
+	if len(payload) > 0 && !bytes.Equal(payload, []byte("null")) {
+		if err := json.Unmarshal(payload, &p); err != nil {
+			c.shut(CloseBadMessage, "Invalid message: connection_init's payload must be an object")
+			return
+		}
+	}
+	for _, name := range []string{"authorization", "Authorization"} {
+		if s, ok := p[name].(string); ok && s != "" {
+			credential = s
+			break
+		}
+	}
+	v, err := l.opts.Authenticate(c.ctx, credential)
+	if err != nil {
+		if c.legacy {
+			c.writeNow(frame("connection_error", "", mustMarshal(l.present(c.ctx, err))))
+		}
+		if apperr.CodeOf(err) == apperr.RateLimited {
+			c.shut(CloseTooManyRequests, "Too many requests: "+string(apperr.RateLimited))
+			return
+		}
+		c.shut(CloseForbidden, "Forbidden: "+string(apperr.CodeOf(err)))
+		return
+	}
+	base, err := l.opts.Limiter.Connection(c.ctx, v)
+	if err != nil {
+		c.shut(CloseTooManyRequests, "Too many requests: "+string(apperr.RateLimited))
+		return
+	}
+	if err := l.openSocket(v.TokenID); err != nil {
+		c.shut(CloseTooManyRequests, "Too many WebSockets for this token")
+		return
+	}
+	c.credential, c.viewer, c.base = credential, v, base
+	c.initialised.Store(true)
+	c.send(frame("connection_ack", "", nil))
+	if c.legacy {
+		c.send(legacyKeepAlive)
+	}
+}
+
+// writeNow writes msg at once, before the socket closes (a message the
+// close must not overtake).
+func (c *socket) writeNow(msg []byte) { _ = c.write(msg) }
+
+// subscribe starts the operation of a subscribe (graphql-ws: start)
+// message.
+func (c *socket) subscribe(m wsMessage) {
+	if m.ID == "" || len(m.ID) > maxOperationID {
+		c.shut(CloseBadMessage, fmt.Sprintf("Invalid message: an operation id is 1 to %d bytes", maxOperationID))
+		return
+	}
+	params, err := operationParams(m.Payload)
+	if err != nil {
+		c.shut(CloseBadMessage, "Invalid message: "+err.Error())
+		return
+	}
+	c.mu.Lock()
+	if _, dup := c.ops[m.ID]; dup {
+		c.mu.Unlock()
+		c.shut(CloseDuplicateID, "Subscriber for "+truncate(m.ID, 80)+" already exists")
+		return
+	}
+	if len(c.ops) >= c.live.opts.MaxPerToken+c.live.opts.OperationsPerSocket {
+		c.mu.Unlock()
+		c.send(c.errorFrame(m.ID, gqlerror.List{c.live.present(c.ctx, apperr.New(apperr.RateLimited, "this WebSocket runs as many operations as it may: complete one first"))}))
+		return
+	}
+	ctx, cancel := context.WithCancel(c.base)
+	op := &operation{cancel: cancel}
+	c.ops[m.ID] = op
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer cancel()
+		c.run(ctx, m.ID, op, params)
+	}()
+}
+
+// operationParams decodes a subscribe message's payload.
+func operationParams(payload json.RawMessage) (*graphql.RawParams, error) {
+	var p struct {
+		Query         string         `json:"query"`
+		OperationName string         `json:"operationName"`
+		Variables     map[string]any `json:"variables"`
+		Extensions    map[string]any `json:"extensions"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	if err := dec.Decode(&p); err != nil {
+		return nil, errors.New("the payload must be an object with a query")
+	}
+	if p.Query == "" && p.Extensions["persistedQuery"] == nil {
+		return nil, errors.New("the payload has no query")
+	}
+	if err := checkText(payload, p.Query); err != nil {
+		return nil, errors.New(apperr.From(err).Message)
+	}
+	return &graphql.RawParams{Query: p.Query, OperationName: p.OperationName, Variables: p.Variables, Extensions: p.Extensions}, nil
+}
+
+// stop ends the client's operation id (graphql-transport-ws: complete;
+// graphql-ws: stop). The id is free again at once.
+func (c *socket) stop(id string) {
+	c.mu.Lock()
+	op := c.ops[id]
+	delete(c.ops, id)
+	c.mu.Unlock()
+	if op != nil {
+		op.cancel()
+	}
+}
+
+// finish frees op's id, unless the client freed it already (and may have
+// reused it), and sends msgs if it still runs.
+func (c *socket) finish(id string, op *operation, msgs ...[]byte) {
+	c.mu.Lock()
+	mine := c.ops[id] == op
+	if mine {
+		delete(c.ops, id)
+	}
+	c.mu.Unlock()
+	if !mine {
+		return
+	}
+	for _, m := range msgs {
+		c.send(m)
+	}
+}
+
+// run runs one operation: re-authenticated as every HTTP request is (a
+// credential no longer valid closes the socket, 4403), charged to the
+// connection's rate limit, then streamed (a subscription) or answered
+// within the request timeout (a query or mutation).
+func (c *socket) run(ctx context.Context, id string, op *operation, params *graphql.RawParams) {
+	l := c.live
+	defer func() {
+		if p := recover(); p != nil {
+			l.opts.Log.ErrorContext(ctx, "panic in a WebSocket operation", "request_id", middleware.RequestID(ctx), "panic", fmt.Sprint(p))
+			c.finish(id, op, c.errorFrame(id, gqlerror.List{l.present(ctx, apperr.New(apperr.Internal, "internal error"))}))
+		}
+	}()
+	v, err := l.reauthenticate(ctx, c.credential, c.viewer)
+	if err != nil {
+		c.shut(CloseForbidden, "Forbidden: "+string(apperr.CodeOf(err)))
+		return
+	}
+	ctx = l.opts.Loaders(viewer.NewContext(ctx, v))
+	params.Headers = c.req.Header
+	now := graphql.Now()
+	params.ReadTime = graphql.TraceTiming{Start: now, End: now}
+	oc, errs := c.exec.CreateOperationContext(ctx, params)
+	if errs != nil {
+		c.finish(id, op, c.errorFrame(id, c.exec.DispatchError(graphql.WithOperationContext(ctx, oc), errs).Errors))
+		return
+	}
+	ctx = graphql.WithOperationContext(ctx, oc)
+	if operationKind(oc) == ast.Subscription {
+		c.stream(ctx, id, op, oc)
+		return
+	}
+	if !c.startRequest() {
+		c.finish(id, op, c.errorFrame(id, gqlerror.List{l.present(ctx, apperr.New(apperr.RateLimited, "this WebSocket runs %d queries and mutations at once, the most allowed: wait for one to complete", l.opts.OperationsPerSocket))}))
+		return
+	}
+	defer c.endRequest()
+	if l.opts.RequestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.opts.RequestTimeout)
+		defer cancel()
+	}
+	responses, ctx := c.exec.DispatchOperation(ctx, oc)
+	for resp := responses(ctx); resp != nil; resp = responses(ctx) {
+		if !c.send(frame(c.nextType(), id, mustMarshal(resp))) {
+			return
+		}
+	}
+	c.finish(id, op, frame("complete", id, nil))
+}
+
+func (c *socket) startRequest() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running >= c.live.opts.OperationsPerSocket {
+		return false
+	}
+	c.running++
+	return true
+}
+
+func (c *socket) endRequest() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.running--
+}
+
+// stream runs a subscription until it, its client or the socket ends it.
+func (c *socket) stream(ctx context.Context, id string, op *operation, oc *graphql.OperationContext) {
+	l := c.live
+	s, errs := l.open(ctx, c.exec, oc, c.credential)
+	if errs != nil {
+		if lostAccessErrors(errs) {
+			c.shut(CloseForbidden, "Forbidden: "+string(apperr.Disconnected))
+			return
+		}
+		c.finish(id, op, c.errorFrame(id, errs))
+		return
+	}
+	defer s.close()
+	quoted := mustMarshal(id)
+	next := c.nextType()
+	for {
+		ev, err := s.next(ctx, nil, nil)
+		switch {
+		case err == nil && ev == nil:
+			c.finish(id, op) // completed by the client, or the socket closes
+			return
+		case lostAccess(err):
+			c.shut(CloseForbidden, "Forbidden: "+string(apperr.CodeOf(err)))
+			return
+		case err == errClosing:
+			c.shut(CloseGoingAway, "server shutting down")
+			return
+		case err != nil:
+			c.finish(id, op, c.errorFrame(id, gqlerror.List{l.present(ctx, err)}))
+			return
+		}
+		if !c.send(nextFrame(next, quoted, ev.payload)) {
+			return
+		}
+	}
+}
+
+// lostAccessErrors reports whether errs refuse a credential.
+func lostAccessErrors(errs gqlerror.List) bool {
+	for _, e := range errs {
+		if code, _ := e.Extensions["code"].(string); code == string(apperr.Disconnected) || code == string(apperr.Unauthenticated) {
+			return true
+		}
+	}
+	return false
+}
+
+// errorFrame is the error message of operation id.
+func (c *socket) errorFrame(id string, errs gqlerror.List) []byte {
+	return frame("error", id, mustMarshal(errs))
+}
+
+// frame is a message of type, for operation id (none when ""), with
+// payload (none when nil).
+func frame(typ, id string, payload []byte) []byte {
+	m := wsMessage{ID: id, Type: typ, Payload: payload}
+	return mustMarshal(m)
+}
+
+// nextFrame is a next (graphql-ws: data) message of the operation whose id
+// is quoted (as JSON), carrying payload, a shared rendering: it is copied,
+// not encoded again.
+func nextFrame(typ string, quoted, payload []byte) []byte {
+	b := make([]byte, 0, len(quoted)+len(typ)+len(payload)+32)
+	b = append(b, `{"id":`...)
+	b = append(b, quoted...)
+	b = append(b, `,"type":"`...)
+	b = append(b, typ...)
+	b = append(b, `","payload":`...)
+	b = append(b, payload...)
+	return append(b, '}')
+}
+
+func mustMarshal(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte(`{"errors":[{"message":"internal error","extensions":{"code":"internal"}}]}`)
+	}
+	return b
+}
