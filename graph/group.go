@@ -326,6 +326,7 @@ func (g *group) respond(ev *model.ProcedureEvent) (resp *graphql.Response, err e
 		}
 	}()
 	g.feed <- ev
+	g.live.rendered.Add(1)
 	resp = g.responses(g.live.opts.Loaders(g.ctx))
 	if resp == nil {
 		return nil, errClosing

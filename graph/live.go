@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,6 +26,7 @@ const (
 	DefaultKeepAlive             = 25 * time.Second
 	DefaultWriteTimeout          = 15 * time.Second
 	DefaultCacheBytes            = 16 << 20
+	DefaultInitTimeout           = 10 * time.Second
 	// DefaultOperationsPerSocket bounds the queries and mutations one
 	// WebSocket runs at once (its subscriptions count against the token's
 	// cap instead).
@@ -86,6 +88,9 @@ type LiveOptions struct {
 	// events' procedures as read, and their renderings, shared by the
 	// subscribers still to be sent them.
 	CacheBytes int64
+	// InitTimeout bounds the wait for a WebSocket's connection_init
+	// (closed with 4408 past it).
+	InitTimeout time.Duration
 	// Origins are the host patterns (path.Match syntax, e.g.
 	// "app.example.com" or "*.example.com") of the web pages, besides the
 	// server's own host, allowed to open WebSockets.
@@ -112,6 +117,8 @@ type Live struct {
 	// group.read); renders are events rendered once per group.
 	reads   *flights[readKey, *eventRead]
 	renders *flights[renderKey, *rendered]
+	// rendered counts the events the executor rendered.
+	rendered atomic.Uint64
 }
 
 // NewLive returns the live updates of opts.
@@ -136,6 +143,9 @@ func NewLive(opts LiveOptions) *Live {
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.InitTimeout <= 0 {
+		opts.InitTimeout = DefaultInitTimeout
 	}
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = DefaultCacheBytes
@@ -242,6 +252,9 @@ type Stats struct {
 	// CachedBytes is what the caches of reads and renderings hold
 	// (at most LiveOptions.CacheBytes).
 	CachedBytes int64
+	// Rendered counts the events rendered since the Live started: once
+	// per event and group, whatever the group's size.
+	Rendered uint64
 }
 
 // Stats returns what l holds now.
@@ -253,6 +266,7 @@ func (l *Live) Stats() Stats {
 	}
 	l.mu.Unlock()
 	s.CachedBytes = l.reads.bytes() + l.renders.bytes()
+	s.Rendered = l.rendered.Load()
 	return s
 }
 

@@ -39,9 +39,6 @@ const (
 // webSocketRoute labels a WebSocket's request in logs and metrics.
 const webSocketRoute = "graphql:websocket"
 
-// initTimeout bounds the wait for connection_init.
-const initTimeout = 10 * time.Second
-
 // The WebSocket subprotocols: graphql-transport-ws (the graphql-ws
 // library's), and the older graphql-ws (Apollo's
 // subscriptions-transport-ws), also assumed when a client names none.
@@ -135,7 +132,7 @@ func (c *socket) serve() {
 	c.wg.Add(2)
 	go c.guard("writer", c.writeLoop)
 	go c.guard("keep-alive", c.keepAlive)
-	initTimer := time.AfterFunc(initTimeout, func() {
+	initTimer := time.AfterFunc(c.live.opts.InitTimeout, func() {
 		if !c.initialised.Load() {
 			c.shut(CloseInitTimeout, "Connection initialisation timeout")
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/procsvc/procsvc/internal/config"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
+	"github.com/procsvc/procsvc/internal/events"
 	"github.com/procsvc/procsvc/internal/server"
 	"github.com/procsvc/procsvc/internal/timefmt"
 )
@@ -187,7 +188,16 @@ func (d *dbFlags) open(ctx context.Context, env Env) (*database.DB, *core.Servic
 		db.Close()
 		return nil, nil, err
 	}
-	return db, core.New(db.Client), nil
+	// On PostgreSQL the operator's changes are announced as the server's
+	// are (LISTEN/NOTIFY): a token revoked or a member removed here cuts
+	// their open subscriptions on every replica at once. A SQLite file has
+	// no such channel; a running server notices within its re-check
+	// interval (--subscription-recheck).
+	var opts []core.Option
+	if db.Dialect == "postgres" {
+		opts = append(opts, core.WithAnnouncer(events.NewPostgresAnnouncer(events.NewHub(events.HubOptions{}))))
+	}
+	return db, core.New(db.Client, opts...), nil
 }
 
 func command(name, summary string, env Env) *flag.FlagSet {

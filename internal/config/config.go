@@ -59,6 +59,21 @@ type Live struct {
 	// WebSocketOrigins are the host patterns (path.Match syntax) of web
 	// pages other than the server's own allowed to open WebSockets.
 	WebSocketOrigins []string
+	// WebSocketsPerToken bounds the WebSockets one token holds open at
+	// once, subscriptions or not.
+	WebSocketsPerToken int
+	// MaxConnections bounds the live connections (WebSockets and
+	// Server-Sent Events streams) one replica holds open.
+	MaxConnections int
+	// Recheck is how often an open subscription re-authenticates when no
+	// access change was announced.
+	Recheck time.Duration
+	// WriteTimeout bounds each write to a live connection: a client that
+	// takes nothing for that long is disconnected.
+	WriteTimeout time.Duration
+	// CacheMB bounds the memory of events' reads and renderings kept for
+	// the subscribers still to be sent them.
+	CacheMB int
 }
 
 // AI configures content generation (internal/generate).
@@ -118,7 +133,8 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		IdleTimeout:       120 * time.Second,
 		AI:                AI{Provider: "template", Timeout: 60 * time.Second, MaxRetries: 2},
 		RateLimit:         RateLimit{Rate: 50, Burst: 200},
-		Live:              Live{SubscriptionsPerToken: 20, Buffer: 64},
+		Live: Live{SubscriptionsPerToken: 20, Buffer: 64, WebSocketsPerToken: 20, MaxConnections: 10_000,
+			Recheck: 30 * time.Second, WriteTimeout: 15 * time.Second, CacheMB: 16},
 
 		DBLockTimeout:              5 * time.Second,
 		DBStatementTimeout:         30 * time.Second,
@@ -157,6 +173,11 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		num(&c.RateLimit.Burst, "rate-burst", "PROCSVC_RATE_BURST", "per-token rate limit: size of each API token's bucket, the most it spends at once"),
 		num(&c.Live.SubscriptionsPerToken, "subscriptions-per-token", "PROCSVC_SUBSCRIPTIONS_PER_TOKEN", "live updates: subscriptions one token may hold open at once on this replica (1 to 1000); one more is refused with rate_limited"),
 		num(&c.Live.Buffer, "subscription-buffer", "PROCSVC_SUBSCRIPTION_BUFFER", "live updates: events a subscriber may lag behind before its subscription is closed with an error, to be resubscribed (1 to 100000)"),
+		num(&c.Live.WebSocketsPerToken, "websockets-per-token", "PROCSVC_WEBSOCKETS_PER_TOKEN", "live updates: WebSockets one token may hold open at once on this replica, with or without subscriptions (1 to 1000); one more is closed with 4429"),
+		num(&c.Live.MaxConnections, "max-live-connections", "PROCSVC_MAX_LIVE_CONNECTIONS", "live updates: WebSockets and Server-Sent Events streams this replica holds open at once (1 to 1000000); one more is refused with 503 unavailable"),
+		dur(&c.Live.Recheck, "subscription-recheck", "PROCSVC_SUBSCRIPTION_RECHECK", "live updates: how often an open subscription re-authenticates its token when no access change was announced, the longest a revocation nobody announced goes unnoticed (1s to 1h)"),
+		dur(&c.Live.WriteTimeout, "stream-write-timeout", "PROCSVC_STREAM_WRITE_TIMEOUT", "live updates: how long one write to a WebSocket or event stream may take; a client that reads nothing for that long is disconnected (1s to 5m)"),
+		num(&c.Live.CacheMB, "live-cache-mb", "PROCSVC_LIVE_CACHE_MB", "live updates: memory for events' reads and renderings kept for subscribers still to be sent them (1 to 4096)"),
 		list(&c.Live.WebSocketOrigins, "websocket-origins", "PROCSVC_WEBSOCKET_ORIGINS", "live updates: host patterns of web pages, besides this server's own host, allowed to open WebSockets, comma-separated (e.g. app.example.com,*.example.com)"),
 		workspaceRates(&c.RateLimit.Workspaces, "rate-limit-workspace", "PROCSVC_RATE_LIMIT_WORKSPACES", "per-token rate limit of one workspace's tokens, as WORKSPACE_ID=RATE/BURST, or WORKSPACE_ID=0 for none; repeat the flag, or separate with commas"),
 	}
@@ -222,6 +243,21 @@ func (c *Config) validate() error {
 	}
 	if c.Live.SubscriptionsPerToken < 1 || c.Live.SubscriptionsPerToken > 1000 {
 		errs = append(errs, fmt.Errorf("invalid subscriptions per token %d: use 1 to 1000 (--subscriptions-per-token, PROCSVC_SUBSCRIPTIONS_PER_TOKEN)", c.Live.SubscriptionsPerToken))
+	}
+	if c.Live.WebSocketsPerToken < 1 || c.Live.WebSocketsPerToken > 1000 {
+		errs = append(errs, fmt.Errorf("invalid WebSockets per token %d: use 1 to 1000 (--websockets-per-token, PROCSVC_WEBSOCKETS_PER_TOKEN)", c.Live.WebSocketsPerToken))
+	}
+	if c.Live.MaxConnections < 1 || c.Live.MaxConnections > 1_000_000 {
+		errs = append(errs, fmt.Errorf("invalid live connection limit %d: use 1 to 1000000 (--max-live-connections, PROCSVC_MAX_LIVE_CONNECTIONS)", c.Live.MaxConnections))
+	}
+	if c.Live.Recheck < time.Second || c.Live.Recheck > time.Hour {
+		errs = append(errs, fmt.Errorf("invalid subscription re-check interval %s: use 1s to 1h (--subscription-recheck, PROCSVC_SUBSCRIPTION_RECHECK)", c.Live.Recheck))
+	}
+	if c.Live.WriteTimeout < time.Second || c.Live.WriteTimeout > 5*time.Minute {
+		errs = append(errs, fmt.Errorf("invalid stream write timeout %s: use 1s to 5m (--stream-write-timeout, PROCSVC_STREAM_WRITE_TIMEOUT)", c.Live.WriteTimeout))
+	}
+	if c.Live.CacheMB < 1 || c.Live.CacheMB > 4096 {
+		errs = append(errs, fmt.Errorf("invalid live cache size %d MB: use 1 to 4096 (--live-cache-mb, PROCSVC_LIVE_CACHE_MB)", c.Live.CacheMB))
 	}
 	if c.Live.Buffer < 1 || c.Live.Buffer > 100_000 {
 		errs = append(errs, fmt.Errorf("invalid subscription buffer %d: use 1 to 100000 (--subscription-buffer, PROCSVC_SUBSCRIPTION_BUFFER)", c.Live.Buffer))

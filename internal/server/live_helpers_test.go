@@ -37,7 +37,8 @@ const waitFor = 10 * time.Second
 // liveServer is one replica: a handler with its own hub over db.
 type liveServer struct {
 	*apitest.Server
-	Hub *events.Hub
+	Hub  *events.Hub
+	Live *graph.Live
 }
 
 type liveConfig struct {
@@ -67,12 +68,13 @@ func startLive(t *testing.T, db *database.DB, cfg liveConfig) *liveServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(server.NewHandler(server.Deps{DB: db, Service: svc, Log: log, ResponseCacheBytes: 16 << 20,
-		Hub: hub, Live: cfg.live, RateLimit: limiter}))
+	h := server.NewHandler(server.Deps{DB: db, Service: svc, Log: log, ResponseCacheBytes: 16 << 20,
+		Hub: hub, Live: cfg.live, RateLimit: limiter})
+	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	// Before the server closes (cleanups run last first): ends the streams.
 	t.Cleanup(hub.Close)
-	return &liveServer{Server: &apitest.Server{URL: ts.URL, DB: db, Service: svc, HTTP: ts.Client()}, Hub: hub}
+	return &liveServer{Server: &apitest.Server{URL: ts.URL, DB: db, Service: svc, HTTP: ts.Client()}, Hub: hub, Live: h.Live}
 }
 
 // openDB opens a fresh migrated database of dialect, with its URL (on

@@ -7,13 +7,24 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/internal/apitest"
+	"github.com/procsvc/procsvc/internal/auth"
+	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/dbtest"
+	"github.com/procsvc/procsvc/internal/events"
+	"github.com/procsvc/procsvc/internal/loader"
+	"github.com/procsvc/procsvc/internal/metrics"
+	"github.com/procsvc/procsvc/internal/middleware"
+	"github.com/procsvc/procsvc/internal/server"
+	"github.com/procsvc/procsvc/internal/viewer"
 )
 
 // deliveryBound is how soon an event must arrive after its write returned.
@@ -508,5 +519,105 @@ func TestLiveReadsOncePerEvent(t *testing.T) {
 	t.Logf("statements for a write and its delivery: 1 new subscriber %d, 12 more %d", one, many)
 	if many > one+2 {
 		t.Fatalf("12 subscribers cost %d statements against %d for one: reads are not shared", many, one)
+	}
+}
+
+// TestLiveTokenExpiryCuts: a subscription ends when its token expires, not
+// at the next periodic re-check.
+func TestLiveTokenExpiryCuts(t *testing.T) {
+	for _, dialect := range dbtest.Dialects(t) {
+		t.Run(dialect, func(t *testing.T) {
+			db, dsn := openDB(t, dialect)
+			s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{Recheck: time.Hour}})
+			ws := s.NewWorkspace(t, "Expiring", "EXP")
+			expiresAt := time.Now().Add(700 * time.Millisecond).UTC()
+			r := s.GraphQL(t, ws.AdminToken, `mutation($in: CreateTokenInput!) { createToken(input: $in) { secret } }`,
+				map[string]any{"in": map[string]any{"memberId": ws.ViewerID, "name": "short", "expiresAt": expiresAt.Format(time.RFC3339Nano)}})
+			var out struct {
+				CreateToken struct{ Secret string } `json:"createToken"`
+			}
+			r.Decode(t, &out)
+			c := openWS(t, s, out.CreateToken.Secret)
+			c.subscribe("1", subscribeEvents, nil)
+			st, status, body := postSSE(t, s, out.CreateToken.Secret, subscribeEvents, nil)
+			if status != http.StatusOK {
+				t.Fatalf("SSE: %d %s", status, body)
+			}
+			ready(t, s, 2)
+			if code := c.waitClosed(); code != graph.CloseForbidden {
+				t.Fatalf("closed with %d, want %d", code, graph.CloseForbidden)
+			}
+			var last []byte
+			for b := st.next(); b != nil; b = st.next() {
+				last = b
+			}
+			if !strings.Contains(string(last), `"disconnected"`) {
+				t.Fatalf("SSE's last event: %s", last)
+			}
+			late := time.Since(expiresAt)
+			t.Logf("cut %s after the token expired", late.Round(time.Millisecond))
+			if late < 0 || late > deliveryBound {
+				t.Fatalf("cut %s after the token expired", late)
+			}
+		})
+	}
+}
+
+// TestLiveAccessLostAsItOpens: a member removed after its request was
+// authenticated but before its subscription started listening is refused,
+// not streamed to: the subscription checks its credential again once it
+// listens (the removal's own event came before anyone listened).
+func TestLiveAccessLostAsItOpens(t *testing.T) {
+	for _, dialect := range dbtest.Dialects(t) {
+		t.Run(dialect, func(t *testing.T) {
+			db, dsn := openDB(t, dialect)
+			setup := startLive(t, db, liveConfig{dsn: dsn})
+			ws := setup.NewWorkspace(t, "Racing", "RAC")
+			hub := events.NewHub(events.HubOptions{})
+			t.Cleanup(hub.Close)
+			svc := core.New(db.Client, core.WithAnnouncer(server.Announcer(db, hub)))
+			if db.Dialect == "postgres" {
+				l, err := events.Listen(context.Background(), dsn, hub, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = l.Close() })
+			}
+			authn := auth.New(db)
+			source := loader.New(db)
+			admin, err := authn.Authenticate(context.Background(), "Bearer "+ws.AdminToken)
+			if err != nil {
+				t.Fatal(err)
+			}
+			log := slog.New(slog.DiscardHandler)
+			writeErr := func(w http.ResponseWriter, r *http.Request, err error) { middleware.WriteError(w, r, log, err) }
+			// Authenticated, then the member is removed, then the stream.
+			authenticated := func(remove bool) func(middleware.ErrorWriter) func(http.Handler) http.Handler {
+				return func(middleware.ErrorWriter) func(http.Handler) http.Handler {
+					return func(next http.Handler) http.Handler {
+						return middleware.Authenticate(authn, writeErr)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+							if remove {
+								if _, err := svc.RemoveMember(viewer.NewContext(r.Context(), admin), ws.MemberID); err != nil {
+									t.Error(err)
+								}
+							}
+							source.Middleware(next).ServeHTTP(w, r)
+						}))
+					}
+				}
+			}
+			live := graph.NewLive(graph.LiveOptions{Hub: hub, Authenticate: authn.Authenticate, Loaders: source.Into})
+			h := graph.NewHandler(graph.NewResolver(svc), log, metrics.New(db.SQL),
+				graph.Middleware{Requests: authenticated(false), Streams: authenticated(true)}, live)
+			ts := httptest.NewServer(middleware.WithRequestID(h))
+			t.Cleanup(ts.Close)
+			s := &liveServer{Server: &apitest.Server{URL: ts.URL, DB: db, Service: svc, HTTP: ts.Client()}, Hub: hub, Live: live}
+			if _, status, body := postSSE(t, s, ws.MemberToken, subscribeEvents, nil); status != http.StatusBadRequest || !strings.Contains(string(body), `"disconnected"`) {
+				t.Fatalf("a subscription of a member removed as it opened: %d %s", status, body)
+			}
+			if st := live.Stats(); st.Subscriptions != 0 || st.Groups != 0 || hub.Subscribers() != 0 {
+				t.Fatalf("the refused subscription holds %+v, %d hub subscriptions", st, hub.Subscribers())
+			}
+		})
 	}
 }

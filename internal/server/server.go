@@ -67,8 +67,15 @@ func Announcer(db *database.DB, hub *events.Hub) core.Announcer {
 	return events.NewLocalAnnouncer(hub)
 }
 
+// Handler is procsvc's whole HTTP surface, and the live updates it serves
+// (for their figures: what they hold open and in memory).
+type Handler struct {
+	http.Handler
+	Live *graph.Live
+}
+
 // NewHandler returns procsvc's whole HTTP surface.
-func NewHandler(d Deps) http.Handler {
+func NewHandler(d Deps) *Handler {
 	if d.Metrics == nil {
 		d.Metrics = metrics.New(d.DB.SQL)
 	}
@@ -123,9 +130,10 @@ func NewHandler(d Deps) http.Handler {
 		live.Log = d.Log
 	}
 
+	lives := graph.NewLive(live)
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.NewHandler(resolver, d.Log, d.Metrics,
-		graph.Middleware{Requests: authenticated(d.RateLimit.PerOperation), Streams: streams}, graph.NewLive(live)))
+		graph.Middleware{Requests: authenticated(d.RateLimit.PerOperation), Streams: streams}, lives))
 	api := rest.New(resolver, d.Log)
 	api.Register(mux, authenticated(d.RateLimit.PerRequest)(restErr))
 	pg := playground.Handler()
@@ -157,7 +165,7 @@ func NewHandler(d Deps) http.Handler {
 	if d.RequestTimeout > 0 {
 		h = withDeadline(d.RequestTimeout, h)
 	}
-	return middleware.SecurityHeaders(middleware.WithRequestID(middleware.Observe(d.Log, d.Metrics)(h)))
+	return &Handler{Handler: middleware.SecurityHeaders(middleware.WithRequestID(middleware.Observe(d.Log, d.Metrics)(h))), Live: lives}
 }
 
 // NewRateLimiter returns the per-token rate limiter c configures, nil when

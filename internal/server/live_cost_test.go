@@ -1,0 +1,165 @@
+package server_test
+
+// What live updates cost a replica: reads only of what subscriptions
+// select, memory within --live-cache-mb whatever the events carry, and
+// one rendering per event for every subscriber of the same operation.
+
+import (
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/internal/dbtest"
+)
+
+// addComments adds n comments of size characters to procedure id.
+func addComments(t *testing.T, s *liveServer, token, id string, n, size int) {
+	t.Helper()
+	text := strings.Repeat("c", size)
+	for range n {
+		gql(t, s, token, `mutation($id: ID!, $text: String!) { addComment(input: {procedureId: $id, text: $text}) { id } }`,
+			map[string]any{"id": id, "text": text})
+	}
+}
+
+// heapInUse is the live heap after a collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// TestLiveMemoryIsBounded: a procedure carrying 2 MB of comments, renamed
+// over and over under two subscribers. One selects only `kind`: its events
+// read nothing. The other selects the comments: what the replica keeps for
+// live updates stays within its bound, however many events go by. (Before
+// the bound, 256 events' reads were kept whatever their size: 200 comments
+// of 20 000 characters pinned a gigabyte.)
+func TestLiveMemoryIsBounded(t *testing.T) {
+	for _, dialect := range dbtest.Dialects(t) {
+		t.Run(dialect, func(t *testing.T) {
+			db, dsn := openDB(t, dialect)
+			const bound = 4 << 20
+			s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{CacheBytes: bound}})
+			ws := s.NewWorkspace(t, "Heavy", "HVY")
+			id := createProcedure(t, s, ws, ws.MemberToken, "Heavy", "")
+			addComments(t, s, ws.MemberToken, id, 100, 20_000)
+
+			t.Run("NothingReadForKindAlone", func(t *testing.T) {
+				renames := func(n int, prefix string) int64 {
+					before := db.Statements()
+					for i := range n {
+						renameProcedure(t, s, ws.MemberToken, id, fmt.Sprintf("%s %d", prefix, i))
+					}
+					return db.Statements() - before
+				}
+				alone := renames(3, "Alone")
+				st, status, body := postSSE(t, s, ws.ViewToken, `subscription { procedureEvents { kind workspaceVersion } }`, nil)
+				if status != http.StatusOK {
+					t.Fatalf("subscribe: %d %s", status, body)
+				}
+				ready(t, s, 1)
+				watched := renames(3, "Watched")
+				for range 3 {
+					if e := decodeEvent(t, st.next()); e.Kind != "UPDATED" || e.Procedure != nil {
+						t.Fatalf("event: %+v", e)
+					}
+				}
+				if watched != alone {
+					t.Fatalf("3 renames cost %d statements with a subscriber selecting kind, %d without: its events read", watched, alone)
+				}
+				st.resp.Body.Close()
+				ready(t, s, 0)
+			})
+
+			t.Run("HeldWithinTheBound", func(t *testing.T) {
+				st, status, body := postSSE(t, s, ws.ViewToken, `subscription { procedureEvents { kind procedure { name comments { text } } } }`, nil)
+				if status != http.StatusOK {
+					t.Fatalf("subscribe: %d %s", status, body)
+				}
+				ready(t, s, 1)
+				base := heapInUse()
+				const events = 48 // 96 MB of comments read and rendered
+				for i := range events {
+					name := fmt.Sprintf("Heavy %d", i)
+					renameProcedure(t, s, ws.MemberToken, id, name)
+					if e := decodeEvent(t, st.next()); e.Procedure == nil || e.Procedure.Name != name || len(e.Procedure.Comments) != 100 {
+						t.Fatalf("event %d: %+v", i, e.Kind)
+					}
+					if held := s.Live.Stats().CachedBytes; held > bound {
+						t.Fatalf("after %d events the live caches hold %d bytes, over their bound of %d", i+1, held, bound)
+					}
+				}
+				grown := int64(heapInUse()) - int64(base)
+				t.Logf("heap grew %d kB over %d events of 2 MB; the caches hold %d kB", grown>>10, events, s.Live.Stats().CachedBytes>>10)
+				// The bound, the event in flight and the test's own copies:
+				// far below what keeping each event's read would hold.
+				if grown > 5*bound+16<<20 {
+					t.Fatalf("the heap grew %d MB over %d events", grown>>20, events)
+				}
+			})
+		})
+	}
+}
+
+// TestLiveRendersOncePerOperation: every subscriber of the same operation
+// (document, variables, role) is sent the same rendering; the executor
+// renders each event once per such group, not once per subscriber.
+func TestLiveRendersOncePerOperation(t *testing.T) {
+	for _, dialect := range dbtest.Dialects(t) {
+		t.Run(dialect, func(t *testing.T) {
+			db, dsn := openDB(t, dialect)
+			s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{MaxPerToken: 40}})
+			ws := s.NewWorkspace(t, "Shared", "SHR")
+			id := createProcedure(t, s, ws, ws.MemberToken, "Shared", "")
+			type sub struct {
+				token string
+				vars  map[string]any
+			}
+			todo := map[string]any{"f": map[string]any{"state": "TODO"}}
+			subs := []sub{}
+			for range 20 {
+				subs = append(subs, sub{ws.ViewToken, nil}) // group 1
+			}
+			for range 5 {
+				subs = append(subs, sub{ws.ViewToken, todo}) // group 2: other variables
+			}
+			for range 3 {
+				subs = append(subs, sub{ws.MemberToken, nil}) // group 3: another role
+			}
+			streams := make([]*sseStream, len(subs))
+			for i, sb := range subs {
+				st, status, body := postSSE(t, s, sb.token, subscribeEvents, sb.vars)
+				if status != http.StatusOK {
+					t.Fatalf("subscribe: %d %s", status, body)
+				}
+				streams[i] = st
+			}
+			ready(t, s, len(subs))
+			if g := s.Live.Stats().Groups; g != 3 {
+				t.Fatalf("%d groups, want 3", g)
+			}
+			before := s.Live.Stats().Rendered
+			renameProcedure(t, s, ws.MemberToken, id, "Once")
+			var first []byte
+			for i, st := range streams {
+				b := st.next()
+				if e := decodeEvent(t, b); e.Procedure == nil || e.Procedure.Name != "Once" {
+					t.Fatalf("subscriber %d: %+v", i, e)
+				}
+				if i == 0 {
+					first = b
+				} else if i < 20 && string(b) != string(first) {
+					t.Fatalf("subscribers of one operation were sent different bytes:\n%s\n%s", first, b)
+				}
+			}
+			if n := s.Live.Stats().Rendered - before; n != 3 {
+				t.Fatalf("one event rendered %d times for 3 groups of %d subscribers", n, len(subs))
+			}
+		})
+	}
+}

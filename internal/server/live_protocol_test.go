@@ -1,0 +1,255 @@
+package server_test
+
+// The WebSocket protocols as their specifications say, and the bounds on
+// what one client may hold open (docs/api.md, "Live updates").
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
+
+	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/internal/dbtest"
+)
+
+// rawWS is a socket the test drives message by message, of subprotocol.
+func rawWS(t *testing.T, s *liveServer, subprotocol string) *wsClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	var protocols []string
+	if subprotocol != "" {
+		protocols = []string{subprotocol}
+	}
+	c, _, err := websocket.Dial(ctx, wsURL(s), &websocket.DialOptions{Subprotocols: protocols})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.CloseNow() })
+	w := &wsClient{t: t, c: c, msgs: make(chan wsMsg, 64), closed: make(chan struct{})}
+	go w.read()
+	return w
+}
+
+func (w *wsClient) sendRaw(b string) {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	if err := w.c.Write(ctx, websocket.MessageText, []byte(b)); err != nil {
+		w.t.Fatalf("send: %v", err)
+	}
+}
+
+func initPayload(token string) json.RawMessage {
+	return mustJSON(map[string]any{"authorization": "Bearer " + token})
+}
+
+func TestLiveWebSocketProtocol(t *testing.T) {
+	db, dsn := openDB(t, "sqlite")
+	s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{InitTimeout: 200 * time.Millisecond}})
+	ws := s.NewWorkspace(t, "Protocol", "PRO")
+
+	closes := []struct {
+		name string
+		do   func(w *wsClient)
+		want websocket.StatusCode
+	}{
+		{"InvalidJSON", func(w *wsClient) { w.sendRaw(`{"type":`) }, graph.CloseBadMessage},
+		{"NoType", func(w *wsClient) { w.sendRaw(`{"id":"1"}`) }, graph.CloseBadMessage},
+		{"UnknownType", func(w *wsClient) { w.sendRaw(`{"type":"start"}`) }, graph.CloseBadMessage},
+		{"BinaryMessage", func(w *wsClient) {
+			_ = w.c.Write(context.Background(), websocket.MessageBinary, []byte(`{"type":"connection_init"}`))
+		}, graph.CloseBadMessage},
+		{"SubscribeBeforeInit", func(w *wsClient) { w.subscribe("1", subscribeEvents, nil) }, graph.CloseUnauthorized},
+		{"NoInit", func(w *wsClient) {}, graph.CloseInitTimeout},
+		{"SecondInit", func(w *wsClient) {
+			w.send(wsMsg{Type: "connection_init", Payload: initPayload(ws.ViewToken)})
+			if m := w.recv(); m.Type != "connection_ack" {
+				t.Fatalf("got %s", m.Type)
+			}
+			w.send(wsMsg{Type: "connection_init", Payload: initPayload(ws.ViewToken)})
+		}, graph.CloseTooManyRequests},
+		{"DuplicateID", func(w *wsClient) {
+			w.send(wsMsg{Type: "connection_init", Payload: initPayload(ws.ViewToken)})
+			w.recv()
+			w.subscribe("same", subscribeEvents, nil)
+			w.subscribe("same", subscribeEvents, nil)
+		}, graph.CloseDuplicateID},
+		{"SubscribeWithoutID", func(w *wsClient) {
+			w.send(wsMsg{Type: "connection_init", Payload: initPayload(ws.ViewToken)})
+			w.recv()
+			w.subscribe("", subscribeEvents, nil)
+		}, graph.CloseBadMessage},
+		{"SubscribeWithoutQuery", func(w *wsClient) {
+			w.send(wsMsg{Type: "connection_init", Payload: initPayload(ws.ViewToken)})
+			w.recv()
+			w.send(wsMsg{ID: "1", Type: "subscribe", Payload: mustJSON(map[string]any{"variables": map[string]any{}})})
+		}, graph.CloseBadMessage},
+	}
+	for _, tt := range closes {
+		t.Run(tt.name, func(t *testing.T) {
+			w := rawWS(t, s, "graphql-transport-ws")
+			w.t = t
+			tt.do(w)
+			if code := w.waitClosed(); code != tt.want {
+				t.Fatalf("closed with %d, want %d", code, tt.want)
+			}
+		})
+	}
+
+	t.Run("PingPong", func(t *testing.T) {
+		w := rawWS(t, s, "graphql-transport-ws")
+		w.sendRaw(`{"type":"ping","payload":{"n":1}}`)
+		if m := w.recv(); m.Type != "pong" || string(m.Payload) != `{"n":1}` {
+			t.Fatalf("got %s %s, want pong echoing the payload", m.Type, m.Payload)
+		}
+	})
+
+	t.Run("CompletedIDIsFreeAgain", func(t *testing.T) {
+		w := openWS(t, s, ws.ViewToken)
+		w.subscribe("a", subscribeEvents, nil)
+		ready(t, s, 1)
+		w.send(wsMsg{ID: "a", Type: "complete"})
+		w.subscribe("a", subscribeEvents, nil)
+		id := createProcedure(t, s, ws, ws.MemberToken, "Again", "")
+		if e := w.next("a"); *e.ProcedureID != id {
+			t.Fatalf("event: %+v", e)
+		}
+		w.send(wsMsg{ID: "a", Type: "complete"})
+		ready(t, s, 0)
+	})
+
+	t.Run("QueryAndMutation", func(t *testing.T) {
+		w := openWS(t, s, ws.MemberToken)
+		w.send(wsMsg{ID: "q", Type: "subscribe", Payload: mustJSON(map[string]any{"query": `{ viewer { role } }`})})
+		if m := w.recv(); m.ID != "q" || m.Type != "next" || !strings.Contains(string(m.Payload), `"MEMBER"`) {
+			t.Fatalf("query: %s %s", m.Type, m.Payload)
+		}
+		if m := w.recv(); m.ID != "q" || m.Type != "complete" {
+			t.Fatalf("after the query: %s", m.Type)
+		}
+		w.send(wsMsg{ID: "m", Type: "subscribe", Payload: mustJSON(map[string]any{"query": `mutation { createCategory(input: {name: "Over the socket"}) { name } }`})})
+		if m := w.recv(); m.ID != "m" || m.Type != "next" || !strings.Contains(string(m.Payload), `"Over the socket"`) {
+			t.Fatalf("mutation: %s %s", m.Type, m.Payload)
+		}
+		if m := w.recv(); m.Type != "complete" {
+			t.Fatalf("after the mutation: %s", m.Type)
+		}
+	})
+
+	t.Run("Legacy", func(t *testing.T) {
+		w := rawWS(t, s, "graphql-ws")
+		w.send(wsMsg{Type: "connection_init", Payload: initPayload(ws.ViewToken)})
+		if m := w.recv(); m.Type != "connection_ack" {
+			t.Fatalf("got %s", m.Type)
+		}
+		if m := w.recv(); m.Type != "ka" {
+			t.Fatalf("got %s, want ka", m.Type)
+		}
+		w.send(wsMsg{ID: "1", Type: "start", Payload: mustJSON(map[string]any{"query": subscribeEvents})})
+		ready(t, s, 1)
+		id := createProcedure(t, s, ws, ws.MemberToken, "Legacy", "")
+		m := w.recv()
+		for m.Type == "ka" {
+			m = w.recv()
+		}
+		if m.Type != "data" || m.ID != "1" || *decodeEvent(t, m.Payload).ProcedureID != id {
+			t.Fatalf("got %s %s, want data", m.Type, m.Payload)
+		}
+		w.send(wsMsg{ID: "1", Type: "stop"})
+		ready(t, s, 0)
+		w.send(wsMsg{Type: "connection_terminate"})
+		if code := w.waitClosed(); code != graph.CloseNormal {
+			t.Fatalf("closed with %d", code)
+		}
+	})
+}
+
+// TestLiveSilentPeersAreCut: a client that stops answering pings (its
+// network gone) is disconnected within the keep-alive, on either protocol:
+// graphql-ws has no pong of its own, so WebSocket pings find it out.
+func TestLiveSilentPeersAreCut(t *testing.T) {
+	db, dsn := openDB(t, "sqlite")
+	s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{KeepAlive: 100 * time.Millisecond}})
+	ws := s.NewWorkspace(t, "Silent", "SIL")
+	for _, protocol := range []string{"graphql-transport-ws", "graphql-ws"} {
+		t.Run(protocol, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+			defer cancel()
+			c, _, err := websocket.Dial(ctx, wsURL(s), &websocket.DialOptions{Subprotocols: []string{protocol}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.CloseNow()
+			// Initialise and subscribe, then never read again: pings go
+			// unanswered.
+			if err := wsjson.Write(ctx, c, wsMsg{Type: "connection_init", Payload: initPayload(ws.ViewToken)}); err != nil {
+				t.Fatal(err)
+			}
+			typ := "subscribe"
+			if protocol == "graphql-ws" {
+				typ = "start"
+			}
+			if err := wsjson.Write(ctx, c, wsMsg{ID: "1", Type: typ, Payload: mustJSON(map[string]any{"query": subscribeEvents})}); err != nil {
+				t.Fatal(err)
+			}
+			ready(t, s, 1)
+			waitUntil(t, "the silent peer is disconnected", func() bool {
+				return s.Live.Stats().Connections == 0 && s.Hub.Subscribers() == 0
+			})
+		})
+	}
+}
+
+// TestLiveConnectionBounds: a token holds at most --websockets-per-token
+// sockets, subscriptions or not, and a replica at most
+// --max-live-connections streams of any kind.
+func TestLiveConnectionBounds(t *testing.T) {
+	for _, dialect := range dbtest.Dialects(t) {
+		t.Run(dialect, func(t *testing.T) {
+			db, dsn := openDB(t, dialect)
+			t.Run("WebSocketsPerToken", func(t *testing.T) {
+				s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{WebSocketsPerToken: 2}})
+				ws := s.NewWorkspace(t, "Sockets", "SOC")
+				a, b := openWS(t, s, ws.ViewToken), openWS(t, s, ws.ViewToken)
+				c := connectWS(t, s, ws.ViewToken)
+				if code := c.waitClosed(); code != graph.CloseTooManyRequests {
+					t.Fatalf("third socket closed with %d, want %d", code, graph.CloseTooManyRequests)
+				}
+				// Another token of the workspace has sockets of its own.
+				openWS(t, s, ws.MemberToken)
+				// Closing one frees its slot.
+				_ = a.c.Close(websocket.StatusNormalClosure, "")
+				waitUntil(t, "the closed socket is released", func() bool { return s.Live.Stats().Connections == 2 })
+				openWS(t, s, ws.ViewToken)
+				_ = b
+			})
+			t.Run("MaxConnections", func(t *testing.T) {
+				s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{MaxConnections: 2}})
+				ws := s.NewWorkspace(t, "Full", "FUL")
+				openWS(t, s, ws.ViewToken)
+				if _, status, body := postSSE(t, s, ws.ViewToken, subscribeEvents, nil); status != http.StatusOK {
+					t.Fatalf("second stream: %d %s", status, body)
+				}
+				ready(t, s, 1)
+				_, resp, err := dialWS(t, s, nil)
+				if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+					t.Fatalf("third connection: %v %v", err, resp)
+				}
+				if b, _ := io.ReadAll(resp.Body); !strings.Contains(string(b), `"unavailable"`) {
+					t.Fatalf("third connection's body: %s", b)
+				}
+				if _, status, body := postSSE(t, s, ws.ViewToken, subscribeEvents, nil); status != http.StatusServiceUnavailable || !strings.Contains(string(body), `"unavailable"`) {
+					t.Fatalf("a stream past the bound: %d %s", status, body)
+				}
+			})
+		})
+	}
+}
