@@ -50,7 +50,7 @@ type liveConfig struct {
 
 // startLive serves db with a hub fed by the dialect's announcer: on
 // PostgreSQL through a listener of its own, as each replica has.
-func startLive(t *testing.T, db *database.DB, cfg liveConfig) *liveServer {
+func startLive(t testing.TB, db *database.DB, cfg liveConfig) *liveServer {
 	t.Helper()
 	hub := events.NewHub(events.HubOptions{Buffer: cfg.buffer})
 	svc := core.New(db.Client, core.WithAnnouncer(server.Announcer(db, hub)))
@@ -79,7 +79,7 @@ func startLive(t *testing.T, db *database.DB, cfg liveConfig) *liveServer {
 
 // openDB opens a fresh migrated database of dialect, with its URL (on
 // PostgreSQL; another replica opens it with openReplica).
-func openDB(t *testing.T, dialect string) (*database.DB, string) {
+func openDB(t testing.TB, dialect string) (*database.DB, string) {
 	t.Helper()
 	if dialect == "sqlite" {
 		return dbtest.Open(t, dialect), ""
@@ -94,7 +94,7 @@ func openDB(t *testing.T, dialect string) (*database.DB, string) {
 
 // openReplica opens the PostgreSQL database at dsn as another replica's
 // pool.
-func openReplica(t *testing.T, dsn string) *database.DB {
+func openReplica(t testing.TB, dsn string) *database.DB {
 	t.Helper()
 	db, err := database.Open(context.Background(), dsn, database.Options{Prepare: true})
 	if err != nil {
@@ -393,7 +393,7 @@ func (s *sseStream) next() []byte {
 // ---------------------------------------------------------------------------
 // Writes.
 
-func createProcedure(t *testing.T, s *liveServer, ws *apitest.Workspace, token, name, content string) string {
+func createProcedure(t testing.TB, s *liveServer, ws *apitest.Workspace, token, name, content string) string {
 	t.Helper()
 	r := s.GraphQL(t, token, `mutation($in: CreateProcedureInput!) { createProcedure(input: $in) { id } }`, map[string]any{"in": map[string]any{
 		"name": name, "priority": "MEDIUM", "state": "TODO", "dueAt": "2030-01-01",
@@ -406,7 +406,7 @@ func createProcedure(t *testing.T, s *liveServer, ws *apitest.Workspace, token, 
 	return out.CreateProcedure.ID
 }
 
-func gql(t *testing.T, s *liveServer, token, query string, vars map[string]any) {
+func gql(t testing.TB, s *liveServer, token, query string, vars map[string]any) {
 	t.Helper()
 	r := s.GraphQL(t, token, query, vars)
 	if len(r.Errors) > 0 {
@@ -414,7 +414,7 @@ func gql(t *testing.T, s *liveServer, token, query string, vars map[string]any) 
 	}
 }
 
-func renameProcedure(t *testing.T, s *liveServer, token, id, name string) {
+func renameProcedure(t testing.TB, s *liveServer, token, id, name string) {
 	t.Helper()
 	gql(t, s, token, `mutation($id: ID!, $name: String!) { updateProcedure(id: $id, input: {name: $name}) { id } }`, map[string]any{"id": id, "name": name})
 }
