@@ -97,6 +97,20 @@ func New(db *sql.DB, opts ...Option) *Metrics {
 	return m
 }
 
+// Gauge registers a gauge whose value is read from value at each scrape
+// (live updates' open connections, say). A name registered twice keeps the
+// first.
+func (m *Metrics) Gauge(name, help string, value func() float64) {
+	_ = m.registry.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, value))
+}
+
+// Counter registers a counter whose value is read from value at each
+// scrape; value must never decrease. A name registered twice keeps the
+// first.
+func (m *Metrics) Counter(name, help string, value func() float64) {
+	_ = m.registry.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, value))
+}
+
 // OperationNames reports whether m labels requests with GraphQL operation
 // names, and so must not be served on the API listener.
 func (m *Metrics) OperationNames() bool { return m != nil && m.operationNames }

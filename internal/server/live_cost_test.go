@@ -6,6 +6,7 @@ package server_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"runtime"
 	"strings"
@@ -159,6 +160,18 @@ func TestLiveRendersOncePerOperation(t *testing.T) {
 			}
 			if n := s.Live.Stats().Rendered - before; n != 3 {
 				t.Fatalf("one event rendered %d times for 3 groups of %d subscribers", n, len(subs))
+			}
+			// Operators see the same figures.
+			resp, err := s.HTTP.Get(s.URL + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			exposition, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for _, line := range []string{"procsvc_live_connections 28", "procsvc_live_subscriptions 28", "procsvc_live_groups 3"} {
+				if !strings.Contains(string(exposition), "\n"+line+"\n") {
+					t.Errorf("/metrics lacks %q", line)
+				}
 			}
 		})
 	}

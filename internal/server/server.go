@@ -131,6 +131,7 @@ func NewHandler(d Deps) *Handler {
 	}
 
 	lives := graph.NewLive(live)
+	registerLiveMetrics(d.Metrics, lives)
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.NewHandler(resolver, d.Log, d.Metrics,
 		graph.Middleware{Requests: authenticated(d.RateLimit.PerOperation), Streams: streams}, lives))
@@ -166,6 +167,21 @@ func NewHandler(d Deps) *Handler {
 		h = withDeadline(d.RequestTimeout, h)
 	}
 	return &Handler{Handler: middleware.SecurityHeaders(middleware.WithRequestID(middleware.Observe(d.Log, d.Metrics)(h))), Live: lives}
+}
+
+// registerLiveMetrics exposes what live updates hold.
+func registerLiveMetrics(m *metrics.Metrics, l *graph.Live) {
+	stat := func(f func(graph.Stats) float64) func() float64 { return func() float64 { return f(l.Stats()) } }
+	m.Gauge("procsvc_live_connections", "Open WebSockets and Server-Sent Events streams (at most --max-live-connections).",
+		stat(func(s graph.Stats) float64 { return float64(s.Connections) }))
+	m.Gauge("procsvc_live_subscriptions", "Open subscriptions.",
+		stat(func(s graph.Stats) float64 { return float64(s.Subscriptions) }))
+	m.Gauge("procsvc_live_groups", "Distinct operations the open subscriptions run; each event is rendered once per group.",
+		stat(func(s graph.Stats) float64 { return float64(s.Groups) }))
+	m.Gauge("procsvc_live_cache_bytes", "Bytes of events' reads and renderings kept for subscribers (at most --live-cache-mb).",
+		stat(func(s graph.Stats) float64 { return float64(s.CachedBytes) }))
+	m.Counter("procsvc_live_renders_total", "Events rendered for subscribers, once per event and group.",
+		stat(func(s graph.Stats) float64 { return float64(s.Rendered) }))
 }
 
 // NewRateLimiter returns the per-token rate limiter c configures, nil when
