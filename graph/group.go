@@ -38,7 +38,10 @@ import (
 // rendering puts one event on the feed and takes one response. It holds no
 // goroutine; it ends with its last subscriber.
 type group struct {
-	key  groupKey
+	key groupKey
+	// id names the group in the cache of renderings, which must not keep
+	// a group (and its operation) alive once its subscribers left.
+	id   uint64
 	live *Live
 	// ready is closed once the group has formed; err then says whether it
 	// could (the operation's errors, presented, as a refusal).
@@ -108,7 +111,7 @@ func (l *Live) join(ctx context.Context, exec graphql.GraphExecutor, oc *graphql
 	g := l.groups[key]
 	forming := g == nil
 	if forming {
-		g = &group{key: key, live: l, ready: make(chan struct{})}
+		g = &group{key: key, id: l.groupIDs.Add(1), live: l, ready: make(chan struct{})}
 		l.groups[key] = g
 	}
 	g.members++
@@ -267,16 +270,13 @@ func (r *rendered) sseFrame() []byte {
 const sseNextPrefix = "event: next\ndata: "
 
 // renderKey names an event's rendering for a group.
-type renderKey struct {
-	g   *group
-	seq uint64
-}
+type renderKey struct{ group, seq uint64 }
 
 // deliver returns e as g's subscribers are sent it, rendered once for all
 // of them: by the first to ask, while the others wait. version is the
 // workspace version a REFETCH shows when the event carries none.
 func (g *group) deliver(ctx context.Context, e events.Event, version int64) (*rendered, error) {
-	return g.live.renders.get(ctx, renderKey{g, e.Seq}, func() (*rendered, int64, error) {
+	return g.live.renders.get(ctx, renderKey{g.id, e.Seq}, func() (*rendered, int64, error) {
 		r, err := g.render(e, version)
 		if err != nil {
 			return nil, 0, err

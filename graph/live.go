@@ -119,6 +119,8 @@ type Live struct {
 	renders *flights[renderKey, *rendered]
 	// rendered counts the events the executor rendered.
 	rendered atomic.Uint64
+	// groupIDs numbers the groups.
+	groupIDs atomic.Uint64
 }
 
 // NewLive returns the live updates of opts.

@@ -83,7 +83,7 @@ func (t webSocket) Do(w http.ResponseWriter, r *http.Request, exec graphql.Graph
 	c := &socket{
 		live: l, exec: exec, conn: conn, req: r, ctx: ctx, cancel: cancel,
 		legacy: conn.Subprotocol() != protocolTransportWS,
-		out:    make(chan []byte, 16),
+		out:    make(chan message, 4),
 		ops:    map[string]*operation{},
 	}
 	c.serve()
@@ -100,7 +100,10 @@ type socket struct {
 	// derives from it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	out    chan []byte
+	// out holds messages for the writer. It is short: a sender waits for
+	// the writer, so an operation holds at most the one message it sends
+	// (a subscription's event is its shared rendering, not a copy).
+	out    chan message
 	wg     sync.WaitGroup
 	closed sync.Once
 
@@ -210,11 +213,40 @@ func (c *socket) writeLoop() {
 	}
 }
 
-func (c *socket) write(msg []byte) error {
+func (c *socket) write(msg message) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.live.opts.WriteTimeout)
 	defer cancel()
-	return c.conn.Write(ctx, websocket.MessageText, msg)
+	if msg.next == nil {
+		return c.conn.Write(ctx, websocket.MessageText, msg.raw)
+	}
+	// {"id":…,"type":"next","payload":…}, the payload written from the
+	// group's rendering as it is.
+	w, err := c.conn.Writer(ctx, websocket.MessageText)
+	if err != nil {
+		return err
+	}
+	for _, part := range [][]byte{nextOpen, msg.raw, []byte(`,"type":"`), []byte(msg.nextType), []byte(`","payload":`), msg.next, nextClose} {
+		if _, err := w.Write(part); err != nil {
+			_ = w.Close()
+			return err
+		}
+	}
+	return w.Close()
 }
+
+// message is one message for a socket's writer: raw as it is, or (with
+// next set) a next message of the operation whose quoted id is raw,
+// carrying the rendering next.
+type message struct {
+	raw      []byte
+	next     []byte
+	nextType string
+}
+
+var (
+	nextOpen  = []byte(`{"id":`)
+	nextClose = []byte(`}`)
+)
 
 // keepAlive pings the client every KeepAlive (a WebSocket ping, which
 // browsers answer by themselves, and graphql-ws's "ka" message on that
@@ -230,7 +262,7 @@ func (c *socket) keepAlive() {
 			return
 		case <-tick.C:
 		}
-		if c.legacy && c.initialised.Load() && !c.send(legacyKeepAlive) {
+		if c.legacy && c.initialised.Load() && !c.send(message{raw: legacyKeepAlive}) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(c.ctx, c.live.opts.KeepAlive)
@@ -249,7 +281,7 @@ func (c *socket) keepAlive() {
 var legacyKeepAlive = []byte(`{"type":"ka"}`)
 
 // send queues msg for the writer, false once the socket is shutting down.
-func (c *socket) send(msg []byte) bool {
+func (c *socket) send(msg message) bool {
 	select {
 	case c.out <- msg:
 		return true
@@ -277,7 +309,7 @@ func (c *socket) handle(data []byte) {
 		c.init(m.Payload)
 	case "ping":
 		if !c.legacy {
-			c.send(frame("pong", "", m.Payload))
+			c.send(message{raw: frame("pong", "", m.Payload)})
 		}
 	case "pong":
 	case c.subscribeType():
@@ -352,7 +384,7 @@ func (c *socket) init(payload json.RawMessage) {
 	v, err := l.opts.Authenticate(c.ctx, credential)
 	if err != nil {
 		if c.legacy {
-			c.writeNow(frame("connection_error", "", mustMarshal(l.present(c.ctx, err))))
+			c.writeNow(message{raw: frame("connection_error", "", mustMarshal(l.present(c.ctx, err)))})
 		}
 		if apperr.CodeOf(err) == apperr.RateLimited {
 			c.shut(CloseTooManyRequests, "Too many requests: "+string(apperr.RateLimited))
@@ -372,15 +404,15 @@ func (c *socket) init(payload json.RawMessage) {
 	}
 	c.credential, c.viewer, c.base = credential, v, base
 	c.initialised.Store(true)
-	c.send(frame("connection_ack", "", nil))
+	c.send(message{raw: frame("connection_ack", "", nil)})
 	if c.legacy {
-		c.send(legacyKeepAlive)
+		c.send(message{raw: legacyKeepAlive})
 	}
 }
 
 // writeNow writes msg at once, before the socket closes (a message the
 // close must not overtake).
-func (c *socket) writeNow(msg []byte) { _ = c.write(msg) }
+func (c *socket) writeNow(msg message) { _ = c.write(msg) }
 
 // subscribe starts the operation of a subscribe (graphql-ws: start)
 // message.
@@ -453,7 +485,7 @@ func (c *socket) stop(id string) {
 
 // finish frees op's id, unless the client freed it already (and may have
 // reused it), and sends msgs if it still runs.
-func (c *socket) finish(id string, op *operation, msgs ...[]byte) {
+func (c *socket) finish(id string, op *operation, msgs ...message) {
 	c.mu.Lock()
 	mine := c.ops[id] == op
 	if mine {
@@ -511,11 +543,11 @@ func (c *socket) run(ctx context.Context, id string, op *operation, params *grap
 	}
 	responses, ctx := c.exec.DispatchOperation(ctx, oc)
 	for resp := responses(ctx); resp != nil; resp = responses(ctx) {
-		if !c.send(frame(c.nextType(), id, mustMarshal(resp))) {
+		if !c.send(message{raw: frame(c.nextType(), id, mustMarshal(resp))}) {
 			return
 		}
 	}
-	c.finish(id, op, frame("complete", id, nil))
+	c.finish(id, op, message{raw: frame("complete", id, nil)})
 }
 
 func (c *socket) startRequest() bool {
@@ -565,7 +597,7 @@ func (c *socket) stream(ctx context.Context, id string, op *operation, oc *graph
 			c.finish(id, op, c.errorFrame(id, gqlerror.List{l.present(ctx, err)}))
 			return
 		}
-		if !c.send(nextFrame(next, quoted, ev.payload)) {
+		if !c.send(message{raw: quoted, next: ev.payload, nextType: next}) {
 			return
 		}
 	}
@@ -582,8 +614,8 @@ func lostAccessErrors(errs gqlerror.List) bool {
 }
 
 // errorFrame is the error message of operation id.
-func (c *socket) errorFrame(id string, errs gqlerror.List) []byte {
-	return frame("error", id, mustMarshal(errs))
+func (c *socket) errorFrame(id string, errs gqlerror.List) message {
+	return message{raw: frame("error", id, mustMarshal(errs))}
 }
 
 // frame is a message of type, for operation id (none when ""), with
@@ -591,20 +623,6 @@ func (c *socket) errorFrame(id string, errs gqlerror.List) []byte {
 func frame(typ, id string, payload []byte) []byte {
 	m := wsMessage{ID: id, Type: typ, Payload: payload}
 	return mustMarshal(m)
-}
-
-// nextFrame is a next (graphql-ws: data) message of the operation whose id
-// is quoted (as JSON), carrying payload, a shared rendering: it is copied,
-// not encoded again.
-func nextFrame(typ string, quoted, payload []byte) []byte {
-	b := make([]byte, 0, len(quoted)+len(typ)+len(payload)+32)
-	b = append(b, `{"id":`...)
-	b = append(b, quoted...)
-	b = append(b, `,"type":"`...)
-	b = append(b, typ...)
-	b = append(b, `","payload":`...)
-	b = append(b, payload...)
-	return append(b, '}')
 }
 
 func mustMarshal(v any) []byte {
