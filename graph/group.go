@@ -111,6 +111,12 @@ func (l *Live) join(ctx context.Context, exec graphql.GraphExecutor, oc *graphql
 	g := l.groups[key]
 	forming := g == nil
 	if forming {
+		if l.workspaceOps[key.workspace] >= l.opts.OperationsPerWorkspace {
+			l.mu.Unlock()
+			return nil, gqlerror.List{l.present(ctx, apperr.New(apperr.RateLimited,
+				"this workspace's subscriptions run %d distinct operations on this server, the most allowed: subscribe with one of those (the same document and variables)", l.opts.OperationsPerWorkspace))}
+		}
+		l.workspaceOps[key.workspace]++
 		g = &group{key: key, id: l.groupIDs.Add(1), live: l, ready: make(chan struct{})}
 		l.groups[key] = g
 	}
@@ -141,6 +147,9 @@ func (l *Live) leave(g *group) {
 	last := g.members == 0
 	if last && l.groups[g.key] == g {
 		delete(l.groups, g.key)
+		if l.workspaceOps[g.key.workspace]--; l.workspaceOps[g.key.workspace] <= 0 {
+			delete(l.workspaceOps, g.key.workspace)
+		}
 	}
 	l.mu.Unlock()
 	if last && g.cancel != nil {

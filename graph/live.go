@@ -19,14 +19,15 @@ import (
 
 // The defaults of LiveOptions (docs/api.md, "Live updates").
 const (
-	DefaultSubscriptionsPerToken = 20
-	DefaultWebSocketsPerToken    = 20
-	DefaultMaxConnections        = 10_000
-	DefaultRecheck               = 30 * time.Second
-	DefaultKeepAlive             = 25 * time.Second
-	DefaultWriteTimeout          = 15 * time.Second
-	DefaultCacheBytes            = 16 << 20
-	DefaultInitTimeout           = 10 * time.Second
+	DefaultSubscriptionsPerToken  = 20
+	DefaultWebSocketsPerToken     = 20
+	DefaultMaxConnections         = 10_000
+	DefaultRecheck                = 30 * time.Second
+	DefaultKeepAlive              = 25 * time.Second
+	DefaultWriteTimeout           = 15 * time.Second
+	DefaultCacheBytes             = 16 << 20
+	DefaultInitTimeout            = 10 * time.Second
+	DefaultOperationsPerWorkspace = 100
 	// DefaultOperationsPerSocket bounds the queries and mutations one
 	// WebSocket runs at once (its subscriptions count against the token's
 	// cap instead).
@@ -68,6 +69,11 @@ type LiveOptions struct {
 	// OperationsPerSocket bounds the queries and mutations one WebSocket
 	// runs at once.
 	OperationsPerSocket int
+	// OperationsPerWorkspace bounds the distinct operations (groups: a
+	// document, its variables and a role) a workspace's subscriptions run
+	// on this replica. Each event is rendered once per group, so this
+	// bounds what one write costs the replica to render.
+	OperationsPerWorkspace int
 	// Recheck is how often an open subscription re-authenticates even when
 	// no access change was heard: a change no replica announced (a token
 	// revoked by `procsvc token revoke` against SQLite, a row edited by
@@ -112,6 +118,7 @@ type Live struct {
 	sockets       map[uuid.UUID]int // by token
 	connections   int
 	groups        map[groupKey]*group
+	workspaceOps  map[uuid.UUID]int // groups by workspace
 
 	// reads are events' procedures and edges, read once per replica (see
 	// group.read); renders are events rendered once per group.
@@ -133,6 +140,9 @@ func NewLive(opts LiveOptions) *Live {
 	}
 	if opts.MaxConnections <= 0 {
 		opts.MaxConnections = DefaultMaxConnections
+	}
+	if opts.OperationsPerWorkspace <= 0 {
+		opts.OperationsPerWorkspace = DefaultOperationsPerWorkspace
 	}
 	if opts.OperationsPerSocket <= 0 {
 		opts.OperationsPerSocket = DefaultOperationsPerSocket
@@ -164,6 +174,7 @@ func NewLive(opts LiveOptions) *Live {
 		subscriptions: map[uuid.UUID]int{},
 		sockets:       map[uuid.UUID]int{},
 		groups:        map[groupKey]*group{},
+		workspaceOps:  map[uuid.UUID]int{},
 		// Half the bytes each: a rendering is about as large as its read.
 		reads:   newFlights[readKey, *eventRead](opts.CacheBytes / 2),
 		renders: newFlights[renderKey, *rendered](opts.CacheBytes / 2),

@@ -176,3 +176,32 @@ func TestLiveRendersOncePerOperation(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveOperationsPerWorkspace: a workspace runs at most
+// --live-operations-per-workspace distinct subscription operations on a
+// replica: each costs a rendering of every event, so one more is refused,
+// while another subscriber of a running operation is not.
+func TestLiveOperationsPerWorkspace(t *testing.T) {
+	db, dsn := openDB(t, "sqlite")
+	s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{OperationsPerWorkspace: 2}})
+	ws := s.NewWorkspace(t, "Operations", "OPS")
+	other := s.NewWorkspace(t, "Elsewhere", "ELS")
+	open := func(token string, vars map[string]any) (int, string) {
+		st, status, body := postSSE(t, s, token, subscribeEvents, vars)
+		if st != nil {
+			t.Cleanup(func() { st.resp.Body.Close() })
+		}
+		return status, string(body)
+	}
+	for i, vars := range []map[string]any{nil, {"f": map[string]any{"state": "TODO"}}, nil} {
+		if status, body := open(ws.ViewToken, vars); status != http.StatusOK {
+			t.Fatalf("subscription %d: %d %s", i, status, body)
+		}
+	}
+	if status, body := open(ws.ViewToken, map[string]any{"f": map[string]any{"state": "WAITING"}}); status != http.StatusTooManyRequests || !strings.Contains(body, `"rate_limited"`) {
+		t.Fatalf("a third operation: %d %s", status, body)
+	}
+	if status, body := open(other.ViewToken, map[string]any{"f": map[string]any{"state": "WAITING"}}); status != http.StatusOK {
+		t.Fatalf("another workspace: %d %s", status, body)
+	}
+}
