@@ -27,8 +27,9 @@ type LiveConfig struct {
 	URL   string // base URL, e.g. http://127.0.0.1:8080
 	Token string
 	// Subscribers is how many subscriptions are held open. They share the
-	// token, so the server's --subscriptions-per-token must be at least this
-	// (and its --rate-limit high enough, or 0, to open them at once).
+	// token, so the server's --subscriptions-per-token (and, over
+	// WebSockets, one socket each, --websockets-per-token) must be at least
+	// this (and its --rate-limit high enough, or 0, to open them at once).
 	Subscribers int
 	// WriteRate is the writes sent per second (each a PUT /procedures/{id}
 	// renaming one procedure).
@@ -426,7 +427,7 @@ func (run *liveRun) openAll(ctx context.Context, subs []*subscriber, readers *sy
 func openRefused(code, message string) error {
 	if code == "rate_limited" {
 		return fmt.Errorf("rate_limited (%s): every subscription uses the same token, so start the server with "+
-			"--subscriptions-per-token at least --subscribers and --rate-limit 0", message)
+			"--subscriptions-per-token and --websockets-per-token at least --subscribers, and --rate-limit 0", message)
 	}
 	return fmt.Errorf("%s (%s)", code, message)
 }

@@ -20,7 +20,7 @@
 #       # procedures are renamed at WRITE_RATE (50/s) for LIVE_DURATION (20s),
 #       # per transport of TRANSPORTS ("sse"; "sse ws" for both): delivery
 #       # percentiles, procsvc CPU ms per second over the writes, peak RSS.
-#       # The server allows at most 1000 subscriptions per token.
+#       # The server allows SUBSCRIBERS subscriptions and WebSockets per token.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROCEDURES=${PROCEDURES:-100000}
@@ -74,7 +74,7 @@ if [ "$MIX" = live ]; then
   printf '| transport | subscribers | writes/s | delivery p50 | delivery p90 | delivery p99 | delivery max | write p50 | write p99 | missed | procsvc CPU ms/s | PostgreSQL CPU ms/s | procsvc peak RSS | errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
   for transport in $TRANSPORTS; do
     # every subscription shares the token: lift its cap and the rate limit
-    PROCSVC_LOG_LEVEL=warn "$BIN" serve --addr "$ADDR" --rate-limit 0 --subscriptions-per-token "$SUBSCRIBERS" ${SERVE_ARGS:-} 2>/dev/null &
+    PROCSVC_LOG_LEVEL=warn "$BIN" serve --addr "$ADDR" --rate-limit 0 --subscriptions-per-token "$SUBSCRIBERS" --websockets-per-token "$SUBSCRIBERS" ${SERVE_ARGS:-} 2>/dev/null &
     SERVER=$!
     for _ in $(seq 1 50); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.2; done
     : >"$LOGS/progress"
