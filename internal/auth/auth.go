@@ -100,7 +100,7 @@ func New(db *database.DB, opts ...Option) *Authenticator {
 	if a.refused == nil {
 		a.refused = newRefusedSecrets(DefaultMaxRefused)
 	}
-	a.failures = newFailureLimiter(a.failureLimit, a.maxAddresses, a.now)
+	a.failures = newFailureLimiter(a.failureLimit, a.maxAddresses)
 	a.lookup = lookupQuery(db.Dialect)
 	return a
 }
@@ -156,15 +156,15 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*viewe
 	if !limited || a.failures == nil || header == "" {
 		return a.authenticate(ctx, header)
 	}
-	key := failureKey(addr)
-	if wait, ok := a.failures.reserve(key); !ok {
+	key, now := failureKey(addr), a.now()
+	if wait, ok := a.failures.reserve(key, now); !ok {
 		return nil, tooManyFailures(wait)
 	}
 	v, err := a.authenticate(ctx, header)
 	if err == nil || !refusesCredential(err) {
 		// Authenticated, or the database did not answer: not the
 		// client's failure.
-		a.failures.release(key)
+		a.failures.release(key, now)
 	}
 	return v, err
 }

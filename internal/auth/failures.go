@@ -61,13 +61,12 @@ func failureKey(addr netip.Addr) netip.Addr {
 // failureLimiter holds the failure buckets of client addresses.
 type failureLimiter struct {
 	limit FailureLimit
-	now   func() time.Time
 
 	mu      sync.Mutex
 	buckets *simplelru.LRU[netip.Addr, *failureBucket]
 }
 
-func newFailureLimiter(limit FailureLimit, maxAddresses int, now func() time.Time) *failureLimiter {
+func newFailureLimiter(limit FailureLimit, maxAddresses int) *failureLimiter {
 	if limit.Rate <= 0 || math.IsNaN(limit.Rate) || math.IsInf(limit.Rate, 0) {
 		return nil
 	}
@@ -76,7 +75,7 @@ func newFailureLimiter(limit FailureLimit, maxAddresses int, now func() time.Tim
 		panic("auth: " + err.Error()) // only for a size below 1
 	}
 	limit.Burst = max(limit.Burst, 1)
-	return &failureLimiter{limit: limit, now: now, buckets: buckets}
+	return &failureLimiter{limit: limit, buckets: buckets}
 }
 
 // failureBucket is one address's failures left, as of at.
@@ -99,8 +98,7 @@ func (b *failureBucket) refill(now time.Time, limit FailureLimit) float64 {
 // most the bucket's worth of them reach the database. A request that
 // authenticates gives it back (release). When the bucket is empty it takes
 // nothing and returns how long until it holds one failure again.
-func (l *failureLimiter) reserve(key netip.Addr) (wait time.Duration, ok bool) {
-	now := l.now()
+func (l *failureLimiter) reserve(key netip.Addr, now time.Time) (wait time.Duration, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b, found := l.buckets.Get(key)
@@ -117,9 +115,8 @@ func (l *failureLimiter) reserve(key netip.Addr) (wait time.Duration, ok bool) {
 
 // release gives back a reservation whose request did not fail (it
 // authenticated, or the database did not answer), dropping a bucket that is
-// then full.
-func (l *failureLimiter) release(key netip.Addr) {
-	now := l.now()
+// then full. now may be the reservation's: the clock is read once.
+func (l *failureLimiter) release(key netip.Addr, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b, found := l.buckets.Peek(key)

@@ -7,7 +7,7 @@ import (
 )
 
 // DefaultMaxRefused bounds the secrets remembered as refused for good
-// (some 150 bytes each, so about 2.5 MiB at most); the least recently
+// (some 190 bytes each, so about 3 MiB at most); the least recently
 // refused is dropped first.
 const DefaultMaxRefused = 1 << 14
 
