@@ -145,7 +145,10 @@ func ParseBearer(header string) (string, error) {
 // statement (token, member and workspace joined). A request of a client
 // address (WithClientAddress) that carries a credential counts against its
 // FailureLimit when refused, and is refused rate_limited, before any
-// lookup, while that address's failures are spent.
+// lookup, while that address's failures are spent. A re-check of an open
+// subscription's credential (see Recheck) is neither counted nor refused
+// by the limit, so that a revocation always ends the subscription (refused
+// rate_limited, it would stay open on the revoked token).
 // Errors: unauthenticated (missing, malformed or unknown token, or a
 // checksum that fails), disconnected (expired or revoked token, or removed
 // member), rate_limited (RetryAfter says for how long).
@@ -153,7 +156,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*viewe
 	addr, limited := ClientAddress(ctx)
 	// A request without a credential costs nothing to refuse, and is
 	// what a browser sends first: it is never counted.
-	if !limited || a.failures == nil || header == "" {
+	if !limited || a.failures == nil || header == "" || rechecking(ctx) {
 		return a.authenticate(ctx, header)
 	}
 	key, now := failureKey(addr), a.now()
@@ -167,6 +170,23 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*viewe
 		a.failures.release(key, now)
 	}
 	return v, err
+}
+
+type recheckKey struct{}
+
+// Recheck marks ctx as the re-check of a credential that authenticated
+// before, when a subscription opened: Authenticate then bypasses the
+// failure limit, whose rate_limited answer would keep a revoked token's
+// subscription open. Every re-check of an open subscription's credential
+// must be marked (graph's reauthenticate is).
+func Recheck(ctx context.Context) context.Context {
+	return context.WithValue(ctx, recheckKey{}, true)
+}
+
+// rechecking reports whether Recheck marked ctx.
+func rechecking(ctx context.Context) bool {
+	marked, _ := ctx.Value(recheckKey{}).(bool)
+	return marked
 }
 
 // refusesCredential reports whether err refuses the credential itself,

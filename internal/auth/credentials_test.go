@@ -22,6 +22,7 @@ import (
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
+	"github.com/procsvc/procsvc/internal/viewer"
 )
 
 type testClock struct {
@@ -484,6 +485,43 @@ func TestCredentialMemoryIsBounded(t *testing.T) {
 		}
 		if _, statements := c.authenticate(t, context.Background(), revoked[0]); statements != 1 {
 			t.Fatalf("the dropped refused secret cost %d statements, want 1", statements)
+		}
+	})
+}
+
+// TestRecheckIsNotLimited: an open subscription re-checking its credential
+// (a context marked by auth.Recheck) from an address whose failures are
+// spent is answered as if there were no limit, so a revocation ends it
+// rather than a rate_limited answer keeping it open; the recheck costs the
+// address nothing.
+func TestRecheckIsNotLimited(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		c := newCredentials(t, db, auth.WithFailureLimit(auth.FailureLimit{Rate: 5, Burst: 2}))
+		secret := c.token(t)
+		addr := from("192.0.2.40")
+		v, err := c.a.Authenticate(addr, "Bearer "+secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range legacySecrets(3, 11) {
+			_, _ = c.a.Authenticate(addr, "Bearer "+s)
+		}
+		if code, _ := c.authenticate(t, addr, secret); code != apperr.RateLimited {
+			t.Fatalf("a new request of the spent address: %s, want rate_limited", code)
+		}
+		recheck := auth.Recheck(viewer.NewContext(addr, v))
+		if code, statements := c.authenticate(t, recheck, secret); code != "" || statements != 1 {
+			t.Fatalf("recheck: %s after %d statements, want the viewer after one lookup", code, statements)
+		}
+		if code, _ := c.authenticate(t, recheck, c.revoked(t)); code != apperr.Disconnected {
+			t.Fatalf("recheck of a revoked token: %s, want disconnected", code)
+		}
+		// A context that merely carries a viewer is not a re-check.
+		if code, _ := c.authenticate(t, viewer.NewContext(addr, v), secret); code != apperr.RateLimited {
+			t.Fatalf("an unmarked context with a viewer: %s, want rate_limited", code)
+		}
+		if code, _ := c.authenticate(t, addr, secret); code != apperr.RateLimited {
+			t.Fatalf("the rechecks gave the address failures back: %s, want rate_limited", code)
 		}
 	})
 }

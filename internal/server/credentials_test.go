@@ -23,6 +23,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 
+	"github.com/procsvc/procsvc/graph"
 	"github.com/procsvc/procsvc/internal/apitest"
 	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/core"
@@ -154,8 +155,8 @@ func TestFailedAuthenticationsLimitedPerAddress(t *testing.T) {
 			}
 		}
 		var ce websocket.CloseError
-		if err := initWebSocket(t, s, w.AdminToken); !errors.As(err, &ce) || !strings.Contains(ce.Reason, "rate_limited") {
-			t.Fatalf("WebSocket past the burst: %v, want a close naming rate_limited", err)
+		if err := initWebSocket(t, s, w.AdminToken); !errors.As(err, &ce) || ce.Code != graph.CloseTooManyRequests || !strings.Contains(ce.Reason, "rate_limited") {
+			t.Fatalf("WebSocket past the burst: %v, want a close with %d naming rate_limited", err, graph.CloseTooManyRequests)
 		}
 		if got := db.Statements() - n; got != 0 {
 			t.Fatalf("refusals past the burst cost %d statements, want 0", got)
@@ -216,6 +217,71 @@ func TestForgedSecretsCostNoStatements(t *testing.T) {
 		}
 		if got := db.Statements() - n; got != 0 {
 			t.Fatalf("1000 forged secrets cost %d statements, want 0", got)
+		}
+	})
+}
+
+// TestRevokedWebSocketEndsFromASpentAddress: a WebSocket opened before its
+// address spent its failures re-checks its token on every operation; once
+// the token is revoked, the next operation is refused and the socket
+// closed, never answered rate_limited (which would leave it running on the
+// revoked token).
+func TestRevokedWebSocketEndsFromASpentAddress(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		s := credentialServer(t, db, newClock(), auth.FailureLimit{Rate: 5, Burst: 3}, "")
+		w := s.NewWorkspace(t, "Credentials", "CRD")
+		admin, err := s.Service.ActAsAdmin(context.Background(), w.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, secret, err := s.Service.CreateToken(admin, core.TokenInput{Name: "socket"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a hang fails, below
+		defer cancel()
+		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.URL, "http")+"/graphql", &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		type msg struct {
+			ID      string          `json:"id,omitempty"`
+			Type    string          `json:"type"`
+			Payload json.RawMessage `json:"payload,omitempty"`
+		}
+		send := func(m msg) {
+			if err := wsjson.Write(ctx, c, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		send(msg{Type: "connection_init", Payload: json.RawMessage(`{"authorization":"Bearer ` + secret + `"}`)})
+		var m msg
+		if err := wsjson.Read(ctx, c, &m); err != nil || m.Type != "connection_ack" {
+			t.Fatalf("connection_init: %s %v", m.Type, err)
+		}
+		for range 3 {
+			call(t, s, false, unknownSecret())
+		}
+		if status, _, _ := call(t, s, false, w.AdminToken); status != http.StatusTooManyRequests {
+			t.Fatalf("the address is not spent: %d", status)
+		}
+		if _, err := s.Service.RevokeToken(admin, tok.ID.String()); err != nil {
+			t.Fatal(err)
+		}
+		send(msg{ID: "1", Type: "subscribe", Payload: json.RawMessage(`{"query":"{ viewer { id } }"}`)})
+		for {
+			var m msg
+			err := wsjson.Read(ctx, c, &m)
+			if err != nil {
+				if websocket.CloseStatus(err) == -1 {
+					t.Fatalf("the socket ended without a close: %v", err)
+				}
+				return // closed by the server
+			}
+			if strings.Contains(string(m.Payload), `"viewer"`) || strings.Contains(string(m.Payload), "rate_limited") {
+				t.Fatalf("an operation on a revoked token was answered: %s %s", m.Type, m.Payload)
+			}
 		}
 	})
 }
