@@ -12,6 +12,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/events"
 	"github.com/procsvc/procsvc/internal/ratelimit"
 	"github.com/procsvc/procsvc/internal/viewer"
@@ -286,9 +287,11 @@ func (l *Live) Stats() Stats {
 // reauthenticate checks that a subscription's credential still holds: a
 // revoked or expired token or a removed member ends it (disconnected).
 // Other failures (the database not answering) leave it open until the
-// next check; it then returns previous.
+// next check; it then returns previous. The check is marked as one
+// (auth.Recheck): the failure limit of the client's address must never
+// answer it rate_limited, which would keep a revoked token's subscription.
 func (l *Live) reauthenticate(ctx context.Context, credential string, previous *viewer.Viewer) (*viewer.Viewer, error) {
-	v, err := l.opts.Authenticate(ctx, credential)
+	v, err := l.opts.Authenticate(auth.Recheck(ctx), credential)
 	if err == nil {
 		return v, nil
 	}

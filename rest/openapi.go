@@ -257,7 +257,7 @@ var errorDescriptions = map[string]string{
 	"412": "precondition_failed",
 	"413": "payload_too_large",
 	"415": "unsupported_media_type",
-	"429": "rate_limited: the token is over its rate limit; nothing ran",
+	"429": "rate_limited: the token is over its rate limit, or the client address over its limit of failed authentications; nothing ran",
 	"500": "internal",
 	"502": "generation_failed",
 	"503": "unavailable",
@@ -290,7 +290,7 @@ func Document() map[string]any {
 			responses[code] = errorResponse(errorDescriptions[code])
 		}
 		limited := rateLimitHeaders()
-		limited["Retry-After"] = obj{"schema": obj{"type": "integer", "minimum": 1}, "description": "seconds until the bucket holds what the request costs"}
+		limited["Retry-After"] = obj{"schema": obj{"type": "integer", "minimum": 1}, "description": "seconds until the bucket holds what the request costs (the token's, or the client address's bucket of failures)"}
 		responses["429"].(obj)["headers"] = limited
 		o := obj{
 			"operationId": strings.ToLower(rt.Method) + strings.NewReplacer("/", "_", "{", "", "}", "").Replace(rt.Path),

@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/cli"
 	"github.com/procsvc/procsvc/internal/playground"
 )
@@ -168,6 +170,7 @@ func TestOperatorCommands(t *testing.T) {
 		t.Fatalf("workspace create: %d\n%s", code, text)
 	}
 	ws := field(text, "workspace")
+	checksummed(t, "workspace create", field(text, "token"))
 	if _, code := run("workspace", "create", "--name", "Bad", "--key", "x1", "--admin-email", "nope"); code != 1 {
 		t.Fatalf("invalid workspace accepted")
 	}
@@ -184,6 +187,7 @@ func TestOperatorCommands(t *testing.T) {
 		t.Fatalf("token create: %d\n%s", code, text)
 	}
 	token := field(text, "token")
+	checksummed(t, "token create", field(text, "secret"))
 	text, code = run("token", "list", "--workspace", ws)
 	if code != 0 || !strings.Contains(text, token) || strings.Contains(text, "pms_") {
 		t.Fatalf("token list: %d\n%s", code, text)
@@ -196,6 +200,73 @@ func TestOperatorCommands(t *testing.T) {
 	}
 	if text, code = run("migrate"); code != 0 || !strings.Contains(text, "up to date") {
 		t.Fatalf("migrate: %d\n%s", code, text)
+	}
+}
+
+// checksummed fails unless secret, printed by what, is of the format
+// auth.NewSecret makes, checksum included.
+func checksummed(t *testing.T, what, secret string) {
+	t.Helper()
+	if len(secret) != auth.SecretLen || !strings.HasPrefix(secret, auth.SecretPrefix) || auth.BadChecksum(secret) {
+		t.Fatalf("%s printed %q, not a checksummed secret", what, secret)
+	}
+}
+
+// TestServeLimitsFailedAuthentications: serve applies
+// PROCSVC_AUTH_FAILURE_RATE and _BURST: past the burst of failures, a
+// client address is refused 429 with Retry-After, a valid token too; the
+// token it printed is checksummed.
+func TestServeLimitsFailedAuthentications(t *testing.T) {
+	var out, errOut syncBuffer
+	ready := make(chan string, 1)
+	e := env(map[string]string{"DATABASE_URL": "sqlite://" + filepath.Join(t.TempDir(), "procsvc.db"), "PROCSVC_ADDR": "127.0.0.1:0",
+		// One failure back every 1000 s: none while the test runs.
+		"PROCSVC_AUTH_FAILURE_RATE": "0.001", "PROCSVC_AUTH_FAILURE_BURST": "3"}, &out, &errOut)
+	e.Ready = func(addr string) { ready <- addr }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- cli.Run(ctx, []string{"serve"}, e) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case code := <-done:
+		t.Fatalf("serve exited with %d: %s", code, errOut.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	m := tokenLine.FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no token printed; stdout:\n%s", out.String())
+	}
+	checksummed(t, "serve", m[1])
+	get := func(secret string) *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/projects", nil)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := get(m[1]); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the printed token: %d", resp.StatusCode)
+	}
+	for i := range 3 {
+		if resp := get(auth.SecretPrefix + strings.Repeat("x", 43)); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("failure %d: %d, want 401", i+1, resp.StatusCode)
+		}
+	}
+	// Retry-After: the 1000 s one failure takes to come back, less the
+	// moments the requests took.
+	resp := get(m[1])
+	if retry, err := strconv.Atoi(resp.Header.Get("Retry-After")); resp.StatusCode != http.StatusTooManyRequests || err != nil || retry < 900 || retry > 1000 {
+		t.Fatalf("past the burst: %d, Retry-After %q; want 429, about 1000", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("serve exited with %d after shutdown: %s", code, errOut.String())
 	}
 }
 

@@ -1,15 +1,18 @@
 // Package auth turns bearer tokens into viewers.
 //
-// Secrets look like pms_<43 base64url characters> (256 random bits) and are
-// stored only as their SHA-256, so a database leak discloses no usable token.
+// Secrets look like pms_<43 base64url characters: 256 random bits><6 base62
+// characters: a CRC32 checksum> and are stored only as their SHA-256, so a
+// database leak discloses no usable token. What a refused credential costs
+// is bounded (docs/api.md, "Authentication"): a secret whose checksum fails
+// costs no lookup, nor does one refused disconnected before (refusedSecrets),
+// and each client address has a budget of failures (failureLimiter) past
+// which its requests are refused before any lookup.
 package auth
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
-	"encoding/base64"
 	"encoding/hex"
 	"log/slog"
 	"strings"
@@ -24,39 +27,6 @@ import (
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
-
-// SecretPrefix starts every token secret, so leaked secrets are easy to scan for.
-const SecretPrefix = "pms_"
-
-// NewSecret returns a fresh secret and the hash to store.
-func NewSecret() (secret, hash string) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		panic("auth: no randomness: " + err.Error())
-	}
-	secret = SecretPrefix + base64.RawURLEncoding.EncodeToString(b)
-	return secret, Hash(secret)
-}
-
-// Hash returns the stored form of secret.
-func Hash(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(sum[:])
-}
-
-// ValidSecret reports whether s has the shape of a secret this package makes,
-// or of a bootstrap token an operator chose (16–200 visible ASCII characters).
-func ValidSecret(s string) bool {
-	if len(s) < 16 || len(s) > 200 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] > '~' {
-			return false
-		}
-	}
-	return true
-}
 
 // lastUsedGranularity bounds how often a token's lastUsedAt is written: a
 // busy client must not turn every read into a write.
@@ -76,6 +46,12 @@ type Authenticator struct {
 	// lookup is the statement of Authenticate, built once: its one
 	// argument is the secret's hash.
 	lookup string
+
+	failureLimit FailureLimit
+	maxAddresses int
+	// failures is nil when failures are not limited.
+	failures *failureLimiter
+	refused  *refusedSecrets
 }
 
 // Option configures an Authenticator.
@@ -91,12 +67,40 @@ func WithLogger(log *slog.Logger) Option {
 	}
 }
 
+// WithFailureLimit limits the failed authentications of each client
+// address (none by default): see FailureLimit.
+func WithFailureLimit(l FailureLimit) Option {
+	return func(a *Authenticator) { a.failureLimit = l }
+}
+
+// WithClock makes the Authenticator read the time from now instead of the
+// system clock: expiry, lastUsedAt and the failure limit's refill (tests
+// hold a clock of their own).
+func WithClock(now func() time.Time) Option {
+	return func(a *Authenticator) { a.now = func() time.Time { return now().UTC() } }
+}
+
+// WithMaxAddresses bounds the client addresses whose failures are kept
+// (DefaultMaxAddresses otherwise).
+func WithMaxAddresses(n int) Option { return func(a *Authenticator) { a.maxAddresses = n } }
+
+// WithMaxRefused bounds the secrets remembered as refused for good
+// (DefaultMaxRefused otherwise).
+func WithMaxRefused(n int) Option {
+	return func(a *Authenticator) { a.refused = newRefusedSecrets(n) }
+}
+
 // New returns an Authenticator over db.
 func New(db *database.DB, opts ...Option) *Authenticator {
-	a := &Authenticator{db: db, now: func() time.Time { return time.Now().UTC() }, log: slog.Default()}
+	a := &Authenticator{db: db, now: func() time.Time { return time.Now().UTC() }, log: slog.Default(),
+		maxAddresses: DefaultMaxAddresses}
 	for _, o := range opts {
 		o(a)
 	}
+	if a.refused == nil {
+		a.refused = newRefusedSecrets(DefaultMaxRefused)
+	}
+	a.failures = newFailureLimiter(a.failureLimit, a.maxAddresses)
 	a.lookup = lookupQuery(db.Dialect)
 	return a
 }
@@ -117,6 +121,12 @@ func lookupQuery(dialect string) string {
 	return query
 }
 
+// errUnknown and errDisconnected are the refusals of a credential, a fresh
+// error each time (callers may annotate what they are given).
+func errUnknown() error { return apperr.New(apperr.Unauthenticated, "unknown token") }
+
+func errDisconnected() error { return apperr.New(apperr.Disconnected, apperr.DisconnectedMessage) }
+
 // ParseBearer extracts the secret of an "Authorization: Bearer <secret>" header.
 // Errors: unauthenticated.
 func ParseBearer(header string) (string, error) {
@@ -132,16 +142,75 @@ func ParseBearer(header string) (string, error) {
 }
 
 // Authenticate returns the viewer of an Authorization header in one
-// statement (token, member and workspace joined).
-// Errors: unauthenticated (missing, malformed or unknown token), disconnected
-// (expired or revoked token, or removed member).
+// statement (token, member and workspace joined). A request of a client
+// address (WithClientAddress) that carries a credential counts against its
+// FailureLimit when refused, and is refused rate_limited, before any
+// lookup, while that address's failures are spent. A re-check of an open
+// subscription's credential (see Recheck) is neither counted nor refused
+// by the limit, so that a revocation always ends the subscription (refused
+// rate_limited, it would stay open on the revoked token).
+// Errors: unauthenticated (missing, malformed or unknown token, or a
+// checksum that fails), disconnected (expired or revoked token, or removed
+// member), rate_limited (RetryAfter says for how long).
 func (a *Authenticator) Authenticate(ctx context.Context, header string) (*viewer.Viewer, error) {
+	addr, limited := ClientAddress(ctx)
+	// A request without a credential costs nothing to refuse, and is
+	// what a browser sends first: it is never counted.
+	if !limited || a.failures == nil || header == "" || rechecking(ctx) {
+		return a.authenticate(ctx, header)
+	}
+	key, now := failureKey(addr), a.now()
+	if wait, ok := a.failures.reserve(key, now); !ok {
+		return nil, tooManyFailures(wait)
+	}
+	v, err := a.authenticate(ctx, header)
+	if err == nil || !refusesCredential(err) {
+		// Authenticated, or the database did not answer: not the
+		// client's failure.
+		a.failures.release(key, now)
+	}
+	return v, err
+}
+
+type recheckKey struct{}
+
+// Recheck marks ctx as the re-check of a credential that authenticated
+// before, when a subscription opened: Authenticate then bypasses the
+// failure limit, whose rate_limited answer would keep a revoked token's
+// subscription open. Every re-check of an open subscription's credential
+// must be marked (graph's reauthenticate is).
+func Recheck(ctx context.Context) context.Context {
+	return context.WithValue(ctx, recheckKey{}, true)
+}
+
+// rechecking reports whether Recheck marked ctx.
+func rechecking(ctx context.Context) bool {
+	marked, _ := ctx.Value(recheckKey{}).(bool)
+	return marked
+}
+
+// refusesCredential reports whether err refuses the credential itself,
+// which is the client's failure.
+func refusesCredential(err error) bool {
+	c := apperr.CodeOf(err)
+	return c == apperr.Unauthenticated || c == apperr.Disconnected
+}
+
+// authenticate is Authenticate without the failure limit.
+func (a *Authenticator) authenticate(ctx context.Context, header string) (*viewer.Viewer, error) {
 	secret, err := ParseBearer(header)
 	if err != nil {
 		return nil, err
 	}
+	if BadChecksum(secret) {
+		return nil, errUnknown()
+	}
+	sum := sha256.Sum256([]byte(secret))
+	if a.refused.has(sum) {
+		return nil, errDisconnected()
+	}
 	var rows entsql.Rows
-	if err := a.db.Driver().Query(ctx, a.lookup, []any{Hash(secret)}, &rows); err != nil {
+	if err := a.db.Driver().Query(ctx, a.lookup, []any{hex.EncodeToString(sum[:])}, &rows); err != nil {
 		return nil, apperr.Map(err)
 	}
 	defer rows.Close()
@@ -149,7 +218,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*viewe
 		if err := rows.Err(); err != nil {
 			return nil, apperr.Map(err)
 		}
-		return nil, apperr.New(apperr.Unauthenticated, "unknown token")
+		return nil, errUnknown()
 	}
 	var (
 		v                            viewer.Viewer
@@ -162,7 +231,8 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*viewe
 	rows.Close()
 	now := a.now()
 	if revoked.Valid || gone.Valid || (expires.Valid && !expires.Time.After(now)) {
-		return nil, apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
+		a.refused.add(sum)
+		return nil, errDisconnected()
 	}
 	v.Role = viewer.Role(role)
 	v.VersionKnown = true

@@ -39,7 +39,12 @@ type Config struct {
 	IdleTimeout       time.Duration
 	AI                AI
 	RateLimit         RateLimit
-	Live              Live
+	AuthFailures      AuthFailures
+	// ClientIPHeader names the header a trusted reverse proxy sets to the
+	// client's address (its right-most entry is read); empty: the
+	// connection's remote address.
+	ClientIPHeader string
+	Live           Live
 
 	// PostgreSQL session settings of every pooled connection (0: the
 	// server's own, normally none).
@@ -102,6 +107,15 @@ type RateLimit struct {
 	Workspaces map[string]WorkspaceRate
 }
 
+// AuthFailures limits failed authentications per client address
+// (internal/auth: FailureLimit): each address has a bucket of Burst
+// failures refilled at Rate per second.
+type AuthFailures struct {
+	// Rate is in failures per second; 0 turns the limit off.
+	Rate  float64
+	Burst int
+}
+
 // WorkspaceRate is one workspace's rate and burst; a rate of 0 exempts it.
 type WorkspaceRate struct {
 	Rate  float64
@@ -137,6 +151,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		IdleTimeout:       120 * time.Second,
 		AI:                AI{Provider: "template", Timeout: 60 * time.Second, MaxRetries: 2},
 		RateLimit:         RateLimit{Rate: 50, Burst: 200},
+		AuthFailures:      AuthFailures{Rate: 5, Burst: 100},
 		Live: Live{SubscriptionsPerToken: 20, Buffer: 64, WebSocketsPerToken: 20, MaxConnections: 10_000,
 			Recheck: 30 * time.Second, WriteTimeout: 15 * time.Second, CacheMB: 16, OperationsPerWorkspace: 100},
 
@@ -175,6 +190,9 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		num(&c.AI.MaxRetries, "ai-max-retries", "PROCSVC_AI_MAX_RETRIES", "openai: retries on 429, 5xx and connection errors (0 to 10)"),
 		float(&c.RateLimit.Rate, "rate-limit", "PROCSVC_RATE_LIMIT", "per-token rate limit: tokens per second refilling each API token's bucket, in this replica's memory; a REST request costs 1, a GraphQL operation ceil(complexity/100) (0 turns rate limiting off)"),
 		num(&c.RateLimit.Burst, "rate-burst", "PROCSVC_RATE_BURST", "per-token rate limit: size of each API token's bucket, the most it spends at once"),
+		float(&c.AuthFailures.Rate, "auth-failure-rate", "PROCSVC_AUTH_FAILURE_RATE", "failed authentications per second refilling each client address's bucket of failures, in this replica's memory; an address whose bucket is empty is refused 429 before any token lookup (0 turns the limit off)"),
+		num(&c.AuthFailures.Burst, "auth-failure-burst", "PROCSVC_AUTH_FAILURE_BURST", "size of each client address's bucket of failed authentications (1 to 1000000)"),
+		str(&c.ClientIPHeader, "client-ip-header", "PROCSVC_CLIENT_IP_HEADER", "header a trusted reverse proxy sets to the client's address, e.g. X-Forwarded-For: its right-most entry is the client address (default: none, the connection's remote address; never set it without such a proxy)"),
 		num(&c.Live.SubscriptionsPerToken, "subscriptions-per-token", "PROCSVC_SUBSCRIPTIONS_PER_TOKEN", "live updates: subscriptions one token may hold open at once on this replica (1 to 1000); one more is refused with rate_limited"),
 		num(&c.Live.Buffer, "subscription-buffer", "PROCSVC_SUBSCRIPTION_BUFFER", "live updates: events a subscriber may lag behind before its subscription is closed with an error, to be resubscribed (1 to 100000)"),
 		num(&c.Live.WebSocketsPerToken, "websockets-per-token", "PROCSVC_WEBSOCKETS_PER_TOKEN", "live updates: WebSockets one token may hold open at once on this replica, with or without subscriptions (1 to 1000); one more is closed with 4429"),
@@ -246,6 +264,15 @@ func (c *Config) validate() error {
 	if c.RateLimit.Rate > 0 && c.RateLimit.Burst < 1 {
 		errs = append(errs, fmt.Errorf("invalid rate burst %d: use at least 1 (--rate-burst, PROCSVC_RATE_BURST)", c.RateLimit.Burst))
 	}
+	if c.AuthFailures.Rate < 0 || math.IsNaN(c.AuthFailures.Rate) || math.IsInf(c.AuthFailures.Rate, 0) {
+		errs = append(errs, fmt.Errorf("invalid failure rate %v: use 0 (off) or a positive number of failures per second (--auth-failure-rate, PROCSVC_AUTH_FAILURE_RATE)", c.AuthFailures.Rate))
+	}
+	if c.AuthFailures.Rate > 0 && (c.AuthFailures.Burst < 1 || c.AuthFailures.Burst > 1_000_000) {
+		errs = append(errs, fmt.Errorf("invalid failure burst %d: use 1 to 1000000 (--auth-failure-burst, PROCSVC_AUTH_FAILURE_BURST)", c.AuthFailures.Burst))
+	}
+	if err := validHeaderName(c.ClientIPHeader); err != nil {
+		errs = append(errs, fmt.Errorf("invalid client IP header %q: %w (--client-ip-header, PROCSVC_CLIENT_IP_HEADER)", c.ClientIPHeader, err))
+	}
 	if c.Live.SubscriptionsPerToken < 1 || c.Live.SubscriptionsPerToken > 1000 {
 		errs = append(errs, fmt.Errorf("invalid subscriptions per token %d: use 1 to 1000 (--subscriptions-per-token, PROCSVC_SUBSCRIPTIONS_PER_TOKEN)", c.Live.SubscriptionsPerToken))
 	}
@@ -295,6 +322,22 @@ func (c *Config) validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validHeaderName accepts "" (no header) and an HTTP header name holding a
+// comma-separated list of addresses. Forwarded (RFC 7239) has a syntax of
+// its own, which is not read.
+func validHeaderName(name string) error {
+	if strings.EqualFold(name, "Forwarded") {
+		return errors.New("the Forwarded header is not supported: use a header of bare addresses such as X-Forwarded-For or X-Real-IP")
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return errors.New("not a header name")
+		}
+	}
+	return nil
 }
 
 func str(p *string, name, env, usage string) setting {

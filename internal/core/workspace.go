@@ -54,6 +54,9 @@ func (s *Service) CreateWorkspace(ctx context.Context, in NewWorkspace) (*Bootst
 		secret, hash = auth.NewSecret()
 	} else if !auth.ValidSecret(secret) {
 		val.Add("token", "must be 16 to 200 visible ASCII characters")
+	} else if auth.BadChecksum(secret) {
+		// It would be refused without a lookup (docs/api.md, "Authentication").
+		val.Add("token", "has the length and prefix of procsvc's checksummed secrets (%d characters starting %s) but not their checksum: choose another length, or let procsvc make one", auth.SecretLen, auth.SecretPrefix)
 	} else {
 		hash = auth.Hash(secret)
 	}

@@ -53,8 +53,9 @@ const MaxStoredBody = 1 << 20
 // sent by hash alone does not show its root fields.
 var secretFields = map[string]bool{"createToken": true}
 
-// secretShape matches a bearer secret as a JSON string.
-var secretShape = regexp.MustCompile(`"` + auth.SecretPrefix + `[A-Za-z0-9_-]{43}"`)
+// secretShape matches a bearer secret as a JSON string: auth.NewSecret's
+// (with a 6-character checksum) or an older release's (without).
+var secretShape = regexp.MustCompile(`"` + auth.SecretPrefix + `[A-Za-z0-9_-]{43}(?:[0-9A-Za-z]{6})?"`)
 
 // handlerMargin is the share of the lock timeout by which a keyed request's
 // handler must be done before its claim may be taken over (10%, at most

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -185,12 +186,16 @@ func routeOf(pattern string) string {
 }
 
 // Authenticate resolves the bearer token, puts the viewer in the context, and
-// answers failures through writeErr.
+// answers failures through writeErr (a refusal by the client address's
+// failure limit with its Retry-After).
 func Authenticate(a *auth.Authenticator, writeErr ErrorWriter) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			v, err := a.Authenticate(r.Context(), r.Header.Get("Authorization"))
 			if err != nil {
+				if seconds, ok := auth.RetryAfter(err); ok {
+					w.Header().Set("Retry-After", strconv.FormatInt(seconds, 10))
+				}
 				writeErr(w, r, err)
 				return
 			}

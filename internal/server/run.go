@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/config"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
@@ -87,7 +88,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 			Live: graph.LiveOptions{MaxPerToken: cfg.Live.SubscriptionsPerToken, Origins: cfg.Live.WebSocketOrigins,
 				WebSocketsPerToken: cfg.Live.WebSocketsPerToken, MaxConnections: cfg.Live.MaxConnections,
 				Recheck: cfg.Live.Recheck, WriteTimeout: cfg.Live.WriteTimeout, CacheBytes: int64(cfg.Live.CacheMB) << 20,
-				OperationsPerWorkspace: cfg.Live.OperationsPerWorkspace}}),
+				OperationsPerWorkspace: cfg.Live.OperationsPerWorkspace},
+			Auth:           []auth.Option{auth.WithFailureLimit(auth.FailureLimit{Rate: cfg.AuthFailures.Rate, Burst: cfg.AuthFailures.Burst})},
+			ClientIPHeader: cfg.ClientIPHeader}),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.WriteTimeout,

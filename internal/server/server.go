@@ -54,6 +54,13 @@ type Deps struct {
 	// Live tunes subscriptions; its Hub, Authenticate, Limiter and Loaders
 	// are set from the fields above.
 	Live graph.LiveOptions
+	// Auth configures authentication: the failure limit of client
+	// addresses (auth.WithFailureLimit; none without it).
+	Auth []auth.Option
+	// ClientIPHeader names the header a trusted reverse proxy sets to the
+	// client's address (middleware.ClientAddress); empty: the
+	// connection's remote address.
+	ClientIPHeader string
 }
 
 // Announcer returns the announcer that makes db's committed changes known
@@ -79,7 +86,7 @@ func NewHandler(d Deps) *Handler {
 	if d.Metrics == nil {
 		d.Metrics = metrics.New(d.DB.SQL)
 	}
-	authn := auth.New(d.DB, auth.WithLogger(d.Log))
+	authn := auth.New(d.DB, append([]auth.Option{auth.WithLogger(d.Log)}, d.Auth...)...)
 	source := loader.New(d.DB)
 	loaders := source.Middleware
 	resolver := graph.NewResolver(d.Service)
@@ -166,7 +173,11 @@ func NewHandler(d Deps) *Handler {
 	if d.RequestTimeout > 0 {
 		h = withDeadline(d.RequestTimeout, h)
 	}
-	return &Handler{Handler: middleware.SecurityHeaders(middleware.WithRequestID(middleware.Observe(d.Log, d.Metrics)(h))), Live: lives}
+	// Every request, WebSocket upgrades included, carries its client's
+	// address to authentication (outermost: the request Observe sees is
+	// the one ServeMux records its route on).
+	h = middleware.SecurityHeaders(middleware.WithRequestID(middleware.Observe(d.Log, d.Metrics)(h)))
+	return &Handler{Handler: middleware.ClientAddress(d.ClientIPHeader)(h), Live: lives}
 }
 
 // registerLiveMetrics exposes what live updates hold.
