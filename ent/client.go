@@ -18,6 +18,7 @@ import (
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/procsvc/procsvc/ent/category"
 	"github.com/procsvc/procsvc/ent/comment"
+	"github.com/procsvc/procsvc/ent/idempotencybudget"
 	"github.com/procsvc/procsvc/ent/idempotencykey"
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/procedure"
@@ -36,6 +37,8 @@ type Client struct {
 	Category *CategoryClient
 	// Comment is the client for interacting with the Comment builders.
 	Comment *CommentClient
+	// IdempotencyBudget is the client for interacting with the IdempotencyBudget builders.
+	IdempotencyBudget *IdempotencyBudgetClient
 	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
 	IdempotencyKey *IdempotencyKeyClient
 	// Member is the client for interacting with the Member builders.
@@ -63,6 +66,7 @@ func (c *Client) init() {
 	c.Schema = migrate.NewSchema(c.driver)
 	c.Category = NewCategoryClient(c.config)
 	c.Comment = NewCommentClient(c.config)
+	c.IdempotencyBudget = NewIdempotencyBudgetClient(c.config)
 	c.IdempotencyKey = NewIdempotencyKeyClient(c.config)
 	c.Member = NewMemberClient(c.config)
 	c.Procedure = NewProcedureClient(c.config)
@@ -160,17 +164,18 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 	cfg := c.config
 	cfg.driver = tx
 	return &Tx{
-		ctx:            ctx,
-		config:         cfg,
-		Category:       NewCategoryClient(cfg),
-		Comment:        NewCommentClient(cfg),
-		IdempotencyKey: NewIdempotencyKeyClient(cfg),
-		Member:         NewMemberClient(cfg),
-		Procedure:      NewProcedureClient(cfg),
-		ProcedureTally: NewProcedureTallyClient(cfg),
-		Project:        NewProjectClient(cfg),
-		Token:          NewTokenClient(cfg),
-		Workspace:      NewWorkspaceClient(cfg),
+		ctx:               ctx,
+		config:            cfg,
+		Category:          NewCategoryClient(cfg),
+		Comment:           NewCommentClient(cfg),
+		IdempotencyBudget: NewIdempotencyBudgetClient(cfg),
+		IdempotencyKey:    NewIdempotencyKeyClient(cfg),
+		Member:            NewMemberClient(cfg),
+		Procedure:         NewProcedureClient(cfg),
+		ProcedureTally:    NewProcedureTallyClient(cfg),
+		Project:           NewProjectClient(cfg),
+		Token:             NewTokenClient(cfg),
+		Workspace:         NewWorkspaceClient(cfg),
 	}, nil
 }
 
@@ -188,17 +193,18 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 	cfg := c.config
 	cfg.driver = &txDriver{tx: tx, drv: c.driver}
 	return &Tx{
-		ctx:            ctx,
-		config:         cfg,
-		Category:       NewCategoryClient(cfg),
-		Comment:        NewCommentClient(cfg),
-		IdempotencyKey: NewIdempotencyKeyClient(cfg),
-		Member:         NewMemberClient(cfg),
-		Procedure:      NewProcedureClient(cfg),
-		ProcedureTally: NewProcedureTallyClient(cfg),
-		Project:        NewProjectClient(cfg),
-		Token:          NewTokenClient(cfg),
-		Workspace:      NewWorkspaceClient(cfg),
+		ctx:               ctx,
+		config:            cfg,
+		Category:          NewCategoryClient(cfg),
+		Comment:           NewCommentClient(cfg),
+		IdempotencyBudget: NewIdempotencyBudgetClient(cfg),
+		IdempotencyKey:    NewIdempotencyKeyClient(cfg),
+		Member:            NewMemberClient(cfg),
+		Procedure:         NewProcedureClient(cfg),
+		ProcedureTally:    NewProcedureTallyClient(cfg),
+		Project:           NewProjectClient(cfg),
+		Token:             NewTokenClient(cfg),
+		Workspace:         NewWorkspaceClient(cfg),
 	}, nil
 }
 
@@ -228,8 +234,8 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.Category, c.Comment, c.IdempotencyKey, c.Member, c.Procedure,
-		c.ProcedureTally, c.Project, c.Token, c.Workspace,
+		c.Category, c.Comment, c.IdempotencyBudget, c.IdempotencyKey, c.Member,
+		c.Procedure, c.ProcedureTally, c.Project, c.Token, c.Workspace,
 	} {
 		n.Use(hooks...)
 	}
@@ -239,8 +245,8 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.Category, c.Comment, c.IdempotencyKey, c.Member, c.Procedure,
-		c.ProcedureTally, c.Project, c.Token, c.Workspace,
+		c.Category, c.Comment, c.IdempotencyBudget, c.IdempotencyKey, c.Member,
+		c.Procedure, c.ProcedureTally, c.Project, c.Token, c.Workspace,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -253,6 +259,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Category.mutate(ctx, m)
 	case *CommentMutation:
 		return c.Comment.mutate(ctx, m)
+	case *IdempotencyBudgetMutation:
+		return c.IdempotencyBudget.mutate(ctx, m)
 	case *IdempotencyKeyMutation:
 		return c.IdempotencyKey.mutate(ctx, m)
 	case *MemberMutation:
@@ -619,6 +627,141 @@ func (c *CommentClient) mutate(ctx context.Context, m *CommentMutation) (Value, 
 		return (&CommentDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown Comment mutation op: %q", m.Op())
+	}
+}
+
+// IdempotencyBudgetClient is a client for the IdempotencyBudget schema.
+type IdempotencyBudgetClient struct {
+	config
+}
+
+// NewIdempotencyBudgetClient returns a client for the IdempotencyBudget from the given config.
+func NewIdempotencyBudgetClient(c config) *IdempotencyBudgetClient {
+	return &IdempotencyBudgetClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `idempotencybudget.Hooks(f(g(h())))`.
+func (c *IdempotencyBudgetClient) Use(hooks ...Hook) {
+	c.hooks.IdempotencyBudget = append(c.hooks.IdempotencyBudget, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `idempotencybudget.Intercept(f(g(h())))`.
+func (c *IdempotencyBudgetClient) Intercept(interceptors ...Interceptor) {
+	c.inters.IdempotencyBudget = append(c.inters.IdempotencyBudget, interceptors...)
+}
+
+// Create returns a builder for creating a IdempotencyBudget entity.
+func (c *IdempotencyBudgetClient) Create() *IdempotencyBudgetCreate {
+	mutation := newIdempotencyBudgetMutation(c.config, OpCreate)
+	return &IdempotencyBudgetCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of IdempotencyBudget entities.
+func (c *IdempotencyBudgetClient) CreateBulk(builders ...*IdempotencyBudgetCreate) *IdempotencyBudgetCreateBulk {
+	return &IdempotencyBudgetCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *IdempotencyBudgetClient) MapCreateBulk(slice any, setFunc func(*IdempotencyBudgetCreate, int)) *IdempotencyBudgetCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &IdempotencyBudgetCreateBulk{err: fmt.Errorf("calling to IdempotencyBudgetClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*IdempotencyBudgetCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &IdempotencyBudgetCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for IdempotencyBudget.
+func (c *IdempotencyBudgetClient) Update() *IdempotencyBudgetUpdate {
+	mutation := newIdempotencyBudgetMutation(c.config, OpUpdate)
+	return &IdempotencyBudgetUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *IdempotencyBudgetClient) UpdateOne(_m *IdempotencyBudget) *IdempotencyBudgetUpdateOne {
+	mutation := newIdempotencyBudgetMutation(c.config, OpUpdateOne, withIdempotencyBudget(_m))
+	return &IdempotencyBudgetUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *IdempotencyBudgetClient) UpdateOneID(id int) *IdempotencyBudgetUpdateOne {
+	mutation := newIdempotencyBudgetMutation(c.config, OpUpdateOne, withIdempotencyBudgetID(id))
+	return &IdempotencyBudgetUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for IdempotencyBudget.
+func (c *IdempotencyBudgetClient) Delete() *IdempotencyBudgetDelete {
+	mutation := newIdempotencyBudgetMutation(c.config, OpDelete)
+	return &IdempotencyBudgetDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *IdempotencyBudgetClient) DeleteOne(_m *IdempotencyBudget) *IdempotencyBudgetDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *IdempotencyBudgetClient) DeleteOneID(id int) *IdempotencyBudgetDeleteOne {
+	builder := c.Delete().Where(idempotencybudget.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &IdempotencyBudgetDeleteOne{builder}
+}
+
+// Query returns a query builder for IdempotencyBudget.
+func (c *IdempotencyBudgetClient) Query() *IdempotencyBudgetQuery {
+	return &IdempotencyBudgetQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeIdempotencyBudget},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a IdempotencyBudget entity by its id.
+func (c *IdempotencyBudgetClient) Get(ctx context.Context, id int) (*IdempotencyBudget, error) {
+	return c.Query().Where(idempotencybudget.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *IdempotencyBudgetClient) GetX(ctx context.Context, id int) *IdempotencyBudget {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *IdempotencyBudgetClient) Hooks() []Hook {
+	hooks := c.hooks.IdempotencyBudget
+	return append(hooks[:len(hooks):len(hooks)], idempotencybudget.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *IdempotencyBudgetClient) Interceptors() []Interceptor {
+	inters := c.inters.IdempotencyBudget
+	return append(inters[:len(inters):len(inters)], idempotencybudget.Interceptors[:]...)
+}
+
+func (c *IdempotencyBudgetClient) mutate(ctx context.Context, m *IdempotencyBudgetMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&IdempotencyBudgetCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&IdempotencyBudgetUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&IdempotencyBudgetUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&IdempotencyBudgetDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown IdempotencyBudget mutation op: %q", m.Op())
 	}
 }
 
@@ -1938,11 +2081,11 @@ func (c *WorkspaceClient) mutate(ctx context.Context, m *WorkspaceMutation) (Val
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		Category, Comment, IdempotencyKey, Member, Procedure, ProcedureTally, Project,
-		Token, Workspace []ent.Hook
+		Category, Comment, IdempotencyBudget, IdempotencyKey, Member, Procedure,
+		ProcedureTally, Project, Token, Workspace []ent.Hook
 	}
 	inters struct {
-		Category, Comment, IdempotencyKey, Member, Procedure, ProcedureTally, Project,
-		Token, Workspace []ent.Interceptor
+		Category, Comment, IdempotencyBudget, IdempotencyKey, Member, Procedure,
+		ProcedureTally, Project, Token, Workspace []ent.Interceptor
 	}
 )

@@ -14,6 +14,7 @@ import (
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/procsvc/procsvc/ent/category"
 	"github.com/procsvc/procsvc/ent/comment"
+	"github.com/procsvc/procsvc/ent/idempotencybudget"
 	"github.com/procsvc/procsvc/ent/idempotencykey"
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/procedure"
@@ -81,15 +82,16 @@ var (
 func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
-			category.Table:       category.ValidColumn,
-			comment.Table:        comment.ValidColumn,
-			idempotencykey.Table: idempotencykey.ValidColumn,
-			member.Table:         member.ValidColumn,
-			procedure.Table:      procedure.ValidColumn,
-			proceduretally.Table: proceduretally.ValidColumn,
-			project.Table:        project.ValidColumn,
-			token.Table:          token.ValidColumn,
-			workspace.Table:      workspace.ValidColumn,
+			category.Table:          category.ValidColumn,
+			comment.Table:           comment.ValidColumn,
+			idempotencybudget.Table: idempotencybudget.ValidColumn,
+			idempotencykey.Table:    idempotencykey.ValidColumn,
+			member.Table:            member.ValidColumn,
+			procedure.Table:         procedure.ValidColumn,
+			proceduretally.Table:    proceduretally.ValidColumn,
+			project.Table:           project.ValidColumn,
+			token.Table:             token.ValidColumn,
+			workspace.Table:         workspace.ValidColumn,
 		})
 	})
 	return columnCheck(t, c)

@@ -40,6 +40,8 @@ type IdempotencyKey struct {
 	Etag string `json:"etag,omitempty"`
 	// the response's body, byte for byte
 	Body []byte `json:"body,omitempty"`
+	// the bytes of body counted in the workspace's IdempotencyBudget, given back when the row expires
+	StoredBytes int `json:"stored_bytes,omitempty"`
 	// CreatedAt holds the value of the "created_at" field.
 	CreatedAt    time.Time `json:"created_at,omitempty"`
 	selectValues sql.SelectValues
@@ -52,7 +54,7 @@ func (*IdempotencyKey) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case idempotencykey.FieldBody:
 			values[i] = new([]byte)
-		case idempotencykey.FieldID, idempotencykey.FieldStatus:
+		case idempotencykey.FieldID, idempotencykey.FieldStatus, idempotencykey.FieldStoredBytes:
 			values[i] = new(sql.NullInt64)
 		case idempotencykey.FieldKey, idempotencykey.FieldFingerprint, idempotencykey.FieldState, idempotencykey.FieldOwner, idempotencykey.FieldContentType, idempotencykey.FieldEtag:
 			values[i] = new(sql.NullString)
@@ -147,6 +149,12 @@ func (_m *IdempotencyKey) assignValues(columns []string, values []any) error {
 			} else if value != nil {
 				_m.Body = *value
 			}
+		case idempotencykey.FieldStoredBytes:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field stored_bytes", values[i])
+			} else if value.Valid {
+				_m.StoredBytes = int(value.Int64)
+			}
 		case idempotencykey.FieldCreatedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field created_at", values[i])
@@ -221,6 +229,9 @@ func (_m *IdempotencyKey) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("body=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Body))
+	builder.WriteString(", ")
+	builder.WriteString("stored_bytes=")
+	builder.WriteString(fmt.Sprintf("%v", _m.StoredBytes))
 	builder.WriteString(", ")
 	builder.WriteString("created_at=")
 	builder.WriteString(_m.CreatedAt.Format(time.ANSIC))

@@ -111,6 +111,20 @@ func (_c *IdempotencyKeyCreate) SetBody(v []byte) *IdempotencyKeyCreate {
 	return _c
 }
 
+// SetStoredBytes sets the "stored_bytes" field.
+func (_c *IdempotencyKeyCreate) SetStoredBytes(v int) *IdempotencyKeyCreate {
+	_c.mutation.SetStoredBytes(v)
+	return _c
+}
+
+// SetNillableStoredBytes sets the "stored_bytes" field if the given value is not nil.
+func (_c *IdempotencyKeyCreate) SetNillableStoredBytes(v *int) *IdempotencyKeyCreate {
+	if v != nil {
+		_c.SetStoredBytes(*v)
+	}
+	return _c
+}
+
 // SetCreatedAt sets the "created_at" field.
 func (_c *IdempotencyKeyCreate) SetCreatedAt(v time.Time) *IdempotencyKeyCreate {
 	_c.mutation.SetCreatedAt(v)
@@ -170,6 +184,10 @@ func (_c *IdempotencyKeyCreate) defaults() error {
 		v := idempotencykey.DefaultEtag
 		_c.mutation.SetEtag(v)
 	}
+	if _, ok := _c.mutation.StoredBytes(); !ok {
+		v := idempotencykey.DefaultStoredBytes
+		_c.mutation.SetStoredBytes(v)
+	}
 	if _, ok := _c.mutation.CreatedAt(); !ok {
 		if idempotencykey.DefaultCreatedAt == nil {
 			return fmt.Errorf("ent: uninitialized idempotencykey.DefaultCreatedAt (forgotten import ent/runtime?)")
@@ -218,6 +236,9 @@ func (_c *IdempotencyKeyCreate) check() error {
 	}
 	if _, ok := _c.mutation.Etag(); !ok {
 		return &ValidationError{Name: "etag", err: errors.New(`ent: missing required field "IdempotencyKey.etag"`)}
+	}
+	if _, ok := _c.mutation.StoredBytes(); !ok {
+		return &ValidationError{Name: "stored_bytes", err: errors.New(`ent: missing required field "IdempotencyKey.stored_bytes"`)}
 	}
 	if _, ok := _c.mutation.CreatedAt(); !ok {
 		return &ValidationError{Name: "created_at", err: errors.New(`ent: missing required field "IdempotencyKey.created_at"`)}
@@ -291,6 +312,10 @@ func (_c *IdempotencyKeyCreate) createSpec() (*IdempotencyKey, *sqlgraph.CreateS
 	if value, ok := _c.mutation.Body(); ok {
 		_spec.SetField(idempotencykey.FieldBody, field.TypeBytes, value)
 		_node.Body = value
+	}
+	if value, ok := _c.mutation.StoredBytes(); ok {
+		_spec.SetField(idempotencykey.FieldStoredBytes, field.TypeInt, value)
+		_node.StoredBytes = value
 	}
 	if value, ok := _c.mutation.CreatedAt(); ok {
 		_spec.SetField(idempotencykey.FieldCreatedAt, field.TypeTime, value)

@@ -166,6 +166,27 @@ func (_u *IdempotencyKeyUpdate) ClearBody() *IdempotencyKeyUpdate {
 	return _u
 }
 
+// SetStoredBytes sets the "stored_bytes" field.
+func (_u *IdempotencyKeyUpdate) SetStoredBytes(v int) *IdempotencyKeyUpdate {
+	_u.mutation.ResetStoredBytes()
+	_u.mutation.SetStoredBytes(v)
+	return _u
+}
+
+// SetNillableStoredBytes sets the "stored_bytes" field if the given value is not nil.
+func (_u *IdempotencyKeyUpdate) SetNillableStoredBytes(v *int) *IdempotencyKeyUpdate {
+	if v != nil {
+		_u.SetStoredBytes(*v)
+	}
+	return _u
+}
+
+// AddStoredBytes adds value to the "stored_bytes" field.
+func (_u *IdempotencyKeyUpdate) AddStoredBytes(v int) *IdempotencyKeyUpdate {
+	_u.mutation.AddStoredBytes(v)
+	return _u
+}
+
 // Mutation returns the IdempotencyKeyMutation object of the builder.
 func (_u *IdempotencyKeyUpdate) Mutation() *IdempotencyKeyMutation {
 	return _u.mutation
@@ -261,6 +282,12 @@ func (_u *IdempotencyKeyUpdate) sqlSave(ctx context.Context) (_node int, err err
 	}
 	if _u.mutation.BodyCleared() {
 		_spec.ClearField(idempotencykey.FieldBody, field.TypeBytes)
+	}
+	if value, ok := _u.mutation.StoredBytes(); ok {
+		_spec.SetField(idempotencykey.FieldStoredBytes, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedStoredBytes(); ok {
+		_spec.AddField(idempotencykey.FieldStoredBytes, field.TypeInt, value)
 	}
 	_spec.AddModifiers(_u.modifiers...)
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
@@ -421,6 +448,27 @@ func (_u *IdempotencyKeyUpdateOne) ClearBody() *IdempotencyKeyUpdateOne {
 	return _u
 }
 
+// SetStoredBytes sets the "stored_bytes" field.
+func (_u *IdempotencyKeyUpdateOne) SetStoredBytes(v int) *IdempotencyKeyUpdateOne {
+	_u.mutation.ResetStoredBytes()
+	_u.mutation.SetStoredBytes(v)
+	return _u
+}
+
+// SetNillableStoredBytes sets the "stored_bytes" field if the given value is not nil.
+func (_u *IdempotencyKeyUpdateOne) SetNillableStoredBytes(v *int) *IdempotencyKeyUpdateOne {
+	if v != nil {
+		_u.SetStoredBytes(*v)
+	}
+	return _u
+}
+
+// AddStoredBytes adds value to the "stored_bytes" field.
+func (_u *IdempotencyKeyUpdateOne) AddStoredBytes(v int) *IdempotencyKeyUpdateOne {
+	_u.mutation.AddStoredBytes(v)
+	return _u
+}
+
 // Mutation returns the IdempotencyKeyMutation object of the builder.
 func (_u *IdempotencyKeyUpdateOne) Mutation() *IdempotencyKeyMutation {
 	return _u.mutation
@@ -546,6 +594,12 @@ func (_u *IdempotencyKeyUpdateOne) sqlSave(ctx context.Context) (_node *Idempote
 	}
 	if _u.mutation.BodyCleared() {
 		_spec.ClearField(idempotencykey.FieldBody, field.TypeBytes)
+	}
+	if value, ok := _u.mutation.StoredBytes(); ok {
+		_spec.SetField(idempotencykey.FieldStoredBytes, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedStoredBytes(); ok {
+		_spec.AddField(idempotencykey.FieldStoredBytes, field.TypeInt, value)
 	}
 	_spec.AddModifiers(_u.modifiers...)
 	_node = &IdempotencyKey{config: _u.config}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/procsvc/procsvc/ent/category"
 	"github.com/procsvc/procsvc/ent/comment"
+	"github.com/procsvc/procsvc/ent/idempotencybudget"
 	"github.com/procsvc/procsvc/ent/idempotencykey"
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/predicate"
@@ -33,15 +34,16 @@ const (
 	OpUpdateOne = ent.OpUpdateOne
 
 	// Node types.
-	TypeCategory       = "Category"
-	TypeComment        = "Comment"
-	TypeIdempotencyKey = "IdempotencyKey"
-	TypeMember         = "Member"
-	TypeProcedure      = "Procedure"
-	TypeProcedureTally = "ProcedureTally"
-	TypeProject        = "Project"
-	TypeToken          = "Token"
-	TypeWorkspace      = "Workspace"
+	TypeCategory          = "Category"
+	TypeComment           = "Comment"
+	TypeIdempotencyBudget = "IdempotencyBudget"
+	TypeIdempotencyKey    = "IdempotencyKey"
+	TypeMember            = "Member"
+	TypeProcedure         = "Procedure"
+	TypeProcedureTally    = "ProcedureTally"
+	TypeProject           = "Project"
+	TypeToken             = "Token"
+	TypeWorkspace         = "Workspace"
 )
 
 // CategoryMutation represents an operation that mutates the Category nodes in the graph.
@@ -1425,29 +1427,447 @@ func (m *CommentMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown Comment edge %s", name)
 }
 
-// IdempotencyKeyMutation represents an operation that mutates the IdempotencyKey nodes in the graph.
-type IdempotencyKeyMutation struct {
+// IdempotencyBudgetMutation represents an operation that mutates the IdempotencyBudget nodes in the graph.
+type IdempotencyBudgetMutation struct {
 	config
 	op            Op
 	typ           string
 	id            *int
 	workspace_id  *uuid.UUID
-	key           *string
-	fingerprint   *string
-	state         *idempotencykey.State
-	owner         *string
-	locked_at     *time.Time
-	expires_at    *time.Time
-	status        *int
-	addstatus     *int
-	content_type  *string
-	etag          *string
-	body          *[]byte
-	created_at    *time.Time
+	used_bytes    *int64
+	addused_bytes *int64
 	clearedFields map[string]struct{}
 	done          bool
-	oldValue      func(context.Context) (*IdempotencyKey, error)
-	predicates    []predicate.IdempotencyKey
+	oldValue      func(context.Context) (*IdempotencyBudget, error)
+	predicates    []predicate.IdempotencyBudget
+}
+
+var _ ent.Mutation = (*IdempotencyBudgetMutation)(nil)
+
+// idempotencybudgetOption allows management of the mutation configuration using functional options.
+type idempotencybudgetOption func(*IdempotencyBudgetMutation)
+
+// newIdempotencyBudgetMutation creates new mutation for the IdempotencyBudget entity.
+func newIdempotencyBudgetMutation(c config, op Op, opts ...idempotencybudgetOption) *IdempotencyBudgetMutation {
+	m := &IdempotencyBudgetMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeIdempotencyBudget,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withIdempotencyBudgetID sets the ID field of the mutation.
+func withIdempotencyBudgetID(id int) idempotencybudgetOption {
+	return func(m *IdempotencyBudgetMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *IdempotencyBudget
+		)
+		m.oldValue = func(ctx context.Context) (*IdempotencyBudget, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().IdempotencyBudget.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withIdempotencyBudget sets the old IdempotencyBudget of the mutation.
+func withIdempotencyBudget(node *IdempotencyBudget) idempotencybudgetOption {
+	return func(m *IdempotencyBudgetMutation) {
+		m.oldValue = func(context.Context) (*IdempotencyBudget, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m IdempotencyBudgetMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m IdempotencyBudgetMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *IdempotencyBudgetMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *IdempotencyBudgetMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().IdempotencyBudget.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetWorkspaceID sets the "workspace_id" field.
+func (m *IdempotencyBudgetMutation) SetWorkspaceID(u uuid.UUID) {
+	m.workspace_id = &u
+}
+
+// WorkspaceID returns the value of the "workspace_id" field in the mutation.
+func (m *IdempotencyBudgetMutation) WorkspaceID() (r uuid.UUID, exists bool) {
+	v := m.workspace_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWorkspaceID returns the old "workspace_id" field's value of the IdempotencyBudget entity.
+// If the IdempotencyBudget object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IdempotencyBudgetMutation) OldWorkspaceID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWorkspaceID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWorkspaceID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWorkspaceID: %w", err)
+	}
+	return oldValue.WorkspaceID, nil
+}
+
+// ResetWorkspaceID resets all changes to the "workspace_id" field.
+func (m *IdempotencyBudgetMutation) ResetWorkspaceID() {
+	m.workspace_id = nil
+}
+
+// SetUsedBytes sets the "used_bytes" field.
+func (m *IdempotencyBudgetMutation) SetUsedBytes(i int64) {
+	m.used_bytes = &i
+	m.addused_bytes = nil
+}
+
+// UsedBytes returns the value of the "used_bytes" field in the mutation.
+func (m *IdempotencyBudgetMutation) UsedBytes() (r int64, exists bool) {
+	v := m.used_bytes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUsedBytes returns the old "used_bytes" field's value of the IdempotencyBudget entity.
+// If the IdempotencyBudget object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IdempotencyBudgetMutation) OldUsedBytes(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUsedBytes is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUsedBytes requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUsedBytes: %w", err)
+	}
+	return oldValue.UsedBytes, nil
+}
+
+// AddUsedBytes adds i to the "used_bytes" field.
+func (m *IdempotencyBudgetMutation) AddUsedBytes(i int64) {
+	if m.addused_bytes != nil {
+		*m.addused_bytes += i
+	} else {
+		m.addused_bytes = &i
+	}
+}
+
+// AddedUsedBytes returns the value that was added to the "used_bytes" field in this mutation.
+func (m *IdempotencyBudgetMutation) AddedUsedBytes() (r int64, exists bool) {
+	v := m.addused_bytes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetUsedBytes resets all changes to the "used_bytes" field.
+func (m *IdempotencyBudgetMutation) ResetUsedBytes() {
+	m.used_bytes = nil
+	m.addused_bytes = nil
+}
+
+// Where appends a list predicates to the IdempotencyBudgetMutation builder.
+func (m *IdempotencyBudgetMutation) Where(ps ...predicate.IdempotencyBudget) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the IdempotencyBudgetMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *IdempotencyBudgetMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.IdempotencyBudget, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *IdempotencyBudgetMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *IdempotencyBudgetMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (IdempotencyBudget).
+func (m *IdempotencyBudgetMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *IdempotencyBudgetMutation) Fields() []string {
+	fields := make([]string, 0, 2)
+	if m.workspace_id != nil {
+		fields = append(fields, idempotencybudget.FieldWorkspaceID)
+	}
+	if m.used_bytes != nil {
+		fields = append(fields, idempotencybudget.FieldUsedBytes)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *IdempotencyBudgetMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case idempotencybudget.FieldWorkspaceID:
+		return m.WorkspaceID()
+	case idempotencybudget.FieldUsedBytes:
+		return m.UsedBytes()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *IdempotencyBudgetMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case idempotencybudget.FieldWorkspaceID:
+		return m.OldWorkspaceID(ctx)
+	case idempotencybudget.FieldUsedBytes:
+		return m.OldUsedBytes(ctx)
+	}
+	return nil, fmt.Errorf("unknown IdempotencyBudget field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *IdempotencyBudgetMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case idempotencybudget.FieldWorkspaceID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWorkspaceID(v)
+		return nil
+	case idempotencybudget.FieldUsedBytes:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUsedBytes(v)
+		return nil
+	}
+	return fmt.Errorf("unknown IdempotencyBudget field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *IdempotencyBudgetMutation) AddedFields() []string {
+	var fields []string
+	if m.addused_bytes != nil {
+		fields = append(fields, idempotencybudget.FieldUsedBytes)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *IdempotencyBudgetMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case idempotencybudget.FieldUsedBytes:
+		return m.AddedUsedBytes()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *IdempotencyBudgetMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case idempotencybudget.FieldUsedBytes:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddUsedBytes(v)
+		return nil
+	}
+	return fmt.Errorf("unknown IdempotencyBudget numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *IdempotencyBudgetMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *IdempotencyBudgetMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *IdempotencyBudgetMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown IdempotencyBudget nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *IdempotencyBudgetMutation) ResetField(name string) error {
+	switch name {
+	case idempotencybudget.FieldWorkspaceID:
+		m.ResetWorkspaceID()
+		return nil
+	case idempotencybudget.FieldUsedBytes:
+		m.ResetUsedBytes()
+		return nil
+	}
+	return fmt.Errorf("unknown IdempotencyBudget field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *IdempotencyBudgetMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *IdempotencyBudgetMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *IdempotencyBudgetMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *IdempotencyBudgetMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *IdempotencyBudgetMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *IdempotencyBudgetMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *IdempotencyBudgetMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown IdempotencyBudget unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *IdempotencyBudgetMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown IdempotencyBudget edge %s", name)
+}
+
+// IdempotencyKeyMutation represents an operation that mutates the IdempotencyKey nodes in the graph.
+type IdempotencyKeyMutation struct {
+	config
+	op              Op
+	typ             string
+	id              *int
+	workspace_id    *uuid.UUID
+	key             *string
+	fingerprint     *string
+	state           *idempotencykey.State
+	owner           *string
+	locked_at       *time.Time
+	expires_at      *time.Time
+	status          *int
+	addstatus       *int
+	content_type    *string
+	etag            *string
+	body            *[]byte
+	stored_bytes    *int
+	addstored_bytes *int
+	created_at      *time.Time
+	clearedFields   map[string]struct{}
+	done            bool
+	oldValue        func(context.Context) (*IdempotencyKey, error)
+	predicates      []predicate.IdempotencyKey
 }
 
 var _ ent.Mutation = (*IdempotencyKeyMutation)(nil)
@@ -1991,6 +2411,62 @@ func (m *IdempotencyKeyMutation) ResetBody() {
 	delete(m.clearedFields, idempotencykey.FieldBody)
 }
 
+// SetStoredBytes sets the "stored_bytes" field.
+func (m *IdempotencyKeyMutation) SetStoredBytes(i int) {
+	m.stored_bytes = &i
+	m.addstored_bytes = nil
+}
+
+// StoredBytes returns the value of the "stored_bytes" field in the mutation.
+func (m *IdempotencyKeyMutation) StoredBytes() (r int, exists bool) {
+	v := m.stored_bytes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStoredBytes returns the old "stored_bytes" field's value of the IdempotencyKey entity.
+// If the IdempotencyKey object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IdempotencyKeyMutation) OldStoredBytes(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStoredBytes is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStoredBytes requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStoredBytes: %w", err)
+	}
+	return oldValue.StoredBytes, nil
+}
+
+// AddStoredBytes adds i to the "stored_bytes" field.
+func (m *IdempotencyKeyMutation) AddStoredBytes(i int) {
+	if m.addstored_bytes != nil {
+		*m.addstored_bytes += i
+	} else {
+		m.addstored_bytes = &i
+	}
+}
+
+// AddedStoredBytes returns the value that was added to the "stored_bytes" field in this mutation.
+func (m *IdempotencyKeyMutation) AddedStoredBytes() (r int, exists bool) {
+	v := m.addstored_bytes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetStoredBytes resets all changes to the "stored_bytes" field.
+func (m *IdempotencyKeyMutation) ResetStoredBytes() {
+	m.stored_bytes = nil
+	m.addstored_bytes = nil
+}
+
 // SetCreatedAt sets the "created_at" field.
 func (m *IdempotencyKeyMutation) SetCreatedAt(t time.Time) {
 	m.created_at = &t
@@ -2061,7 +2537,7 @@ func (m *IdempotencyKeyMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *IdempotencyKeyMutation) Fields() []string {
-	fields := make([]string, 0, 12)
+	fields := make([]string, 0, 13)
 	if m.workspace_id != nil {
 		fields = append(fields, idempotencykey.FieldWorkspaceID)
 	}
@@ -2094,6 +2570,9 @@ func (m *IdempotencyKeyMutation) Fields() []string {
 	}
 	if m.body != nil {
 		fields = append(fields, idempotencykey.FieldBody)
+	}
+	if m.stored_bytes != nil {
+		fields = append(fields, idempotencykey.FieldStoredBytes)
 	}
 	if m.created_at != nil {
 		fields = append(fields, idempotencykey.FieldCreatedAt)
@@ -2128,6 +2607,8 @@ func (m *IdempotencyKeyMutation) Field(name string) (ent.Value, bool) {
 		return m.Etag()
 	case idempotencykey.FieldBody:
 		return m.Body()
+	case idempotencykey.FieldStoredBytes:
+		return m.StoredBytes()
 	case idempotencykey.FieldCreatedAt:
 		return m.CreatedAt()
 	}
@@ -2161,6 +2642,8 @@ func (m *IdempotencyKeyMutation) OldField(ctx context.Context, name string) (ent
 		return m.OldEtag(ctx)
 	case idempotencykey.FieldBody:
 		return m.OldBody(ctx)
+	case idempotencykey.FieldStoredBytes:
+		return m.OldStoredBytes(ctx)
 	case idempotencykey.FieldCreatedAt:
 		return m.OldCreatedAt(ctx)
 	}
@@ -2249,6 +2732,13 @@ func (m *IdempotencyKeyMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetBody(v)
 		return nil
+	case idempotencykey.FieldStoredBytes:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStoredBytes(v)
+		return nil
 	case idempotencykey.FieldCreatedAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -2267,6 +2757,9 @@ func (m *IdempotencyKeyMutation) AddedFields() []string {
 	if m.addstatus != nil {
 		fields = append(fields, idempotencykey.FieldStatus)
 	}
+	if m.addstored_bytes != nil {
+		fields = append(fields, idempotencykey.FieldStoredBytes)
+	}
 	return fields
 }
 
@@ -2277,6 +2770,8 @@ func (m *IdempotencyKeyMutation) AddedField(name string) (ent.Value, bool) {
 	switch name {
 	case idempotencykey.FieldStatus:
 		return m.AddedStatus()
+	case idempotencykey.FieldStoredBytes:
+		return m.AddedStoredBytes()
 	}
 	return nil, false
 }
@@ -2292,6 +2787,13 @@ func (m *IdempotencyKeyMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddStatus(v)
+		return nil
+	case idempotencykey.FieldStoredBytes:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddStoredBytes(v)
 		return nil
 	}
 	return fmt.Errorf("unknown IdempotencyKey numeric field %s", name)
@@ -2367,6 +2869,9 @@ func (m *IdempotencyKeyMutation) ResetField(name string) error {
 		return nil
 	case idempotencykey.FieldBody:
 		m.ResetBody()
+		return nil
+	case idempotencykey.FieldStoredBytes:
+		m.ResetStoredBytes()
 		return nil
 	case idempotencykey.FieldCreatedAt:
 		m.ResetCreatedAt()

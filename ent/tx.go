@@ -16,6 +16,8 @@ type Tx struct {
 	Category *CategoryClient
 	// Comment is the client for interacting with the Comment builders.
 	Comment *CommentClient
+	// IdempotencyBudget is the client for interacting with the IdempotencyBudget builders.
+	IdempotencyBudget *IdempotencyBudgetClient
 	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
 	IdempotencyKey *IdempotencyKeyClient
 	// Member is the client for interacting with the Member builders.
@@ -163,6 +165,7 @@ func (tx *Tx) Client() *Client {
 func (tx *Tx) init() {
 	tx.Category = NewCategoryClient(tx.config)
 	tx.Comment = NewCommentClient(tx.config)
+	tx.IdempotencyBudget = NewIdempotencyBudgetClient(tx.config)
 	tx.IdempotencyKey = NewIdempotencyKeyClient(tx.config)
 	tx.Member = NewMemberClient(tx.config)
 	tx.Procedure = NewProcedureClient(tx.config)

@@ -37,6 +37,8 @@ const (
 	FieldEtag = "etag"
 	// FieldBody holds the string denoting the body field in the database.
 	FieldBody = "body"
+	// FieldStoredBytes holds the string denoting the stored_bytes field in the database.
+	FieldStoredBytes = "stored_bytes"
 	// FieldCreatedAt holds the string denoting the created_at field in the database.
 	FieldCreatedAt = "created_at"
 	// Table holds the table name of the idempotencykey in the database.
@@ -57,6 +59,7 @@ var Columns = []string{
 	FieldContentType,
 	FieldEtag,
 	FieldBody,
+	FieldStoredBytes,
 	FieldCreatedAt,
 }
 
@@ -84,6 +87,8 @@ var (
 	DefaultContentType string
 	// DefaultEtag holds the default value on creation for the "etag" field.
 	DefaultEtag string
+	// DefaultStoredBytes holds the default value on creation for the "stored_bytes" field.
+	DefaultStoredBytes int
 	// DefaultCreatedAt holds the default value on creation for the "created_at" field.
 	DefaultCreatedAt func() time.Time
 )
@@ -167,6 +172,11 @@ func ByContentType(opts ...sql.OrderTermOption) OrderOption {
 // ByEtag orders the results by the etag field.
 func ByEtag(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldEtag, opts...).ToFunc()
+}
+
+// ByStoredBytes orders the results by the stored_bytes field.
+func ByStoredBytes(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldStoredBytes, opts...).ToFunc()
 }
 
 // ByCreatedAt orders the results by the created_at field.

@@ -105,6 +105,11 @@ func Body(v []byte) predicate.IdempotencyKey {
 	return predicate.IdempotencyKey(sql.FieldEQ(FieldBody, v))
 }
 
+// StoredBytes applies equality check predicate on the "stored_bytes" field. It's identical to StoredBytesEQ.
+func StoredBytes(v int) predicate.IdempotencyKey {
+	return predicate.IdempotencyKey(sql.FieldEQ(FieldStoredBytes, v))
+}
+
 // CreatedAt applies equality check predicate on the "created_at" field. It's identical to CreatedAtEQ.
 func CreatedAt(v time.Time) predicate.IdempotencyKey {
 	return predicate.IdempotencyKey(sql.FieldEQ(FieldCreatedAt, v))
@@ -673,6 +678,46 @@ func BodyIsNil() predicate.IdempotencyKey {
 // BodyNotNil applies the NotNil predicate on the "body" field.
 func BodyNotNil() predicate.IdempotencyKey {
 	return predicate.IdempotencyKey(sql.FieldNotNull(FieldBody))
+}
+
+// StoredBytesEQ applies the EQ predicate on the "stored_bytes" field.
+func StoredBytesEQ(v int) predicate.IdempotencyKey {
+	return predicate.IdempotencyKey(sql.FieldEQ(FieldStoredBytes, v))
+}
+
+// StoredBytesNEQ applies the NEQ predicate on the "stored_bytes" field.
+func StoredBytesNEQ(v int) predicate.IdempotencyKey {
+	return predicate.IdempotencyKey(sql.FieldNEQ(FieldStoredBytes, v))
+}
+
+// StoredBytesIn applies the In predicate on the "stored_bytes" field.
+func StoredBytesIn(vs ...int) predicate.IdempotencyKey {
+	return predicate.IdempotencyKey(sql.FieldIn(FieldStoredBytes, vs...))
+}
+
+// StoredBytesNotIn applies the NotIn predicate on the "stored_bytes" field.
+func StoredBytesNotIn(vs ...int) predicate.IdempotencyKey {
+	return predicate.IdempotencyKey(sql.FieldNotIn(FieldStoredBytes, vs...))
+}
+
+// StoredBytesGT applies the GT predicate on the "stored_bytes" field.
+func StoredBytesGT(v int) predicate.IdempotencyKey {
+	return predicate.IdempotencyKey(sql.FieldGT(FieldStoredBytes, v))
+}
+
+// StoredBytesGTE applies the GTE predicate on the "stored_bytes" field.
+func StoredBytesGTE(v int) predicate.IdempotencyKey {
+	return predicate.IdempotencyKey(sql.FieldGTE(FieldStoredBytes, v))
+}
+
+// StoredBytesLT applies the LT predicate on the "stored_bytes" field.
+func StoredBytesLT(v int) predicate.IdempotencyKey {
+	return predicate.IdempotencyKey(sql.FieldLT(FieldStoredBytes, v))
+}
+
+// StoredBytesLTE applies the LTE predicate on the "stored_bytes" field.
+func StoredBytesLTE(v int) predicate.IdempotencyKey {
+	return predicate.IdempotencyKey(sql.FieldLTE(FieldStoredBytes, v))
 }
 
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.

@@ -10,6 +10,7 @@ import (
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/category"
 	"github.com/procsvc/procsvc/ent/comment"
+	"github.com/procsvc/procsvc/ent/idempotencybudget"
 	"github.com/procsvc/procsvc/ent/idempotencykey"
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/predicate"
@@ -128,6 +129,33 @@ func (f TraverseComment) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.CommentQuery", q)
+}
+
+// The IdempotencyBudgetFunc type is an adapter to allow the use of ordinary function as a Querier.
+type IdempotencyBudgetFunc func(context.Context, *ent.IdempotencyBudgetQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f IdempotencyBudgetFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.IdempotencyBudgetQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.IdempotencyBudgetQuery", q)
+}
+
+// The TraverseIdempotencyBudget type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseIdempotencyBudget func(context.Context, *ent.IdempotencyBudgetQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseIdempotencyBudget) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseIdempotencyBudget) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.IdempotencyBudgetQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.IdempotencyBudgetQuery", q)
 }
 
 // The IdempotencyKeyFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -326,6 +354,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.CategoryQuery, predicate.Category, category.OrderOption]{typ: ent.TypeCategory, tq: q}, nil
 	case *ent.CommentQuery:
 		return &query[*ent.CommentQuery, predicate.Comment, comment.OrderOption]{typ: ent.TypeComment, tq: q}, nil
+	case *ent.IdempotencyBudgetQuery:
+		return &query[*ent.IdempotencyBudgetQuery, predicate.IdempotencyBudget, idempotencybudget.OrderOption]{typ: ent.TypeIdempotencyBudget, tq: q}, nil
 	case *ent.IdempotencyKeyQuery:
 		return &query[*ent.IdempotencyKeyQuery, predicate.IdempotencyKey, idempotencykey.OrderOption]{typ: ent.TypeIdempotencyKey, tq: q}, nil
 	case *ent.MemberQuery:

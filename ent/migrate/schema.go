@@ -80,6 +80,18 @@ var (
 			},
 		},
 	}
+	// IdempotencyBudgetsColumns holds the columns for the "idempotency_budgets" table.
+	IdempotencyBudgetsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "workspace_id", Type: field.TypeUUID, Unique: true},
+		{Name: "used_bytes", Type: field.TypeInt64, Default: 0},
+	}
+	// IdempotencyBudgetsTable holds the schema information for the "idempotency_budgets" table.
+	IdempotencyBudgetsTable = &schema.Table{
+		Name:       "idempotency_budgets",
+		Columns:    IdempotencyBudgetsColumns,
+		PrimaryKey: []*schema.Column{IdempotencyBudgetsColumns[0]},
+	}
 	// IdempotencyKeysColumns holds the columns for the "idempotency_keys" table.
 	IdempotencyKeysColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -94,6 +106,7 @@ var (
 		{Name: "content_type", Type: field.TypeString, Default: ""},
 		{Name: "etag", Type: field.TypeString, Default: ""},
 		{Name: "body", Type: field.TypeBytes, Nullable: true},
+		{Name: "stored_bytes", Type: field.TypeInt, Default: 0},
 		{Name: "created_at", Type: field.TypeTime},
 	}
 	// IdempotencyKeysTable holds the schema information for the "idempotency_keys" table.
@@ -378,6 +391,7 @@ var (
 	Tables = []*schema.Table{
 		CategoriesTable,
 		CommentsTable,
+		IdempotencyBudgetsTable,
 		IdempotencyKeysTable,
 		MembersTable,
 		ProceduresTable,

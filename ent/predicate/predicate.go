@@ -12,6 +12,9 @@ type Category func(*sql.Selector)
 // Comment is the predicate function for comment builders.
 type Comment func(*sql.Selector)
 
+// IdempotencyBudget is the predicate function for idempotencybudget builders.
+type IdempotencyBudget func(*sql.Selector)
+
 // IdempotencyKey is the predicate function for idempotencykey builders.
 type IdempotencyKey func(*sql.Selector)
 

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/procsvc/procsvc/ent/category"
 	"github.com/procsvc/procsvc/ent/comment"
+	"github.com/procsvc/procsvc/ent/idempotencybudget"
 	"github.com/procsvc/procsvc/ent/idempotencykey"
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/procedure"
@@ -90,6 +91,17 @@ func init() {
 	commentDescID := commentFields[0].Descriptor()
 	// comment.DefaultID holds the default value on creation for the id field.
 	comment.DefaultID = commentDescID.Default.(func() uuid.UUID)
+	idempotencybudgetMixin := schema.IdempotencyBudget{}.Mixin()
+	idempotencybudgetMixinHooks0 := idempotencybudgetMixin[0].Hooks()
+	idempotencybudget.Hooks[0] = idempotencybudgetMixinHooks0[0]
+	idempotencybudgetMixinInters0 := idempotencybudgetMixin[0].Interceptors()
+	idempotencybudget.Interceptors[0] = idempotencybudgetMixinInters0[0]
+	idempotencybudgetFields := schema.IdempotencyBudget{}.Fields()
+	_ = idempotencybudgetFields
+	// idempotencybudgetDescUsedBytes is the schema descriptor for used_bytes field.
+	idempotencybudgetDescUsedBytes := idempotencybudgetFields[1].Descriptor()
+	// idempotencybudget.DefaultUsedBytes holds the default value on creation for the used_bytes field.
+	idempotencybudget.DefaultUsedBytes = idempotencybudgetDescUsedBytes.Default.(int64)
 	idempotencykeyMixin := schema.IdempotencyKey{}.Mixin()
 	idempotencykeyMixinHooks0 := idempotencykeyMixin[0].Hooks()
 	idempotencykey.Hooks[0] = idempotencykeyMixinHooks0[0]
@@ -109,8 +121,12 @@ func init() {
 	idempotencykeyDescEtag := idempotencykeyFields[9].Descriptor()
 	// idempotencykey.DefaultEtag holds the default value on creation for the etag field.
 	idempotencykey.DefaultEtag = idempotencykeyDescEtag.Default.(string)
+	// idempotencykeyDescStoredBytes is the schema descriptor for stored_bytes field.
+	idempotencykeyDescStoredBytes := idempotencykeyFields[11].Descriptor()
+	// idempotencykey.DefaultStoredBytes holds the default value on creation for the stored_bytes field.
+	idempotencykey.DefaultStoredBytes = idempotencykeyDescStoredBytes.Default.(int)
 	// idempotencykeyDescCreatedAt is the schema descriptor for created_at field.
-	idempotencykeyDescCreatedAt := idempotencykeyFields[11].Descriptor()
+	idempotencykeyDescCreatedAt := idempotencykeyFields[12].Descriptor()
 	// idempotencykey.DefaultCreatedAt holds the default value on creation for the created_at field.
 	idempotencykey.DefaultCreatedAt = idempotencykeyDescCreatedAt.Default.(func() time.Time)
 	memberMixin := schema.Member{}.Mixin()

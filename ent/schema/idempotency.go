@@ -33,6 +33,7 @@ func (IdempotencyKey) Fields() []ent.Field {
 		field.String("content_type").Default("").Comment("the response's Content-Type header"),
 		field.String("etag").Default("").Comment("the response's ETag header"),
 		field.Bytes("body").Optional().Comment("the response's body, byte for byte"),
+		field.Int("stored_bytes").Default(0).Comment("the bytes of body counted in the workspace's IdempotencyBudget, given back when the row expires"),
 		field.Time("created_at").Default(nowUTC).Immutable(),
 	}
 }
@@ -43,5 +44,24 @@ func (IdempotencyKey) Indexes() []ent.Index {
 	return []ent.Index{
 		index.Fields("workspace_id", "key").Unique(),
 		index.Fields("expires_at"),
+	}
+}
+
+// IdempotencyBudget is the running total of the response bytes a
+// workspace's IdempotencyKeys keep for replay (their stored_bytes), bounded
+// by the server's per-workspace budget (internal/idempotency): a response
+// is kept only if the total stays within it, and an expired key gives its
+// bytes back when it is purged or taken over. One row per workspace, so
+// that checking the budget never sums the keys.
+type IdempotencyBudget struct{ ent.Schema }
+
+// Mixin of the IdempotencyBudget.
+func (IdempotencyBudget) Mixin() []ent.Mixin { return []ent.Mixin{TenantMixin{}} }
+
+// Fields of the IdempotencyBudget.
+func (IdempotencyBudget) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("workspace_id", ids.New(ids.KindWorkspace)).Immutable().Unique(),
+		field.Int64("used_bytes").Default(0).Comment("the sum of the stored_bytes of the workspace's idempotency keys"),
 	}
 }
