@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 )
 
 // direct wraps gqlgen's GET and POST transports so that an executed
@@ -50,16 +51,33 @@ func (e directExec) DispatchOperation(ctx context.Context, oc *graphql.Operation
 	}, ctx
 }
 
+// DispatchError makes the response of a request that was not executed (a
+// body or parameters gqlgen cannot decode, a document refused before it
+// ran, a persisted-query miss): gqlgen's Response always has a data key,
+// null here, which a request not executed must not have (GraphQL over
+// HTTP), whatever its status.
+func (e directExec) DispatchError(ctx context.Context, list gqlerror.List) *graphql.Response {
+	e.w.notExecuted = true
+	return e.GraphExecutor.DispatchError(ctx, list)
+}
+
 // directWriter is the transport's writer: after writeData it drops the
-// transport's own write of the (placeholder) response, its next write.
+// transport's own write of the (placeholder) response, its next write; for
+// a request not executed, it drops the response's data key.
 type directWriter struct {
 	http.ResponseWriter
-	written, dropped bool
+	written, dropped, notExecuted bool
 }
 
 func (w *directWriter) Write(b []byte) (int, error) {
-	if w.written && !w.dropped {
+	switch {
+	case w.written && !w.dropped:
 		w.dropped = true
+		return len(b), nil
+	case w.notExecuted:
+		if _, err := w.ResponseWriter.Write(withoutData(b)); err != nil {
+			return 0, err
+		}
 		return len(b), nil
 	}
 	return w.ResponseWriter.Write(b)

@@ -31,8 +31,9 @@ import (
 // (and, with live, WebSocket and Server-Sent Events for subscriptions),
 // automatic persisted queries, the limits of limits.go, which apply to
 // subscription documents as to queries, and one error shape
-// (extensions.code and extensions.requestId) for every failure.
-func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics, live *Live) *handler.Server {
+// (extensions.code and extensions.requestId) for every failure. queries
+// caches its parsed and validated documents.
+func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics, live *Live, queries graphql.Cache[*ast.QueryDocument]) *handler.Server {
 	cfg := generated.Config{Resolvers: r}
 	setComplexity(&cfg.Complexity)
 	srv := handler.New(generated.NewExecutableSchema(cfg))
@@ -44,7 +45,6 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics, live *Live) *h
 	}
 	srv.AddTransport(direct{transport.GET{}})
 	srv.AddTransport(direct{transport.POST{}})
-	queries := lru.New[*ast.QueryDocument](1000)
 	srv.SetQueryCache(queries)
 	srv.SetParserTokenLimit(MaxTokens)
 	srv.Use(extension.Introspection{})
@@ -56,6 +56,8 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics, live *Live) *h
 	srv.Use(extension.FixedComplexityLimit(MaxComplexity))
 	// After the complexity limit, which computes the cost it charges.
 	srv.Use(operationCost{})
+	// After the rate limit: a request it refuses leaves its key alone.
+	srv.Use(keyClaim{})
 	// No field middleware (AroundFields): the plain fields of procedures,
 	// comments and their edges are written without gqlgen's per-field
 	// machinery (graph/internal/gqlgen), so such middleware would not see

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,7 +10,10 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strings"
 
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
 
@@ -22,11 +26,17 @@ import (
 // Middleware is the HTTP middleware of /graphql's requests, each given the
 // writer of GraphQL-shaped errors for its own refusals.
 type Middleware struct {
-	// Requests wraps GET and POST requests: authentication, the rate
-	// limit, and whatever else an ordinary request goes through.
+	// Authenticate resolves the request's credential and puts its viewer
+	// in the context. The guard calls it after the checks that cost
+	// nothing (method, content type) and before it reads the body.
+	Authenticate func(middleware.ErrorWriter) func(http.Handler) http.Handler
+	// Requests wraps authenticated queries and mutations (GET and POST,
+	// answered as JSON or as one Server-Sent Event): the rate limit,
+	// Idempotency-Key, and whatever else an ordinary request goes
+	// through.
 	Requests func(middleware.ErrorWriter) func(http.Handler) http.Handler
-	// Streams wraps Server-Sent Events requests: authentication and the
-	// rate limit, nothing that buffers or replays a response.
+	// Streams wraps authenticated subscriptions streamed as Server-Sent
+	// Events: the rate limit, nothing that buffers or replays a response.
 	Streams func(middleware.ErrorWriter) func(http.Handler) http.Handler
 }
 
@@ -36,10 +46,12 @@ type Middleware struct {
 // so they skip mw) and Server-Sent Events (through mw.Streams).
 func NewHandler(r *Resolver, log *slog.Logger, m *metrics.Metrics, mw Middleware, live *Live) http.Handler {
 	writeErr := graphqlError(log)
-	exec := NewServer(r, log, m, live)
-	g := guard{writeErr: writeErr, requests: guardGraphQL(writeErr, mw.Requests(writeErr)(exec))}
+	documents := lru.New[*ast.QueryDocument](1000)
+	exec := NewServer(r, log, m, live, documents)
+	g := &guard{writeErr: writeErr, documents: documents, requests: mw.Requests(writeErr)(exec)}
+	g.authenticated = mw.Authenticate(writeErr)(http.HandlerFunc(g.serveAuthenticated))
 	if live != nil {
-		g.streams = guardGraphQL(writeErr, mw.Streams(writeErr)(exec))
+		g.streams = mw.Streams(writeErr)(exec)
 		g.sockets = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err := checkOrigin(r, live.opts.Origins); err != nil {
 				writeErr(w, r, err)
@@ -85,105 +97,186 @@ type graphqlRequest struct {
 	Extensions    map[string]any `json:"extensions"`
 }
 
-// guard routes /graphql's requests: WebSocket upgrades to sockets, POSTs
-// accepting text/event-stream to streams, the rest to requests (streams
-// and requests behind guardGraphQL). Without live updates (nil sockets and
-// streams) every request is an ordinary one.
+// guard routes /graphql's requests and enforces the transport rules gqlgen
+// would otherwise answer in its own shapes, cheapest first, so that a
+// request refused early costs little:
+//
+//  1. WebSocket upgrades go to sockets (they authenticate in
+//     connection_init); other methods than GET and POST, and POST bodies
+//     that are not application/json, are refused.
+//  2. Authentication (Middleware.Authenticate): a request without a usable
+//     token is refused before its body is read, whatever the body.
+//  3. The body (at most 1 MiB, one JSON object with a query) or the GET
+//     parameters are read and checked.
+//  4. A subscription whose client accepts text/event-stream is streamed
+//     (streams); every other request, queries and mutations whatever
+//     their Accept header, goes through requests and is answered in the
+//     negotiated media type (negotiate): JSON, or one Server-Sent Event
+//     (eventFramer).
+//
+// Without live updates (nil sockets and streams) nothing is streamed.
 type guard struct {
-	writeErr                   middleware.ErrorWriter
+	writeErr middleware.ErrorWriter
+	// documents is the executor's cache of parsed and validated
+	// documents, which tells most subscriptions apart without a parse.
+	documents                  graphql.Cache[*ast.QueryDocument]
+	authenticated              http.Handler
 	requests, streams, sockets http.Handler
 }
 
-func (g guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch {
-	case g.sockets != nil && isWebSocket(r):
+func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if g.sockets != nil && isWebSocket(r) {
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", "GET")
 			g.writeErr(w, r, apperr.New(apperr.MethodNotAllowed, "a WebSocket is opened with GET"))
 			return
 		}
-		g.sockets.ServeHTTP(w, r)
-	case g.streams != nil && wantsEventStream(r):
-		g.streams.ServeHTTP(w, r)
-	default:
-		g.requests.ServeHTTP(w, r)
+		// A WebSocket outlives the request deadline: it ends with its
+		// connection or the server.
+		ctx, cancel := middleware.WithoutDeadline(r.Context())
+		defer cancel()
+		g.sockets.ServeHTTP(w, r.WithContext(ctx))
+		return
 	}
-}
-
-// guardGraphQL enforces the transport rules gqlgen would otherwise answer in
-// its own shapes: methods, content type, body size and a well-formed JSON
-// object body.
-func guardGraphQL(writeErr middleware.ErrorWriter, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case http.MethodGet:
-			if err := checkGraphQLGet(r); err != nil {
-				if apperr.CodeOf(err) == apperr.MethodNotAllowed {
-					w.Header().Set("Allow", "POST")
-				}
-				writeErr(w, r, err)
-				return
-			}
-			// A persisted query's operation is only known to gqlgen, whose
-			// GET transport refuses a mutation with a bare 406: answer
-			// that in docs/design.md §6's shape too.
-			next.ServeHTTP(&getRefusal{statusMapper: statusMapper{ResponseWriter: w}, refuse: func() {
-				w.Header().Set("Allow", "POST")
-				writeErr(w, r, apperr.New(apperr.MethodNotAllowed, "GET runs queries only; send mutation operations with POST"))
-			}}, r)
-			return
-		case http.MethodPost:
-		default:
-			w.Header().Set("Allow", "GET, POST")
-			writeErr(w, r, apperr.New(apperr.MethodNotAllowed, "/graphql accepts GET and POST"))
-			return
-		}
+	switch r.Method {
+	case http.MethodGet:
+	case http.MethodPost:
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || mt != "application/json" {
-			writeErr(w, r, apperr.New(apperr.UnsupportedMediaType, "send the GraphQL request as Content-Type: application/json"))
+			g.writeErr(w, r, apperr.New(apperr.UnsupportedMediaType, "send the GraphQL request as Content-Type: application/json"))
 			return
 		}
-		raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, middleware.MaxBodyBytes))
-		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				writeErr(w, r, apperr.New(apperr.PayloadTooLarge, "the request body exceeds %d bytes", middleware.MaxBodyBytes))
-				return
-			}
-			writeErr(w, r, apperr.New(apperr.BadRequest, "the request body could not be read"))
-			return
-		}
-		if err := decodeGraphQLRequest(raw); err != nil {
-			writeErr(w, r, err)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(raw))
-		r.ContentLength = int64(len(raw))
-		next.ServeHTTP(&statusMapper{ResponseWriter: w}, r)
-	})
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		g.writeErr(w, r, apperr.New(apperr.MethodNotAllowed, "/graphql accepts GET and POST"))
+		return
+	}
+	g.authenticated.ServeHTTP(w, r)
 }
 
-func decodeGraphQLRequest(raw []byte) error {
+// serveAuthenticated reads and checks an authenticated request, and routes
+// it (steps 3 and 4 of guard).
+func (g *guard) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
+	n := negotiate(r.Header)
+	if r.Method == http.MethodGet {
+		g.serveGet(w, r, n)
+		return
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, middleware.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			g.writeErr(w, r, apperr.New(apperr.PayloadTooLarge, "the request body exceeds %d bytes", middleware.MaxBodyBytes))
+			return
+		}
+		g.writeErr(w, r, apperr.New(apperr.BadRequest, "the request body could not be read"))
+		return
+	}
+	req, err := decodeGraphQLRequest(raw)
+	if err != nil {
+		g.writeErr(w, r, err)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(raw))
+	r.ContentLength = int64(len(raw))
+	if g.streams != nil && n.eventStream && g.subscribes(r.Context(), req) {
+		// A stream outlives the request deadline; its work is bounded
+		// per event instead.
+		ctx, cancel := middleware.WithoutDeadline(r.Context())
+		defer cancel()
+		g.streams.ServeHTTP(&statusMapper{ResponseWriter: w}, r.WithContext(markStreamRequest(ctx)))
+		return
+	}
+	if n.media != mediaEventStream {
+		g.requests.ServeHTTP(&statusMapper{ResponseWriter: w}, withAccept(r, n.media))
+		return
+	}
+	// The response is made (and an Idempotency-Key's replay stored) as
+	// JSON, then framed.
+	framer := &eventFramer{ResponseWriter: w}
+	g.requests.ServeHTTP(&statusMapper{ResponseWriter: framer}, withAccept(r, mediaJSON))
+	framer.end()
+}
+
+// serveGet serves a GET request: queries only, answered as JSON.
+func (g *guard) serveGet(w http.ResponseWriter, r *http.Request, n negotiation) {
+	if err := checkGraphQLGet(r); err != nil {
+		if apperr.CodeOf(err) == apperr.MethodNotAllowed {
+			w.Header().Set("Allow", "POST")
+		}
+		g.writeErr(w, r, err)
+		return
+	}
+	media := n.media
+	if media == mediaEventStream {
+		media = mediaJSON
+	}
+	// A persisted query's operation is only known to gqlgen, whose GET
+	// transport refuses a mutation with a bare 406: answer that in
+	// docs/design.md §6's shape too.
+	g.requests.ServeHTTP(&getRefusal{statusMapper: statusMapper{ResponseWriter: w}, refuse: func() {
+		w.Header().Set("Allow", "POST")
+		g.writeErr(w, r, apperr.New(apperr.MethodNotAllowed, "GET runs queries only; send mutation operations with POST"))
+	}}, withAccept(r, media))
+}
+
+// subscribes reports whether req runs a subscription. A document the
+// executor parsed and validated before is looked up rather than parsed,
+// and one that does not say "subscription" cannot run one; the rest is
+// parsed once, within MaxTokens. A document that does not parse, or whose
+// operation is only known to the executor (a persisted query sent by hash
+// alone), is not streamed: the executor refuses or runs it as usual.
+func (g *guard) subscribes(ctx context.Context, req graphqlRequest) bool {
+	if !strings.Contains(req.Query, "subscription") {
+		return false
+	}
+	doc, ok := g.documents.Get(ctx, req.Query)
+	if !ok {
+		var err error
+		if doc, err = parser.ParseQueryWithTokenLimit(&ast.Source{Input: req.Query}, MaxTokens); err != nil {
+			return false
+		}
+	}
+	op := doc.Operations.ForName(req.OperationName)
+	return op != nil && op.Operation == ast.Subscription
+}
+
+// withAccept returns r as the executor should see it: asking for media
+// alone, the outcome of negotiate. gqlgen picks its JSON type from the
+// first one Accept lists, q-values aside; the response cache keys on
+// Accept too.
+func withAccept(r *http.Request, media string) *http.Request {
+	if v := r.Header.Values("Accept"); len(v) == 1 && v[0] == media {
+		return r
+	}
+	r2 := r.Clone(r.Context())
+	r2.Header.Set("Accept", media)
+	return r2
+}
+
+// decodeGraphQLRequest decodes and checks a POST body. Errors: bad_request,
+// validation_failed (text that is not valid Unicode, see checkText).
+func decodeGraphQLRequest(raw []byte) (graphqlRequest, error) {
+	var req graphqlRequest
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return apperr.New(apperr.BadRequest, "the request body must be a JSON object with a query")
+		return req, apperr.New(apperr.BadRequest, "the request body must be a JSON object with a query")
 	}
-	var req graphqlRequest
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	if err := dec.Decode(&req); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
-			return apperr.New(apperr.BadRequest, "field %q has the wrong type: expected %s", typeErr.Field, typeErr.Type.String())
+			return req, apperr.New(apperr.BadRequest, "field %q has the wrong type: expected %s", typeErr.Field, typeErr.Type.String())
 		}
-		return apperr.New(apperr.BadRequest, "the request body is not valid JSON")
+		return req, apperr.New(apperr.BadRequest, "the request body is not valid JSON")
 	}
 	if dec.More() {
-		return apperr.New(apperr.BadRequest, "the request body must hold exactly one JSON object")
+		return req, apperr.New(apperr.BadRequest, "the request body must hold exactly one JSON object")
 	}
 	if req.Query == "" && req.Extensions["persistedQuery"] == nil {
-		return apperr.New(apperr.BadRequest, "the request has no query")
+		return req, apperr.New(apperr.BadRequest, "the request has no query")
 	}
-	return checkText(trimmed, req.Query)
+	return req, checkText(trimmed, req.Query)
 }
 
 // checkText refuses text that is not valid Unicode (bytes that are not

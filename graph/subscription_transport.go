@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"path"
@@ -21,38 +20,8 @@ import (
 	"github.com/procsvc/procsvc/internal/middleware"
 )
 
-// IsStream reports whether r opens a long-lived stream of /graphql: a
-// WebSocket upgrade, or a request for Server-Sent Events. Such requests
-// outlive any request deadline; their work is bounded per event instead.
-func IsStream(r *http.Request) bool { return isWebSocket(r) || wantsEventStream(r) }
-
 func isWebSocket(r *http.Request) bool {
 	return headerHasToken(r.Header, "Connection", "upgrade") && headerHasToken(r.Header, "Upgrade", "websocket")
-}
-
-func headerHasToken(h http.Header, name, token string) bool {
-	for _, v := range h.Values(name) {
-		for _, t := range strings.Split(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), token) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func wantsEventStream(r *http.Request) bool {
-	if r.Method != http.MethodPost {
-		return false
-	}
-	for _, v := range r.Header.Values("Accept") {
-		for _, part := range strings.Split(v, ",") {
-			if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "text/event-stream" {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // checkOrigin admits a WebSocket opened by a web page only from the
@@ -108,10 +77,7 @@ type sse struct {
 
 var _ graphql.Transport = sse{}
 
-func (t sse) Supports(r *http.Request) bool {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return wantsEventStream(r) && err == nil && mt == "application/json"
-}
+func (t sse) Supports(r *http.Request) bool { return isStreamRequest(r) }
 
 func (t sse) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	l := t.live

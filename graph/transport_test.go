@@ -220,8 +220,17 @@ func TestTransport(t *testing.T) {
 			const q = `{ workspace { key } }`
 			sum := sha256.Sum256([]byte(q))
 			ext := `{"persistedQuery": {"version": 1, "sha256Hash": "` + hex.EncodeToString(sum[:]) + `"}}`
+			// A miss was not executed: no data key, by POST or GET.
 			r := rawGraphQL(t, s, "POST", "/graphql", auth, "application/json", []byte(`{"extensions": `+ext+`}`))
 			wantError(t, r, "PERSISTED_QUERY_NOT_FOUND")
+			if r.Data != nil {
+				t.Fatalf("POST miss: data %s", r.Data)
+			}
+			r = rawGraphQL(t, s, "GET", "/graphql?extensions="+url.QueryEscape(ext), auth, "", nil)
+			wantError(t, r, "PERSISTED_QUERY_NOT_FOUND")
+			if r.Data != nil {
+				t.Fatalf("GET miss: data %s", r.Data)
+			}
 			r = rawGraphQL(t, s, "POST", "/graphql", auth, "application/json", []byte(`{"query": `+quote(q)+`, "extensions": `+ext+`}`))
 			if len(r.Errors) > 0 || string(r.Data) != `{"workspace":{"key":"ACME"}}` {
 				t.Fatalf("register: %s %+v", r.Data, r.Errors)

@@ -3,12 +3,13 @@ package idempotency_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -343,13 +344,15 @@ func TestGraphQLMutationReplays(t *testing.T) {
 		if n := procedures(t, db, "graphql."); n != 1 {
 			t.Fatalf("%d procedures, want 1", n)
 		}
-		// A refused document (400, no data key) replays as such.
+		// A refused document (400, no data key) is refused before its
+		// key is claimed: the retry is refused again, not replayed.
 		invalid := gqlBody(`mutation { createProcedure(input: {name: 5}) { id } }`, nil)
-		refused := send(t, e.s, "POST", "/graphql", e.ws.MemberToken, invalid, "gql-invalid")
-		if refused.status != http.StatusBadRequest || strings.Contains(string(refused.body), `"data"`) {
-			t.Fatalf("invalid mutation: %d %s", refused.status, refused.body)
+		for range 2 {
+			refused := send(t, e.s, "POST", "/graphql", e.ws.MemberToken, invalid, "gql-invalid")
+			if refused.status != http.StatusBadRequest || strings.Contains(string(refused.body), `"data"`) || refused.replayed() {
+				t.Fatalf("invalid mutation: %d %v %s", refused.status, refused.header, refused.body)
+			}
 		}
-		wantSameResponse(t, refused, send(t, e.s, "POST", "/graphql", e.ws.MemberToken, invalid, "gql-invalid"))
 		other := send(t, e.s, "POST", "/graphql", e.ws.MemberToken, gqlBody(createMutation, e.createVars("graphql-other.")), "gql-1")
 		wantGraphQLKeyError(t, other, http.StatusConflict, "conflict", idempotency.Header)
 		// The same key on REST is another request too.
@@ -366,8 +369,72 @@ func TestGraphQLMutationReplays(t *testing.T) {
 		if n := procedures(t, db, "graphql-other."); n != 0 {
 			t.Fatalf("the conflicting mutation ran")
 		}
-		if n := keyRows(t, db); n != 2 {
-			t.Fatalf("%d keys stored, want 2 (queries store none)", n)
+		if n := keyRows(t, db); n != 1 {
+			t.Fatalf("%d keys stored, want 1 (queries and refused documents store none)", n)
+		}
+	})
+}
+
+// TestWhichGraphQLRequestsAreKeyed: a GraphQL request's key is claimed by
+// the executor once it knows the operation writes and has checked it: a
+// mutation, sent as text or by persisted-query hash, is keyed; a query (by
+// text or hash), a subscription over plain POST, a document that does not
+// parse or validate, and an operation name that matches nothing store no
+// key and are never replayed.
+func TestWhichGraphQLRequestsAreKeyed(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		e := newEnv(t, db)
+		persisted := func(query string) []byte {
+			sum := sha256.Sum256([]byte(query))
+			return []byte(`{"extensions":{"persistedQuery":{"version":1,"sha256Hash":"` + hex.EncodeToString(sum[:]) + `"}}}`)
+		}
+		register := func(query string) {
+			t.Helper()
+			var b map[string]any
+			_ = json.Unmarshal(persisted(query), &b)
+			b["query"] = query
+			raw, _ := json.Marshal(b)
+			if a := send(t, e.s, "POST", "/graphql", e.ws.MemberToken, raw); a.status != http.StatusOK {
+				t.Fatalf("register: %d %s", a.status, a.body)
+			}
+		}
+		const query, mutation = `{ workspace { key } }`, `mutation { createCategory(input: {name: "by hash"}) { name } }`
+		register(query)
+		register(mutation)
+		for _, c := range []struct {
+			name string
+			body []byte
+		}{
+			{"query", gqlBody(`query Q { viewer { id } }`, nil)},
+			{"query of several", []byte(`{"query":"query Q { viewer { id } } mutation M { createCategory(input: {name: \"never\"}) { id } }","operationName":"Q"}`)},
+			{"persisted query", persisted(query)},
+			{"subscription", gqlBody(`subscription { procedureEvents { kind } }`, nil)},
+			{"syntax error", gqlBody(`mutation {`, nil)},
+			{"invalid", gqlBody(`mutation { nope }`, nil)},
+			{"unknown operation", []byte(`{"query":"mutation M { createCategory(input: {name: \"never\"}) { id } }","operationName":"N"}`)},
+			{"persisted-query miss", persisted(`mutation { never }`)},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				for range 2 {
+					if a := send(t, e.s, "POST", "/graphql", e.ws.MemberToken, c.body, "not-keyed-"+c.name); a.replayed() {
+						t.Fatalf("replayed: %d %s", a.status, a.body)
+					}
+				}
+				if n := keyRows(t, db); n != 0 {
+					t.Fatalf("%d keys stored", n)
+				}
+			})
+		}
+		first := send(t, e.s, "POST", "/graphql", e.ws.MemberToken, persisted(mutation), "by-hash")
+		if first.status != http.StatusOK || !strings.Contains(string(first.body), `"by hash"`) {
+			t.Fatalf("mutation by hash: %d %s", first.status, first.body)
+		}
+		wantSameResponse(t, first, send(t, e.s, "POST", "/graphql", e.ws.MemberToken, persisted(mutation), "by-hash"))
+		if n := keyRows(t, db); n != 1 {
+			t.Fatalf("%d keys stored, want the mutation's", n)
+		}
+		if n := categories(t, db, "never"); n != 0 {
+			t.Fatalf("a mutation that was not selected ran")
 		}
 	})
 }
@@ -447,7 +514,7 @@ func viewerOf(ws *apitest.Workspace) *viewer.Viewer {
 func claimAs(t *testing.T, db *database.DB, ws *apitest.Workspace, method, path string, body []byte, key string) *idempotency.Claim {
 	t.Helper()
 	v := viewerOf(ws)
-	fp := idempotency.Fingerprint(v, httptest.NewRequest(method, path, nil), body)
+	fp := idempotency.Fingerprint(v, method, path, body)
 	claim, replay, err := idempotency.New(db.Client, idempotency.Options{}).Claim(viewer.NewContext(context.Background(), v), key, fp)
 	if err != nil || replay != nil || claim == nil {
 		t.Fatalf("claim: %v %v", replay, err)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/vektah/gqlparser/v2/ast"
-	"github.com/vektah/gqlparser/v2/parser"
 
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/auth"
@@ -31,18 +30,25 @@ const (
 )
 
 // graphqlPath is the GraphQL endpoint, whose POSTs are keyed only when they
-// run a mutation.
+// run a mutation: their claim is deferred to the executor (ClaimDeferred).
 const graphqlPath = "/graphql"
-
-// maxTokens bounds the parse that finds a GraphQL request's operation: the
-// executor's own token limit (graph.MaxTokens; a test holds them equal).
-const maxTokens = 15_000
 
 // MaxStoredBody bounds a recorded response body, in bytes (1 MiB). A larger
 // response is answered in full but not kept: its key is completed with a
-// marker, and a retry is answered 409 conflict (see errTooLarge) rather
-// than running the write again. The recorder stops buffering past it.
+// marker, and a retry is answered 409 conflict (see notKept) rather than
+// running the write again. The recorder stops buffering past it. It is the
+// size of the largest single record a write can answer (a procedure's
+// 200 000-character content, up to 800 KB, escaped): only a selection
+// repeating large fields goes over it. What all of a workspace's keys keep
+// is bounded by its budget (Options.WorkspaceBytes).
 const MaxStoredBody = 1 << 20
+
+// MaxStoredRefusal bounds the body of a refusal that is kept for replay (4
+// KiB): a 4xx answer, or a GraphQL answer in which every root field failed
+// before writing. Refusals are error bodies of a few hundred bytes; one
+// larger is not kept, and its key is freed, since a refusal wrote nothing
+// and running its retry is safe.
+const MaxStoredRefusal = 4 << 10
 
 // secretFields are the GraphQL root fields whose result carries a bearer
 // secret (CreateTokenPayload.secret). Their response is never kept (secrets
@@ -73,15 +79,22 @@ const recordTimeout = 5 * time.Second
 // Middleware applies Idempotency-Key to the requests it wraps, answering its
 // own refusals (a malformed key, 400; a key reused or in progress, 409)
 // through writeErr, the face's error writer. It must run after
-// authentication: keys belong to the viewer's workspace. A nil Store
-// disables it.
+// authentication (keys belong to the viewer's workspace) and after the rate
+// limit's middleware. A nil Store disables it.
 //
 // Keyed are REST POST, PUT, PATCH and DELETE requests and GraphQL POSTs that
-// run a mutation (or whose operation is only known to the executor: a
-// persisted query sent by hash alone, a document that does not parse); on
-// any other request the header is ignored. A request without the header, or
-// whose body is over the server's limit (refused by the handler, which
-// then runs nothing), passes through untouched.
+// run a mutation; on any other request the header is ignored. A request
+// without the header, or whose body is over the server's limit (refused by
+// the handler, which then runs nothing), passes through untouched.
+//
+// A REST request's key is claimed before its handler runs (the rate limit
+// has been charged). A GraphQL request's operation, and its cost, are known
+// only to the executor: its claim is deferred (Store.Defer), and the
+// executor makes it once the operation has passed every check and been
+// charged (ClaimDeferred). A GraphQL request refused before that (a
+// document that does not parse or validate, a limit, the rate limit, a
+// persisted-query miss) touches no table and leaves its key free; so does a
+// query sent with a key.
 //
 // A keyed request's handler runs with a context detached from the client's
 // connection, bounded by the claim's deadline: a client that times out and
@@ -105,26 +118,24 @@ func (s *Store) Middleware(writeErr middleware.ErrorWriter) func(http.Handler) h
 				next.ServeHTTP(w, r)
 				return
 			}
-			secret := false
-			if graphql {
-				var mutation bool
-				mutation, secret = inspect(body)
-				if !mutation {
-					next.ServeHTTP(w, r)
-					return
-				}
-			}
 			key, err := checkKey(values)
+			fp := Fingerprint(v, r.Method, r.URL.RequestURI(), body)
+			if graphql {
+				// A malformed key refuses a mutation only: the
+				// executor tells.
+				s.serveDeferred(w, r, next, writeErr, key, fp, err)
+				return
+			}
 			if err != nil {
 				writeErr(w, r, err)
 				return
 			}
-			s.serve(w, r, next, writeErr, key, fingerprint(v, r, body), graphql, secret)
+			s.serve(w, r, next, writeErr, key, fp)
 		})
 	}
 }
 
-func (s *Store) serve(w http.ResponseWriter, r *http.Request, next http.Handler, writeErr middleware.ErrorWriter, key, fp string, graphql, secret bool) {
+func (s *Store) serve(w http.ResponseWriter, r *http.Request, next http.Handler, writeErr middleware.ErrorWriter, key, fp string) {
 	// The claim is not cut short by the client leaving: an INSERT that
 	// committed while its caller gave up would hold the key until the lock
 	// timeout.
@@ -133,10 +144,7 @@ func (s *Store) serve(w http.ResponseWriter, r *http.Request, next http.Handler,
 	cancelClaim()
 	switch {
 	case err != nil:
-		if IsInProgress(err) {
-			w.Header().Set("Retry-After", "1")
-		}
-		writeErr(w, r, err)
+		refuse(w, r, writeErr, err)
 		return
 	case replay != nil:
 		writeReplay(w, replay)
@@ -147,7 +155,7 @@ func (s *Store) serve(w http.ResponseWriter, r *http.Request, next http.Handler,
 	defer func() {
 		// A panic (answered by the server's recovery) releases the key.
 		if !finished {
-			s.finish(r.Context(), claim, rec, graphql, secret, true)
+			s.finish(r.Context(), claim, rec.response(), rec.overflow, false, false, true)
 		}
 	}()
 	// The handler must be over a margin before the claim may be taken
@@ -157,7 +165,43 @@ func (s *Store) serve(w http.ResponseWriter, r *http.Request, next http.Handler,
 	defer cancel()
 	next.ServeHTTP(rec, r.WithContext(ctx))
 	finished = true
-	s.finish(r.Context(), claim, rec, graphql, secret, false)
+	s.finish(r.Context(), claim, rec.response(), rec.overflow, false, false, false)
+}
+
+// serveDeferred serves a keyed GraphQL request: its claim is made by the
+// executor, if it runs a mutation (Defer). What the executor writes passes
+// through, recorded once the key is claimed; when the claim finds a replay
+// or a refusal instead, the executor's output is dropped and that is
+// answered.
+func (s *Store) serveDeferred(w http.ResponseWriter, r *http.Request, next http.Handler, writeErr middleware.ErrorWriter, key, fp string, keyErr error) {
+	ctx, d := s.deferClaim(r.Context(), key, fp, keyErr)
+	rec := &recorder{ResponseWriter: w, max: s.maxBody, deferred: d}
+	finished := false
+	defer func() {
+		if !finished {
+			d.finish(r.Context(), rec.response(), rec.overflow, true)
+		}
+	}()
+	// The claim comes later, with a deadline no earlier than this one.
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), now().Add(s.lockTimeout-s.handlerMargin()))
+	defer cancel()
+	next.ServeHTTP(rec, r.WithContext(ctx))
+	finished = true
+	if replay, err := d.answer(); err != nil {
+		refuse(w, r, writeErr, err)
+	} else if replay != nil {
+		writeReplay(w, replay)
+	} else {
+		d.finish(r.Context(), rec.response(), rec.overflow, false)
+	}
+}
+
+// refuse answers a claim's refusal.
+func refuse(w http.ResponseWriter, r *http.Request, writeErr middleware.ErrorWriter, err error) {
+	if IsInProgress(err) {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeErr(w, r, err)
 }
 
 // handlerMargin is how long before its claim's deadline a keyed handler's
@@ -166,37 +210,49 @@ func (s *Store) handlerMargin() time.Duration {
 	return min(s.lockTimeout*handlerMargin/100, maxHandlerMargin)
 }
 
+// verdict is what a finished execution's response says of it.
+type verdict int
+
+const (
+	// failed: it failed in a way a retry may overcome, having written
+	// nothing (a 5xx, a 429, a GraphQL error of such a code or a
+	// persisted-query miss with nothing written): the key is released.
+	failed verdict = iota
+	// refused: it was refused, having written nothing (a 4xx, or a
+	// GraphQL response whose every root field failed at itself).
+	refused
+	// ran: it ran, and may have written.
+	ran
+)
+
 // finish records the execution's response, or releases the key when the
-// request failed in a way a retry may overcome: a 5xx (every write is one
-// transaction, rolled back on failure), a 429 (not executed), a GraphQL
-// response with such an error and nothing written (see replayable), or a
-// panic. A response that is kept for replay but holds a secret, or is over
-// MaxStoredBody, is not stored: the key is completed with a marker that
-// answers a retry 409 conflict.
-func (s *Store) finish(reqCtx context.Context, claim *Claim, rec *recorder, graphql, secret, panicked bool) {
+// request failed in a way a retry may overcome (see judge) or panicked. A
+// refusal is kept if its body is within MaxStoredRefusal, and released
+// otherwise (it wrote nothing). A response that is kept for replay but
+// holds a secret, is over MaxStoredBody, or does not fit in the workspace's
+// budget, is not stored: the key is completed with a marker that answers a
+// retry 409 conflict.
+func (s *Store) finish(reqCtx context.Context, claim *Claim, resp Response, overflow, graphql, secret, panicked bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(reqCtx), recordTimeout)
 	defer cancel()
-	status := rec.status
-	if status == 0 {
-		status = http.StatusOK
-	}
 	var (
 		kept bool
 		err  error
 		what = "record"
 	)
+	v := judge(resp.Status, resp.Body, overflow, graphql)
 	switch {
-	case panicked || (!rec.overflow && !replayable(status, rec.buf.Bytes(), graphql)):
+	case panicked || v == failed || (v == refused && (overflow || len(resp.Body) > MaxStoredRefusal)):
 		what = "release"
 		kept, err = claim.Release(ctx)
-	case rec.overflow:
+	case overflow:
 		// Too large to keep, and possibly committed (a 5xx or 429 is never
 		// this large): a retry must not run it again.
-		kept, err = claim.complete(ctx, Response{Status: status, ContentType: markerTooLarge, Body: []byte{}})
-	case secret || secretShape.Match(rec.buf.Bytes()):
-		kept, err = claim.complete(ctx, Response{Status: status, ContentType: markerSecret, Body: []byte{}})
+		kept, err = claim.complete(ctx, Response{Status: resp.Status, ContentType: markerTooLarge, Body: []byte{}})
+	case secret || secretShape.Match(resp.Body):
+		kept, err = claim.complete(ctx, Response{Status: resp.Status, ContentType: markerSecret, Body: []byte{}})
 	default:
-		kept, err = claim.Complete(ctx, Response{Status: status, ContentType: rec.contentType, ETag: rec.etag, Body: rec.buf.Bytes()})
+		kept, err = claim.Complete(ctx, resp)
 	}
 	switch {
 	case err != nil:
@@ -210,21 +266,25 @@ func (s *Store) finish(reqCtx context.Context, claim *Claim, rec *recorder, grap
 	}
 }
 
-// replayable reports whether a response is recorded for replay: every
-// status but 5xx and 429 (Stripe keeps 4xx answers too). GraphQL answers
-// resolver errors with 200, so a GraphQL response is not recorded either
-// when it carries an error of such a code or a persisted-query miss (which
-// the client answers by resending the query text with the same key) —
-// unless part of it was written: a mutation's root fields commit one by
-// one, so a response where one root field has a result, or an error lies
-// below a root field (its write committed, its selection failed to load),
-// is recorded, lest a retry run the committed fields again.
-func replayable(status int, body []byte, graphql bool) bool {
-	if status >= 500 || status == http.StatusTooManyRequests {
-		return false
-	}
-	if !graphql || !bytes.Contains(body, []byte(`"errors"`)) {
-		return true
+// judge tells what a response says of its execution (see verdict): every
+// 5xx and 429 failed; other 4xx were refused; the rest ran. GraphQL
+// answers resolver errors with 200, so a GraphQL response carrying an error
+// of a 5xx or 429 code, or a persisted-query miss (which the client answers
+// by resending the query text with the same key), failed too, and one whose
+// every error is of another code refused — unless part of it was written:
+// a mutation's root fields commit one by one, so a response where one root
+// field has a result, or an error lies below a root field (its write
+// committed, its selection failed to load), ran, lest a retry run the
+// committed fields again. A response too large to have been kept
+// (overflow) is judged by its status alone.
+func judge(status int, body []byte, overflow, graphql bool) verdict {
+	switch {
+	case status >= 500 || status == http.StatusTooManyRequests:
+		return failed
+	case status >= 400:
+		return refused
+	case !graphql || overflow || !bytes.Contains(body, []byte(`"errors"`)):
+		return ran
 	}
 	var resp struct {
 		Data   map[string]json.RawMessage `json:"data"`
@@ -236,12 +296,12 @@ func replayable(status int, body []byte, graphql bool) bool {
 		} `json:"errors"`
 	}
 	if json.Unmarshal(body, &resp) != nil {
-		return true
+		return ran
 	}
 	retry := false
 	for _, e := range resp.Errors {
 		if len(e.Path) > 1 {
-			return true
+			return ran
 		}
 		code := e.Extensions.Code
 		if code == "PERSISTED_QUERY_NOT_FOUND" || code == "PERSISTED_QUERY_NOT_SUPPORTED" {
@@ -255,10 +315,13 @@ func replayable(status int, body []byte, graphql bool) bool {
 	}
 	for _, v := range resp.Data {
 		if !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-			return true
+			return ran
 		}
 	}
-	return !retry
+	if retry {
+		return failed
+	}
+	return refused
 }
 
 func writeReplay(w http.ResponseWriter, resp *Response) {
@@ -325,64 +388,24 @@ type readCloser struct {
 	io.Closer
 }
 
-// fingerprint identifies "the same request": the same member, in the same
-// role, sending the same method, path with query, and body. Another member
-// of the workspace reusing a key is a different request (409), never a
-// replay of a response it might not be allowed to see; so is the same
-// member after a change of role (a response made under the old role is
-// never replayed).
-func fingerprint(v *viewer.Viewer, r *http.Request, body []byte) string {
+// Fingerprint identifies "the same request": the same member, in the same
+// role, sending the same method, target (an HTTP request's path with
+// query), and payload (its body). Another member of the workspace reusing a
+// key is a different request (409), never a replay of a response it might
+// not be allowed to see; so is the same member after a change of role (a
+// response made under the old role is never replayed). A transport other
+// than HTTP names its own method and target.
+func Fingerprint(v *viewer.Viewer, method, target string, payload []byte) string {
 	h := sha256.New()
 	h.Write(v.MemberID[:])
 	h.Write([]byte(v.Role))
 	h.Write([]byte{0})
-	h.Write([]byte(r.Method))
+	h.Write([]byte(method))
 	h.Write([]byte{0})
-	h.Write([]byte(r.URL.RequestURI()))
+	h.Write([]byte(target))
 	h.Write([]byte{0})
-	h.Write(body)
+	h.Write(payload)
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// runsMutation reports whether a GraphQL POST body may run a mutation (see
-// inspect).
-func runsMutation(body []byte) bool {
-	m, _ := inspect(body)
-	return m
-}
-
-// inspect reports whether a GraphQL POST body may run a mutation: its
-// selected operation is one, or cannot be known before the executor (a
-// persisted query sent by hash alone, a document that does not parse, an
-// operation name that matches nothing); and whether that mutation selects
-// a root field of secretFields (through fragments too). The transport guard
-// has already checked that the body is one JSON object.
-func inspect(body []byte) (mutation, secret bool) {
-	var req struct {
-		Query         string `json:"query"`
-		OperationName string `json:"operationName"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil || req.Query == "" {
-		return true, false
-	}
-	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: req.Query}, maxTokens)
-	if err != nil {
-		return true, false
-	}
-	var op *ast.OperationDefinition
-	switch {
-	case req.OperationName != "":
-		op = doc.Operations.ForName(req.OperationName)
-	case len(doc.Operations) == 1:
-		op = doc.Operations[0]
-	}
-	if op == nil {
-		return true, false
-	}
-	if op.Operation != ast.Mutation {
-		return false, false
-	}
-	return true, selectsSecret(doc, op.SelectionSet, map[string]bool{})
 }
 
 // selectsSecret reports whether set selects a field of secretFields,
@@ -412,9 +435,12 @@ func selectsSecret(doc *ast.QueryDocument, set ast.SelectionSet, seen map[string
 	return false
 }
 
-// recorder passes the response through and keeps what a replay needs.
+// recorder passes the response through and keeps what a replay needs. Under
+// a deferred claim it keeps nothing until the key is claimed, and drops
+// everything once the claim found a replay or a refusal to answer instead.
 type recorder struct {
 	http.ResponseWriter
+	deferred    *Deferred
 	status      int
 	contentType string
 	etag        string
@@ -423,8 +449,32 @@ type recorder struct {
 	overflow    bool
 }
 
+// response is what the recorder kept.
+func (r *recorder) response() Response {
+	status := r.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	return Response{Status: status, ContentType: r.contentType, ETag: r.etag, Body: r.buf.Bytes()}
+}
+
+// dropped reports whether the handler's output is to be dropped.
+func (r *recorder) dropped() bool {
+	if r.deferred == nil {
+		return false
+	}
+	replay, err := r.deferred.answer()
+	return replay != nil || err != nil
+}
+
+// recording reports whether the handler's output is to be kept.
+func (r *recorder) recording() bool { return r.deferred == nil || r.deferred.claimed() != nil }
+
 func (r *recorder) WriteHeader(code int) {
-	if r.status == 0 {
+	if r.dropped() {
+		return
+	}
+	if r.status == 0 && r.recording() {
 		r.status = code
 		r.contentType = r.Header().Get("Content-Type")
 		r.etag = r.Header().Get("ETag")
@@ -433,6 +483,12 @@ func (r *recorder) WriteHeader(code int) {
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
+	if r.dropped() {
+		return len(b), nil
+	}
+	if !r.recording() {
+		return r.ResponseWriter.Write(b)
+	}
 	if r.status == 0 {
 		r.WriteHeader(http.StatusOK)
 	}

@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/vektah/gqlparser/v2/ast"
 
-	"github.com/procsvc/procsvc/graph"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
 	"github.com/procsvc/procsvc/internal/idempotency"
@@ -27,17 +27,29 @@ import (
 // workspace of its own, and counts the handler's executions.
 type keyedServer struct {
 	*httptest.Server
-	runs atomic.Int32
+	store  *idempotency.Store
+	viewer *viewer.Viewer
+	runs   atomic.Int32
 }
 
-func newKeyedServer(t *testing.T, db *database.DB, handler http.HandlerFunc) *keyedServer {
+// newKeyedServer serves handler behind the middleware of a store with opts
+// (none: the defaults).
+func newKeyedServer(t *testing.T, db *database.DB, handler http.HandlerFunc, opts ...idempotency.Options) *keyedServer {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	store := idempotency.New(db.Client, idempotency.Options{Log: log})
+	var o idempotency.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	o.Log = log
+	store := idempotency.New(db.Client, o)
 	writeErr := func(w http.ResponseWriter, r *http.Request, err error) { middleware.WriteError(w, r, log, err) }
 	v := &viewer.Viewer{WorkspaceID: uuid.New(), MemberID: uuid.New(), Role: viewer.RoleMember}
-	ks := &keyedServer{}
+	ks := &keyedServer{store: store, viewer: v}
 	keyed := store.Middleware(writeErr)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !claimAsTheExecutor(r) {
+			return
+		}
 		ks.runs.Add(1)
 		handler(w, r)
 	}))
@@ -51,6 +63,13 @@ func newKeyedServer(t *testing.T, db *database.DB, handler http.HandlerFunc) *ke
 	})))
 	t.Cleanup(ks.Close)
 	return ks
+}
+
+// claimAsTheExecutor claims a GraphQL request's deferred key as the
+// executor does for a mutation, and reports whether the handler may run
+// (elsewhere, there is nothing to claim).
+func claimAsTheExecutor(r *http.Request) bool {
+	return idempotency.ClaimDeferred(r.Context(), &ast.QueryDocument{}, &ast.OperationDefinition{Operation: ast.Mutation}) == nil
 }
 
 func (ks *keyedServer) post(t *testing.T, path, body, key string) answer {
@@ -210,29 +229,4 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
-}
-
-// TestWhichGraphQLRequestsAreKeyed: a GraphQL POST is keyed when its
-// operation is a mutation, or cannot be known before the executor.
-func TestWhichGraphQLRequestsAreKeyed(t *testing.T) {
-	for body, want := range map[string]bool{
-		`{"query":"mutation { deleteProcedure(id: \"x\") { success } }"}`:                             true,
-		`{"query":"{ viewer { id } }"}`:                                                               false,
-		`{"query":"query Q { viewer { id } }"}`:                                                       false,
-		`{"query":"query Q { viewer { id } } mutation M { a }","operationName":"M"}`:                  true,
-		`{"query":"query Q { viewer { id } } mutation M { a }","operationName":"Q"}`:                  false,
-		`{"query":"query Q { viewer { id } } mutation M { a }"}`:                                      true,
-		`{"query":"query Q { viewer { id } }","operationName":"Nope"}`:                                true,
-		`{"query":"mutation {"}`:                                                                      true,
-		`{"extensions":{"persistedQuery":{"version":1,"sha256Hash":"abc"}}}`:                          true,
-		`{"query":"subscription { procedureEvents { id } }"}`:                                         false,
-		`{"query":"` + strings.Repeat("{ a ", idempotency.MaxTokens) + strings.Repeat("}", 10) + `"}`: true,
-	} {
-		if got := idempotency.RunsMutation([]byte(body)); got != want {
-			t.Errorf("%.80s: keyed %v, want %v", body, got, want)
-		}
-	}
-	if idempotency.MaxTokens != graph.MaxTokens {
-		t.Fatalf("the operation parse's token limit %d is not the executor's %d", idempotency.MaxTokens, graph.MaxTokens)
-	}
 }

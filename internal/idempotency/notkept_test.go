@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -150,7 +149,7 @@ func TestRoleChangeIsAnotherRequest(t *testing.T) {
 		}
 		v := viewerOf(e.ws)
 		v.Role = viewer.RoleViewer // demoted
-		fp := idempotency.Fingerprint(v, httptest.NewRequest("POST", "/procedures", nil), body)
+		fp := idempotency.Fingerprint(v, "POST", "/procedures", body)
 		_, replay, err := idempotency.New(db.Client, idempotency.Options{}).Claim(viewer.NewContext(context.Background(), v), "role-1", fp)
 		var ae *apperr.Error
 		if replay != nil || !errors.As(err, &ae) || ae.Code != apperr.Conflict {

@@ -4,24 +4,33 @@
 //
 // The record of a key lives in the database (table idempotency_keys), so a
 // retry is recognised by any replica and after a restart. A key is claimed by
-// inserting its row, in state in_progress, before the write runs; the unique
-// (workspace, key) index makes concurrent duplicates execute once. The row is
-// then completed with the response, or deleted when the write failed in a way
-// a retry may overcome (a 5xx, a 429), so that a key is never locked by a
-// failure. A response that may not or cannot be stored (it holds a secret,
-// or is over MaxStoredBody) completes the row with a marker instead, and a
-// retry is answered 409 conflict. A row left in progress by a process that
-// died is taken over once it is older than the lock timeout. Rows expire after the TTL and are purged
-// in small batches in the background (StartPurger); lookups ignore expired rows.
+// inserting its row, in state in_progress, before the write runs (for
+// GraphQL, once the executor has checked and charged the operation: see
+// Deferred); the unique (workspace, key) index makes concurrent duplicates
+// execute once. The row is then completed with the response, or deleted
+// when the write failed in a way a retry may overcome (a 5xx, a 429), so
+// that a key is never locked by a failure. A response that may not or
+// cannot be stored (it holds a secret, is over MaxStoredBody, or does not
+// fit in its workspace's budget of stored bytes) completes the row with a
+// marker instead, and a retry is answered 409 conflict. A row left in
+// progress by a process that died is taken over once it is older than the
+// lock timeout. Rows expire after the TTL and are purged in small batches
+// in the background (StartPurger), giving their bytes back to their
+// workspace's budget; lookups ignore expired rows.
 package idempotency
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/idempotencykey"
@@ -40,6 +49,11 @@ const (
 	DefaultPurgeEvery = 5 * time.Minute
 	// DefaultPurgeBatch is how many expired rows one DELETE removes.
 	DefaultPurgeBatch = 500
+	// DefaultWorkspaceBytes bounds the response bytes one workspace's keys
+	// keep for replay at once (64 MiB): some 65 000 answers of a typical
+	// kilobyte, or 80 of the largest single records. An answer that would
+	// go over it is sent but not kept, like one over MaxStoredBody.
+	DefaultWorkspaceBytes = 64 << 20
 )
 
 // Options configure a Store; zero values take the defaults above.
@@ -53,6 +67,9 @@ type Options struct {
 	LockTimeout time.Duration
 	// MaxBody bounds a stored response body (0: MaxStoredBody).
 	MaxBody int
+	// WorkspaceBytes bounds the response bytes one workspace's keys keep
+	// at once (0: DefaultWorkspaceBytes).
+	WorkspaceBytes int64
 	// Log receives failures to record an outcome (nil: discarded).
 	Log *slog.Logger
 	// Purged, if set, is told the outcome of each background purge
@@ -62,19 +79,24 @@ type Options struct {
 
 // Store records keys in the database.
 type Store struct {
-	client      *ent.Client
-	ttl         time.Duration
-	lockTimeout time.Duration
-	maxBody     int
-	log         *slog.Logger
-	purged      func(deleted int, err error)
+	client         *ent.Client
+	ttl            time.Duration
+	lockTimeout    time.Duration
+	maxBody        int
+	workspaceBytes int64
+	log            *slog.Logger
+	purged         func(deleted int, err error)
 }
 
 // New returns a Store over client.
 func New(client *ent.Client, o Options) *Store {
-	s := &Store{client: client, ttl: o.TTL, lockTimeout: o.LockTimeout, maxBody: o.MaxBody, log: o.Log, purged: o.Purged}
+	s := &Store{client: client, ttl: o.TTL, lockTimeout: o.LockTimeout, maxBody: o.MaxBody, workspaceBytes: o.WorkspaceBytes,
+		log: o.Log, purged: o.Purged}
 	if s.maxBody <= 0 {
 		s.maxBody = MaxStoredBody
+	}
+	if s.workspaceBytes <= 0 {
+		s.workspaceBytes = DefaultWorkspaceBytes
 	}
 	if s.ttl <= 0 {
 		s.ttl = DefaultTTL
@@ -99,10 +121,11 @@ type Response struct {
 // Claim is the right to execute a keyed request, held until Complete or
 // Release (or until the lock timeout, when another request may take it over).
 type Claim struct {
-	s        *Store
-	id       int
-	owner    string
-	deadline time.Time
+	s         *Store
+	id        int
+	owner     string
+	workspace uuid.UUID
+	deadline  time.Time
 }
 
 // Deadline is when the claim may be taken over: the execution must be over
@@ -142,7 +165,8 @@ const (
 )
 
 // notKept is the 409 answered to a retry whose first response was not kept
-// (see the markers).
+// (see the markers). A response over its workspace's budget is too large
+// to keep as well.
 func notKept(marker string) error {
 	msg := "the first response was too large to keep; fetch the record instead"
 	if marker == markerSecret {
@@ -184,7 +208,7 @@ func (s *Store) Claim(ctx context.Context, key, fingerprint string) (*Claim, *Re
 			SetLockedAt(t).SetExpiresAt(t.Add(s.ttl)).
 			Save(ctx)
 		if err == nil {
-			return s.claim(row.ID, owner, t), nil, nil
+			return s.claim(row.ID, owner, v.WorkspaceID, t), nil, nil
 		}
 		if !ent.IsConstraintError(err) {
 			return nil, nil, err
@@ -214,36 +238,61 @@ func (s *Store) Claim(ctx context.Context, key, fingerprint string) (*Claim, *Re
 			return nil, nil, inProgress()
 		}
 		// Take the row over, on the condition that nobody else did since
-		// it was read (its owner is unchanged).
-		n, err := s.client.IdempotencyKey.Update().
-			Where(idempotencykey.ID(row.ID), idempotencykey.Owner(row.Owner)).
-			SetFingerprint(fingerprint).SetState(idempotencykey.StateInProgress).SetOwner(owner).
-			SetLockedAt(t).SetExpiresAt(t.Add(s.ttl)).
-			ClearStatus().ClearBody().SetContentType("").SetEtag("").
-			Save(ctx)
+		// it was read (its owner is unchanged), giving the bytes it kept
+		// back to the workspace's budget.
+		took, err := s.takeOver(ctx, row, fingerprint, owner, t)
 		if err != nil {
 			return nil, nil, err
 		}
-		if n == 1 {
+		if took {
 			if row.State == idempotencykey.StateInProgress && row.ExpiresAt.After(t) {
 				s.log.WarnContext(ctx, "idempotency: took over an abandoned key", "workspace_id", v.WorkspaceID.String(),
 					"locked_at", row.LockedAt.Format(time.RFC3339Nano))
 			}
-			return s.claim(row.ID, owner, t), nil, nil
+			return s.claim(row.ID, owner, v.WorkspaceID, t), nil, nil
 		}
 	}
 	return nil, nil, &apperr.Error{Code: apperr.Unavailable, Message: "the " + Header + " is contended; retry shortly",
 		Err: errors.New("idempotency: claim attempts exhausted")}
 }
 
-func (s *Store) claim(id int, owner string, lockedAt time.Time) *Claim {
-	return &Claim{s: s, id: id, owner: owner, deadline: lockedAt.Add(s.lockTimeout)}
+func (s *Store) claim(id int, owner string, workspace uuid.UUID, lockedAt time.Time) *Claim {
+	return &Claim{s: s, id: id, owner: owner, workspace: workspace, deadline: lockedAt.Add(s.lockTimeout)}
+}
+
+// takeOver claims row (expired, or abandoned in progress) for owner, on the
+// condition that it is unchanged since it was read, and gives the bytes it
+// kept back to its workspace's budget in the same transaction.
+func (s *Store) takeOver(ctx context.Context, row *ent.IdempotencyKey, fingerprint, owner string, t time.Time) (bool, error) {
+	update := func(client *ent.Client) (int, error) {
+		return client.IdempotencyKey.Update().
+			Where(idempotencykey.ID(row.ID), idempotencykey.Owner(row.Owner)).
+			SetFingerprint(fingerprint).SetState(idempotencykey.StateInProgress).SetOwner(owner).
+			SetLockedAt(t).SetExpiresAt(t.Add(s.ttl)).
+			ClearStatus().ClearBody().SetContentType("").SetEtag("").SetStoredBytes(0).
+			Save(ctx)
+	}
+	if row.StoredBytes == 0 {
+		n, err := update(s.client)
+		return n == 1, err
+	}
+	took := false
+	err := s.inTx(ctx, func(tx *ent.Tx) error {
+		n, err := update(tx.Client())
+		if err != nil || n == 0 {
+			return err
+		}
+		took = true
+		return giveBack(ctx, tx, row.WorkspaceID, int64(row.StoredBytes))
+	})
+	return took && err == nil, err
 }
 
 // Complete records resp as the key's response. It returns false when the
 // claim was lost (taken over after the lock timeout). A body over the
-// store's limit, or a content type that is one of the markers, is not
-// stored: the key is completed with the matching marker instead.
+// store's limit, or one that does not fit in the workspace's budget, or a
+// content type that is one of the markers, is not stored: the key is
+// completed with the matching marker instead.
 func (c *Claim) Complete(ctx context.Context, resp Response) (bool, error) {
 	switch {
 	case len(resp.Body) > c.s.maxBody:
@@ -254,11 +303,54 @@ func (c *Claim) Complete(ctx context.Context, resp Response) (bool, error) {
 	return c.complete(ctx, resp)
 }
 
+// complete stores resp, charging its body to the workspace's budget in the
+// same transaction; a body that would take the budget over is not stored
+// (markerTooLarge).
 func (c *Claim) complete(ctx context.Context, resp Response) (bool, error) {
-	n, err := c.s.client.IdempotencyKey.Update().
-		Where(idempotencykey.ID(c.id), idempotencykey.Owner(c.owner)).
+	if len(resp.Body) == 0 {
+		return c.update(ctx, c.s.client, resp)
+	}
+	for range 2 {
+		kept := false
+		err := c.s.inTx(ctx, func(tx *ent.Tx) error {
+			fits, err := c.s.charge(ctx, tx, c.workspace, int64(len(resp.Body)))
+			if err != nil {
+				return err
+			}
+			stored := resp
+			if !fits {
+				stored = Response{Status: resp.Status, ContentType: markerTooLarge}
+			}
+			if kept, err = c.update(ctx, tx.Client(), stored); err == nil && !kept {
+				return errClaimLost
+			}
+			return err
+		})
+		switch {
+		case errors.Is(err, errClaimLost):
+			return false, nil
+		case errors.Is(err, errNoBudget):
+			// The workspace's first kept response: create its budget,
+			// then charge it.
+			if err := c.s.createBudget(ctx, c.workspace); err != nil {
+				return false, err
+			}
+			continue
+		}
+		return kept, err
+	}
+	return false, errors.New("idempotency: the workspace's budget could not be created")
+}
+
+// update completes the key's row with resp, its body's bytes counted as
+// stored, on the condition that the claim still holds and the row has not
+// expired (a purge gives an expired row's bytes back: see Purge).
+func (c *Claim) update(ctx context.Context, client *ent.Client, resp Response) (bool, error) {
+	n, err := client.IdempotencyKey.Update().
+		Where(idempotencykey.ID(c.id), idempotencykey.Owner(c.owner), idempotencykey.ExpiresAtGT(now())).
 		SetState(idempotencykey.StateCompleted).SetStatus(resp.Status).
 		SetContentType(resp.ContentType).SetEtag(resp.ETag).SetBody(nonNil(resp.Body)).
+		SetStoredBytes(len(resp.Body)).
 		Save(ctx)
 	return n == 1, err
 }
@@ -272,38 +364,93 @@ func (c *Claim) Release(ctx context.Context) (bool, error) {
 	return n == 1, err
 }
 
+// maxPurgeRetries bounds how many times in a row Purge reads a batch again
+// because another purge or a takeover changed it first.
+const maxPurgeRetries = 5
+
 // Purge deletes expired keys of every workspace, batch rows per statement,
 // until none is left or ctx ends, and returns how many it deleted. Each
-// batch is one short statement of its own, so requests never wait on it for
-// long.
+// batch is one short transaction of its own, so requests never wait on it
+// for long: it deletes the batch and gives the bytes its rows kept back to
+// their workspaces' budgets.
 func (s *Store) Purge(ctx context.Context, batch int) (int, error) {
 	if batch <= 0 {
 		batch = DefaultPurgeBatch
 	}
 	ctx = viewer.System(ctx)
-	total := 0
+	total, retries := 0, 0
 	for ctx.Err() == nil {
 		t := now()
-		ids, err := s.client.IdempotencyKey.Query().
+		rows, err := s.client.IdempotencyKey.Query().
 			Where(idempotencykey.ExpiresAtLTE(t)).
-			Limit(batch).IDs(ctx)
-		if err != nil || len(ids) == 0 {
+			Select(idempotencykey.FieldID, idempotencykey.FieldWorkspaceID, idempotencykey.FieldStoredBytes).
+			Limit(batch).All(ctx)
+		if err != nil || len(rows) == 0 {
 			return total, err
 		}
-		// The expiry is checked again: a row taken over in between has a
-		// new one.
-		n, err := s.client.IdempotencyKey.Delete().
-			Where(idempotencykey.IDIn(ids...), idempotencykey.ExpiresAtLTE(t)).
-			Exec(ctx)
+		n, err := s.purgeBatch(ctx, rows, t)
+		if errors.Is(err, errBatchChanged) && retries < maxPurgeRetries {
+			retries++
+			continue
+		}
 		total += n
 		if err != nil {
 			return total, err
 		}
-		if len(ids) < batch {
+		retries = 0
+		if len(rows) < batch {
 			return total, nil
 		}
 	}
 	return total, ctx.Err()
+}
+
+// errBatchChanged reports a batch of expired rows changed since it was read
+// (purged by another replica, or taken over).
+var errBatchChanged = errors.New("idempotency: the batch changed while being purged")
+
+// purgeBatch deletes rows, expired at t, and gives the bytes they kept back
+// to their workspaces. The expiry is checked again (a row taken over in
+// between has a new one); if any row was not deleted, which rows were
+// is unknown, so nothing is: errBatchChanged.
+func (s *Store) purgeBatch(ctx context.Context, rows []*ent.IdempotencyKey, t time.Time) (int, error) {
+	ids := make([]int, len(rows))
+	freed := map[uuid.UUID]int64{}
+	for i, row := range rows {
+		ids[i] = row.ID
+		if row.StoredBytes > 0 {
+			freed[row.WorkspaceID] += int64(row.StoredBytes)
+		}
+	}
+	del := func(client *ent.Client) (int, error) {
+		return client.IdempotencyKey.Delete().
+			Where(idempotencykey.IDIn(ids...), idempotencykey.ExpiresAtLTE(t)).
+			Exec(ctx)
+	}
+	if len(freed) == 0 {
+		// Nothing to give back: no need to know which rows went.
+		return del(s.client)
+	}
+	deleted := 0
+	err := s.inTx(ctx, func(tx *ent.Tx) error {
+		n, err := del(tx.Client())
+		if err != nil {
+			return err
+		}
+		if n != len(rows) {
+			return errBatchChanged
+		}
+		// In one order, so that two purges never wait on each other's
+		// budget rows.
+		for _, ws := range slices.SortedFunc(maps.Keys(freed), func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) }) {
+			if err := giveBack(ctx, tx, ws, freed[ws]); err != nil {
+				return err
+			}
+		}
+		deleted = n
+		return nil
+	})
+	return deleted, err
 }
 
 // StartPurger purges expired keys now and then every interval

@@ -47,6 +47,9 @@ type Deps struct {
 	// (0: idempotency.DefaultTTL). Keys in progress are abandoned after
 	// RequestTimeout (idempotency.DefaultLockTimeout when 0).
 	IdempotencyTTL time.Duration
+	// IdempotencyWorkspaceBytes bounds the response bytes one workspace's
+	// keys keep for replay (0: idempotency.DefaultWorkspaceBytes).
+	IdempotencyWorkspaceBytes int64
 	// Hub delivers committed changes to subscriptions. Service's announcer
 	// must feed it (Announcer); nil gives the handler a hub of its own,
 	// whose subscriptions hear of no change.
@@ -102,27 +105,37 @@ func NewHandler(d Deps) *Handler {
 		d.Hub.Observe(func(e events.Event) { cache.Observe(e.Change, e.Version) })
 	}
 	cached := cache.Middleware(func(ctx context.Context, route string) { middleware.Info(ctx).Route = route })
-	idem := idempotency.New(d.DB.Client, idempotency.Options{TTL: d.IdempotencyTTL, LockTimeout: d.RequestTimeout, Log: d.Log})
-	// Each face answers authentication failures in its own shape, and
-	// charges the token's rate limit as it can (before the response cache,
-	// so that replays count): REST per request, GraphQL by the operation's
-	// cost once parsed.
-	authenticated := func(limit func(ratelimit.ErrorWriter) func(http.Handler) http.Handler) func(middleware.ErrorWriter) func(http.Handler) http.Handler {
+	idem := idempotency.New(d.DB.Client, idempotency.Options{TTL: d.IdempotencyTTL, LockTimeout: d.RequestTimeout,
+		WorkspaceBytes: d.IdempotencyWorkspaceBytes, Log: d.Log})
+	// Each face answers authentication failures in its own shape.
+	authenticate := func(writeErr middleware.ErrorWriter) func(http.Handler) http.Handler {
+		return middleware.Authenticate(authn, writeErr)
+	}
+	// An authenticated request is charged to its token's rate limit as its
+	// face can (before the response cache, so that replays count): REST per
+	// request, GraphQL by the operation's cost once parsed.
+	requests := func(limit func(ratelimit.ErrorWriter) func(http.Handler) http.Handler) func(middleware.ErrorWriter) func(http.Handler) http.Handler {
 		return func(writeErr middleware.ErrorWriter) func(http.Handler) http.Handler {
-			authn, limit := middleware.Authenticate(authn, writeErr), limit(writeErr)
+			limit := limit(writeErr)
 			// Idempotency-Key after the rate limit (a refused request
 			// leaves its key alone; a replay is charged) and before the
 			// response cache (which never stores a write).
 			keyed := idem.Middleware(writeErr)
-			return func(h http.Handler) http.Handler { return authn(limit(keyed(loaders(cached(h))))) }
+			return func(h http.Handler) http.Handler { return limit(keyed(loaders(cached(h)))) }
+		}
+	}
+	authenticated := func(limit func(ratelimit.ErrorWriter) func(http.Handler) http.Handler) func(middleware.ErrorWriter) func(http.Handler) http.Handler {
+		return func(writeErr middleware.ErrorWriter) func(http.Handler) http.Handler {
+			authn, rest := authenticate(writeErr), requests(limit)(writeErr)
+			return func(h http.Handler) http.Handler { return authn(rest(h)) }
 		}
 	}
 
-	// A Server-Sent Events stream is authenticated and charged like any
+	// A subscription's Server-Sent Events stream is charged like any
 	// request; nothing may buffer it (response cache, idempotency).
 	streams := func(writeErr middleware.ErrorWriter) func(http.Handler) http.Handler {
-		authn, limit := middleware.Authenticate(authn, writeErr), d.RateLimit.PerOperation(writeErr)
-		return func(h http.Handler) http.Handler { return authn(limit(loaders(h))) }
+		limit := d.RateLimit.PerOperation(writeErr)
+		return func(h http.Handler) http.Handler { return limit(loaders(h)) }
 	}
 	live := d.Live
 	live.Hub = d.Hub
@@ -141,7 +154,7 @@ func NewHandler(d Deps) *Handler {
 	registerLiveMetrics(d.Metrics, lives)
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.NewHandler(resolver, d.Log, d.Metrics,
-		graph.Middleware{Requests: authenticated(d.RateLimit.PerOperation), Streams: streams}, lives))
+		graph.Middleware{Authenticate: authenticate, Requests: requests(d.RateLimit.PerOperation), Streams: streams}, lives))
 	api := rest.New(resolver, d.Log)
 	api.Register(mux, authenticated(d.RateLimit.PerRequest)(restErr))
 	pg := playground.Handler()
@@ -215,16 +228,13 @@ func NewRateLimiter(c config.RateLimit, opts ...ratelimit.Option) (*ratelimit.Li
 // withDeadline gives each request's context a deadline just short of the
 // server's write timeout, so that work whose response could no longer be
 // written stops (answering unavailable or generation_failed) instead of
-// running on. Subscription streams (WebSockets, Server-Sent Events) are
-// meant to outlive it: they end with their connection or the server.
+// running on. Subscription streams (WebSockets, and subscriptions over
+// Server-Sent Events) are meant to outlive it: /graphql lifts it from them
+// once it knows (middleware.WithoutDeadline); no other request can.
 func withDeadline(d time.Duration, next http.Handler) http.Handler {
 	d = requestDeadline(d)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/graphql" && graph.IsStream(r) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), d)
+		ctx, cancel := middleware.WithDeadline(r.Context(), d)
 		defer cancel()
 		inner := r.WithContext(ctx)
 		next.ServeHTTP(w, inner)
