@@ -46,6 +46,10 @@ type Config struct {
 	ClientIPHeader string
 	Live           Live
 
+	// IdempotencyWorkspaceMB bounds the answers one workspace's
+	// Idempotency-Keys keep for replay (internal/idempotency).
+	IdempotencyWorkspaceMB int
+
 	// PostgreSQL session settings of every pooled connection (0: the
 	// server's own, normally none).
 	DBLockTimeout              time.Duration
@@ -158,6 +162,8 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		DBLockTimeout:              5 * time.Second,
 		DBStatementTimeout:         30 * time.Second,
 		DBIdleInTransactionTimeout: 60 * time.Second,
+
+		IdempotencyWorkspaceMB: 64,
 	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -169,6 +175,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		num(&c.ResponseCacheMB, "response-cache-mb", "PROCSVC_RESPONSE_CACHE_MB", "memory for cached read responses, keyed by workspace version (0 disables)"),
 		num(&c.MemoryLimitMB, "memory-limit-mb", "PROCSVC_MEMORY_LIMIT_MB", "soft limit of the Go heap: garbage is collected as memory nears it rather than at every doubling (0: the Go runtime's defaults; GOGC or GOMEMLIMIT in the environment take precedence)"),
 		dur(&c.IdempotencyKeyTTL, "idempotency-key-ttl", "PROCSVC_IDEMPOTENCY_KEY_TTL", "how long an Idempotency-Key and its response are kept for replay (1m to 720h)"),
+		num(&c.IdempotencyWorkspaceMB, "idempotency-workspace-mb", "PROCSVC_IDEMPOTENCY_WORKSPACE_MB", "response bytes one workspace's Idempotency-Keys keep for replay at once; an answer beyond them is sent but not kept (1 to 65536)"),
 		boolean(&c.DBPrepare, "db-prepare", "PROCSVC_DB_PREPARE", "PostgreSQL: send reads as prepared statements, planned once per connection; set false behind PgBouncer in transaction mode"),
 		dur(&c.DBLockTimeout, "db-lock-timeout", "PROCSVC_DB_LOCK_TIMEOUT", "PostgreSQL lock_timeout: a statement waiting longer for a lock fails, answered 503 (0 disables; PgBouncer needs 0 for all three --db-*-timeout settings or ignore_startup_parameters)"),
 		dur(&c.DBStatementTimeout, "db-statement-timeout", "PROCSVC_DB_STATEMENT_TIMEOUT", "PostgreSQL statement_timeout: a statement running longer is cancelled, answered 503 (0 disables)"),
@@ -249,6 +256,9 @@ func (c *Config) validate() error {
 	}
 	if c.IdempotencyKeyTTL < time.Minute || c.IdempotencyKeyTTL > 30*24*time.Hour {
 		errs = append(errs, fmt.Errorf("invalid Idempotency-Key TTL %s: use 1m to 720h (--idempotency-key-ttl, PROCSVC_IDEMPOTENCY_KEY_TTL)", c.IdempotencyKeyTTL))
+	}
+	if c.IdempotencyWorkspaceMB < 1 || c.IdempotencyWorkspaceMB > 1<<16 {
+		errs = append(errs, fmt.Errorf("invalid Idempotency-Key budget %d MB: use 1 to 65536 (--idempotency-workspace-mb, PROCSVC_IDEMPOTENCY_WORKSPACE_MB)", c.IdempotencyWorkspaceMB))
 	}
 	if c.WriteTimeout > 0 && c.IdempotencyKeyTTL <= c.WriteTimeout {
 		// A key must outlive the execution it guards: its row is taken

@@ -52,3 +52,39 @@ func TestIdempotencyKeyTTLSetting(t *testing.T) {
 		}
 	}
 }
+
+// TestIdempotencyWorkspaceBudgetSetting: --idempotency-workspace-mb
+// defaults to 64, is read from PROCSVC_IDEMPOTENCY_WORKSPACE_MB (the flag
+// wins), and is refused outside 1..65536 with a message naming the setting.
+func TestIdempotencyWorkspaceBudgetSetting(t *testing.T) {
+	load := func(args []string, env map[string]string) (config.Config, error) {
+		var c config.Config
+		fs, applyEnv := c.FlagSet("serve", io.Discard)
+		if err := fs.Parse(args); err != nil {
+			return c, err
+		}
+		return c, applyEnv(func(k string) string { return env[k] })
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{"default", nil, nil, 64},
+		{"flag", []string{"--idempotency-workspace-mb", "8"}, nil, 8},
+		{"environment", nil, map[string]string{"PROCSVC_IDEMPOTENCY_WORKSPACE_MB": "256"}, 256},
+		{"flag wins", []string{"--idempotency-workspace-mb", "2"}, map[string]string{"PROCSVC_IDEMPOTENCY_WORKSPACE_MB": "256"}, 2},
+		{"largest", []string{"--idempotency-workspace-mb", "65536"}, nil, 65536},
+	} {
+		c, err := load(tc.args, tc.env)
+		if err != nil || c.IdempotencyWorkspaceMB != tc.want {
+			t.Errorf("%s: %d, %v; want %d", tc.name, c.IdempotencyWorkspaceMB, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"0", "-1", "65537"} {
+		if _, err := load([]string{"--idempotency-workspace-mb", bad}, nil); err == nil || !strings.Contains(err.Error(), "--idempotency-workspace-mb") {
+			t.Errorf("%s: %v, want a refusal naming the setting", bad, err)
+		}
+	}
+}
