@@ -8,6 +8,7 @@ package graph_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -111,6 +112,35 @@ func TestAnswerFollowsAccept(t *testing.T) {
 			if a.status != http.StatusBadRequest || !strings.Contains(a.header.Get("Content-Type"), "json") ||
 				!strings.Contains(string(a.body), `"validation_failed"`) || strings.Contains(string(a.body), `"data"`) {
 				t.Fatalf("%d %q: %s", a.status, a.header.Get("Content-Type"), a.body)
+			}
+		})
+		t.Run("SubscriptionStreamedWhenAcceptable", func(t *testing.T) {
+			// Accepted at all, even below JSON: a subscription can only be
+			// streamed.
+			for _, accept := range []string{"text/event-stream", urqlAccept, "application/json, text/event-stream;q=0.1"} {
+				ctx, cancel := context.WithCancel(context.Background())
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/graphql", strings.NewReader(`{"query":"subscription { procedureEvents { kind } }"}`))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+w.ViewToken)
+				req.Header.Set("Accept", accept)
+				resp, err := s.HTTP.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ct := resp.Header.Get("Content-Type")
+				cancel()
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+					t.Fatalf("%q: %d %q", accept, resp.StatusCode, ct)
+				}
+			}
+		})
+		t.Run("SubscriptionWithoutEventStream", func(t *testing.T) {
+			for _, accept := range []string{"", "application/json", "application/json, text/event-stream;q=0"} {
+				a := postAccepting(t, s, w.ViewToken, accept, []byte(`{"query":"subscription { procedureEvents { kind } }"}`))
+				if !strings.Contains(a.header.Get("Content-Type"), "json") || !strings.Contains(string(a.body), `"bad_request"`) {
+					t.Fatalf("%q: %d %q %s", accept, a.status, a.header.Get("Content-Type"), a.body)
+				}
 			}
 		})
 		t.Run("JSONTypeByQ", func(t *testing.T) {

@@ -1,8 +1,15 @@
 package graph
 
 import (
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/procsvc/procsvc/internal/metrics"
+	"github.com/procsvc/procsvc/internal/middleware"
 )
 
 // TestNegotiate pins content negotiation (RFC 9110 §12.5.1) of /graphql's
@@ -78,6 +85,65 @@ func TestNegotiate(t *testing.T) {
 		}
 		if got := negotiate(h); got.media != c.media || got.eventStream != c.eventStream {
 			t.Errorf("Accept %q: %s (event stream acceptable %v), want %s (%v)", c.accept, got.media, got.eventStream, c.media, c.eventStream)
+		}
+	}
+}
+
+// TestGuardStreamsOnlySubscriptions: the guard sends a subscription whose
+// client accepts text/event-stream to the stream chain, marked for the SSE
+// transport and without the request deadline; a query or mutation, or a
+// subscription without an acceptable event stream, goes to the request
+// chain with its deadline, answered as JSON or framed as one event.
+func TestGuardStreamsOnlySubscriptions(t *testing.T) {
+	type seen struct {
+		chain    string
+		deadline bool
+		stream   bool
+	}
+	var got seen
+	chain := func(name string) func(middleware.ErrorWriter) func(http.Handler) http.Handler {
+		return func(middleware.ErrorWriter) func(http.Handler) http.Handler {
+			return func(http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					_, deadline := r.Context().Deadline()
+					got = seen{chain: name, deadline: deadline, stream: isStreamRequest(r)}
+					w.Header().Set("Content-Type", r.Header.Get("Accept"))
+					_, _ = w.Write([]byte(`{"data":{}}`))
+				})
+			}
+		}
+	}
+	pass := func(middleware.ErrorWriter) func(http.Handler) http.Handler {
+		return func(h http.Handler) http.Handler { return h }
+	}
+	h := NewHandler(&Resolver{}, slog.New(slog.DiscardHandler), metrics.New(nil),
+		Middleware{Authenticate: pass, Requests: chain("requests"), Streams: chain("streams")}, NewLive(LiveOptions{}))
+	const subscription, query = `{"query":"subscription { procedureEvents { kind } }"}`, `{"query":"{ viewer { id } }"}`
+	for _, c := range []struct {
+		body, accept string
+		want         seen
+		answer       string
+	}{
+		{subscription, "text/event-stream", seen{"streams", false, true}, `{"data":{}}`},
+		{subscription, "application/json, text/event-stream;q=0.5", seen{"streams", false, true}, `{"data":{}}`},
+		{subscription, "application/json", seen{"requests", true, false}, `{"data":{}}`},
+		{subscription, "application/json, text/event-stream;q=0", seen{"requests", true, false}, `{"data":{}}`},
+		{query, "text/event-stream", seen{"requests", true, false}, "event: next\ndata: {\"data\":{}}\n\nevent: complete\ndata:\n\n"},
+		{query, "application/json, text/event-stream", seen{"requests", true, false}, `{"data":{}}`},
+		{`{"query":"mutation { a }"}`, "text/event-stream", seen{"requests", true, false}, "event: next\ndata: {\"data\":{}}\n\nevent: complete\ndata:\n\n"},
+		{`{"query":"query Q { a } subscription S { b }","operationName":"Q"}`, "text/event-stream", seen{"requests", true, false}, "event: next\ndata: {\"data\":{}}\n\nevent: complete\ndata:\n\n"},
+		{`{"query":"query Q { a } subscription S { b }","operationName":"S"}`, "text/event-stream", seen{"streams", false, true}, `{"data":{}}`},
+	} {
+		got = seen{}
+		req := httptest.NewRequest(http.MethodPost, "/graphql", strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", c.accept)
+		ctx, cancel := middleware.WithDeadline(req.Context(), time.Minute)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req.WithContext(ctx))
+		cancel()
+		if got != c.want || rec.Body.String() != c.answer {
+			t.Errorf("%s with Accept %q: %+v answering %q, want %+v answering %q", c.body, c.accept, got, rec.Body, c.want, c.answer)
 		}
 	}
 }
