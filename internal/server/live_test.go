@@ -592,23 +592,26 @@ func TestLiveAccessLostAsItOpens(t *testing.T) {
 			log := slog.New(slog.DiscardHandler)
 			writeErr := func(w http.ResponseWriter, r *http.Request, err error) { middleware.WriteError(w, r, log, err) }
 			// Authenticated, then the member is removed, then the stream.
+			authenticate := func(middleware.ErrorWriter) func(http.Handler) http.Handler {
+				return middleware.Authenticate(authn, writeErr)
+			}
 			authenticated := func(remove bool) func(middleware.ErrorWriter) func(http.Handler) http.Handler {
 				return func(middleware.ErrorWriter) func(http.Handler) http.Handler {
 					return func(next http.Handler) http.Handler {
-						return middleware.Authenticate(authn, writeErr)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 							if remove {
 								if _, err := svc.RemoveMember(viewer.NewContext(r.Context(), admin), ws.MemberID); err != nil {
 									t.Error(err)
 								}
 							}
 							source.Middleware(next).ServeHTTP(w, r)
-						}))
+						})
 					}
 				}
 			}
 			live := graph.NewLive(graph.LiveOptions{Hub: hub, Authenticate: authn.Authenticate, Loaders: source.Into})
 			h := graph.NewHandler(graph.NewResolver(svc), log, metrics.New(db.SQL),
-				graph.Middleware{Requests: authenticated(false), Streams: authenticated(true)}, live)
+				graph.Middleware{Authenticate: authenticate, Requests: authenticated(false), Streams: authenticated(true)}, live)
 			ts := httptest.NewServer(middleware.WithRequestID(h))
 			t.Cleanup(ts.Close)
 			s := &liveServer{Server: &apitest.Server{URL: ts.URL, DB: db, Service: svc, HTTP: ts.Client()}, Hub: hub, Live: live}
