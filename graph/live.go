@@ -14,6 +14,7 @@ import (
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/events"
+	"github.com/procsvc/procsvc/internal/idempotency"
 	"github.com/procsvc/procsvc/internal/ratelimit"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
@@ -49,6 +50,9 @@ type LiveOptions struct {
 	// workspace's access changes, after a REFETCH, when its token expires,
 	// and every Recheck.
 	Authenticate func(ctx context.Context, authorization string) (*viewer.Viewer, error)
+	// Idempotency keeps the outcome of WebSocket mutations sent with
+	// extensions.idempotencyKey (nil: the key is ignored).
+	Idempotency *idempotency.Store
 	// Limiter charges a WebSocket's opening and each of its operations
 	// (nil: no rate limit). Server-Sent Events are plain requests, charged
 	// by the HTTP middleware.

@@ -17,6 +17,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/idempotency"
 	"github.com/procsvc/procsvc/internal/middleware"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
@@ -521,7 +522,23 @@ func (c *socket) run(ctx context.Context, id string, op *operation, params *grap
 	params.Headers = c.req.Header
 	now := graphql.Now()
 	params.ReadTime = graphql.TraceTiming{Start: now, End: now}
+	keyed := c.keyed(ctx, v, params)
+	if keyed != nil {
+		ctx = keyed.ctx
+	}
 	oc, errs := c.exec.CreateOperationContext(ctx, params)
+	if keyed != nil {
+		// The key's claim (made once the operation passed every check and
+		// was charged) may have found what to answer instead.
+		switch replay, err := keyed.d.Answer(); {
+		case err != nil:
+			c.finish(id, op, c.errorFrame(id, gqlerror.List{l.present(ctx, err)}))
+			return
+		case replay != nil:
+			c.finish(id, op, message{raw: frame(c.nextType(), id, replay.Body)}, message{raw: frame("complete", id, nil)})
+			return
+		}
+	}
 	if errs != nil {
 		c.finish(id, op, c.errorFrame(id, c.exec.DispatchError(graphql.WithOperationContext(ctx, oc), errs).Errors))
 		return
@@ -536,19 +553,74 @@ func (c *socket) run(ctx context.Context, id string, op *operation, params *grap
 		return
 	}
 	defer c.endRequest()
-	if l.opts.RequestTimeout > 0 {
+	var claimed bool
+	if keyed != nil {
+		var runBy time.Time
+		if runBy, claimed = keyed.d.RunBy(); claimed {
+			// A keyed write runs to its end even if its client leaves, so
+			// that a retry finds its outcome recorded.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), runBy)
+			defer cancel()
+		}
+	}
+	if !claimed && l.opts.RequestTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, l.opts.RequestTimeout)
 		defer cancel()
 	}
 	responses, ctx := c.exec.DispatchOperation(ctx, oc)
+	var answer []byte
 	for resp := responses(ctx); resp != nil; resp = responses(ctx) {
-		if !c.send(message{raw: frame(c.nextType(), id, mustMarshal(resp))}) {
-			return
+		b := mustMarshal(resp)
+		if answer == nil {
+			answer = b
 		}
+		if !c.send(message{raw: frame(c.nextType(), id, b)}) {
+			break
+		}
+	}
+	if claimed {
+		keyed.d.Finish(ctx, idempotency.Response{Status: http.StatusOK, ContentType: "application/json", Body: answer})
 	}
 	c.finish(id, op, message{raw: frame("complete", id, nil)})
 }
+
+// keyedOperation is an operation sent with an idempotency key.
+type keyedOperation struct {
+	ctx context.Context
+	d   *idempotency.Deferred
+}
+
+// keyed defers the claim of an operation's idempotency key, sent as
+// extensions.idempotencyKey (a WebSocket message has no headers): a
+// mutation runs once per key, as with the Idempotency-Key header over
+// HTTP, and its retries (over either transport, with the same payload)
+// get its first answer. Nil without a key or a store.
+func (c *socket) keyed(ctx context.Context, v *viewer.Viewer, params *graphql.RawParams) *keyedOperation {
+	raw, ok := params.Extensions[idempotencyKeyExtension]
+	store := c.live.opts.Idempotency
+	if !ok || store == nil {
+		return nil
+	}
+	key, _ := raw.(string)
+	// The fingerprint is an HTTP POST's: the same request body, whatever
+	// carries it.
+	body, err := json.Marshal(struct {
+		Query         string         `json:"query"`
+		OperationName string         `json:"operationName,omitempty"`
+		Variables     map[string]any `json:"variables,omitempty"`
+	}{params.Query, params.OperationName, params.Variables})
+	if err != nil {
+		return nil
+	}
+	kctx, d := store.Defer(ctx, key, idempotency.Fingerprint(v, http.MethodPost, "/graphql", body))
+	return &keyedOperation{ctx: kctx, d: d}
+}
+
+// idempotencyKeyExtension names a WebSocket operation's idempotency key in
+// its payload's extensions.
+const idempotencyKeyExtension = "idempotencyKey"
 
 func (c *socket) startRequest() bool {
 	c.mu.Lock()

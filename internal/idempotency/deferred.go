@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/vektah/gqlparser/v2/ast"
 
@@ -124,6 +125,20 @@ func (d *Deferred) claimed() *Claim {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.claim
+}
+
+// RunBy returns when a claimed execution must be over, so that its outcome
+// is recorded before another request may take its key over (the claim's
+// deadline less a margin, as the HTTP middleware bounds its handler); false
+// when nothing was claimed. A transport runs a claimed execution detached
+// from its client until then: a client that leaves finds the outcome
+// recorded when it retries.
+func (d *Deferred) RunBy() (time.Time, bool) {
+	c := d.claimed()
+	if c == nil {
+		return time.Time{}, false
+	}
+	return c.Deadline().Add(-d.s.handlerMargin()), true
 }
 
 // Finish records resp, the claimed execution's answer, for replay or

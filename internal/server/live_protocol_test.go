@@ -144,6 +144,53 @@ func TestLiveWebSocketProtocol(t *testing.T) {
 		}
 	})
 
+	t.Run("KeyedMutation", func(t *testing.T) {
+		// A mutation sent with extensions.idempotencyKey runs once: its
+		// retries, over the socket or as an HTTP POST of the same body with
+		// the key as Idempotency-Key, get its first answer.
+		w := openWS(t, s, ws.MemberToken)
+		const mutation = `mutation { createCategory(input: {name: "Keyed over the socket"}) { id name } }`
+		payload := mustJSON(map[string]any{"query": mutation, "extensions": map[string]any{"idempotencyKey": "ws-key-1"}})
+		var answers []string
+		for _, id := range []string{"k1", "k2"} {
+			w.send(wsMsg{ID: id, Type: "subscribe", Payload: payload})
+			m := w.recv()
+			if m.ID != id || m.Type != "next" || !strings.Contains(string(m.Payload), `"Keyed over the socket"`) {
+				t.Fatalf("%s: %s %s", id, m.Type, m.Payload)
+			}
+			if c := w.recv(); c.Type != "complete" {
+				t.Fatalf("%s: %s", id, c.Type)
+			}
+			answers = append(answers, string(m.Payload))
+		}
+		if answers[0] != answers[1] {
+			t.Fatalf("the retry got another answer:\n%s\n%s", answers[0], answers[1])
+		}
+		req, _ := http.NewRequest(http.MethodPost, s.URL+"/graphql", strings.NewReader(string(mustJSON(map[string]any{"query": mutation}))))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+ws.MemberToken)
+		req.Header.Set("Idempotency-Key", "ws-key-1")
+		resp, err := s.HTTP.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Idempotent-Replayed") != "true" || string(body) != answers[0] {
+			t.Fatalf("over HTTP: %d %q %s", resp.StatusCode, resp.Header.Get("Idempotent-Replayed"), body)
+		}
+		list := s.GraphQL(t, ws.MemberToken, `{ categories(first: 100) { nodes { name } } }`, nil)
+		if n := strings.Count(string(list.Data), "Keyed over the socket"); n != 1 {
+			t.Fatalf("%d categories made by one keyed mutation sent three times", n)
+		}
+		// Another mutation under the same key is refused, and runs nothing.
+		w.send(wsMsg{ID: "k3", Type: "subscribe", Payload: mustJSON(map[string]any{"query": `mutation { createCategory(input: {name: "Other"}) { id } }`,
+			"extensions": map[string]any{"idempotencyKey": "ws-key-1"}})})
+		if code := w.refused("k3"); code != "conflict" {
+			t.Fatalf("the key with another mutation: %s", code)
+		}
+	})
+
 	t.Run("Legacy", func(t *testing.T) {
 		w := rawWS(t, s, "graphql-ws")
 		w.send(wsMsg{Type: "connection_init", Payload: initPayload(ws.ViewToken)})

@@ -152,12 +152,15 @@ func stalledReadersCut(t *testing.T, s *liveServer, ws *apitest.Workspace, trans
 	for _, reset := range resets {
 		reset()
 	}
-	// The server lives on and serves a new subscriber.
-	c := openWS(t, s, ws.ViewToken)
-	c.subscribe("after", query, nil)
+	// The server lives on and serves a new subscriber (over SSE: the SSE
+	// run's 5 ms keep-alive would also be a WebSocket's pong deadline).
+	st, status, body := postSSE(t, s, ws.ViewToken, query, nil)
+	if status != http.StatusOK {
+		t.Fatalf("a new subscriber: %d %s", status, body)
+	}
 	ready(t, s, 1)
 	renameProcedure(t, s, ws.MemberToken, id, "After")
-	if e := c.next("after"); e.Kind != "UPDATED" || e.Procedure.Name != "After" {
+	if e := decodeEvent(t, st.next()); e.Kind != "UPDATED" || e.Procedure.Name != "After" {
 		t.Fatalf("a new subscriber after the stalled ones: %+v", e)
 	}
 }

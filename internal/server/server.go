@@ -142,7 +142,7 @@ func NewHandler(d Deps) *Handler {
 	if live.Hub == nil {
 		live.Hub = events.NewHub(events.HubOptions{})
 	}
-	live.Authenticate, live.Limiter, live.Loaders = authn.Authenticate, d.RateLimit, source.Into
+	live.Authenticate, live.Limiter, live.Loaders, live.Idempotency = authn.Authenticate, d.RateLimit, source.Into, idem
 	if live.RequestTimeout == 0 {
 		live.RequestTimeout = requestDeadline(d.RequestTimeout)
 	}
