@@ -75,7 +75,7 @@ func TestCommentsAsEntReadsThem(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, p := range procsA {
-				got, err := loader.Comments(ctx, p.ID)
+				got, err := loader.Comments(ctx, p.ID, loader.CommentWindow{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -93,7 +93,7 @@ func TestCommentsAsEntReadsThem(t *testing.T) {
 				}
 			}
 			for _, p := range procsB {
-				if got, err := loader.Comments(ctx, p.ID); err != nil || got == nil || len(got) != 0 {
+				if got, err := loader.Comments(ctx, p.ID, loader.CommentWindow{}); err != nil || got == nil || len(got) != 0 {
 					t.Fatalf("a's viewer reading b's %s: %v, %v; want no comments", p.ShortID, got, err)
 				}
 			}

@@ -83,7 +83,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	}
 	srv := &http.Server{
 		Handler: NewHandler(Deps{DB: db, Service: svc, Log: log, Metrics: m, ResponseCacheBytes: int64(cfg.ResponseCacheMB) << 20,
-			RequestTimeout: cfg.WriteTimeout, RateLimit: limiter, IdempotencyTTL: cfg.IdempotencyKeyTTL, Hub: hub,
+			RequestTimeout: cfg.WriteTimeout, RateLimit: limiter, IdempotencyTTL: cfg.IdempotencyKeyTTL, Hub: hub, MaxResponseBytes: cfg.MaxResponseMB << 20,
 			Live: graph.LiveOptions{MaxPerToken: cfg.Live.SubscriptionsPerToken, Origins: cfg.Live.WebSocketOrigins}}),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,

@@ -54,6 +54,9 @@ type Deps struct {
 	// Live tunes subscriptions; its Hub, Authenticate, Limiter and Loaders
 	// are set from the fields above.
 	Live graph.LiveOptions
+	// MaxResponseBytes bounds the bytes of each response of both faces,
+	// and the comment text one request reads (0: limits.ResponseBytes).
+	MaxResponseBytes int
 }
 
 // Announcer returns the announcer that makes db's committed changes known
@@ -73,8 +76,9 @@ func NewHandler(d Deps) http.Handler {
 		d.Metrics = metrics.New(d.DB.SQL)
 	}
 	authn := auth.New(d.DB, auth.WithLogger(d.Log))
-	loaders := loader.Middleware(d.DB)
+	loaders := loader.Middleware(d.DB, loader.MaxCommentText(d.MaxResponseBytes))
 	resolver := graph.NewResolver(d.Service)
+	resolver.MaxResponseBytes = d.MaxResponseBytes
 	restErr := func(w http.ResponseWriter, r *http.Request, err error) { middleware.WriteError(w, r, d.Log, err) }
 
 	var cache *respcache.Cache
