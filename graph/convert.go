@@ -258,10 +258,19 @@ func edgeNodeEdges(oc *graphql.OperationContext, sel ast.SelectionSet) loader.Ed
 	return e
 }
 
-// union is every edge a or b wants.
+// union is every edge a or b wants, and every comment either shows.
 func union(a, b loader.Edges) loader.Edges {
-	return loader.Edges{Category: a.Category || b.Category, Doer: a.Doer || b.Doer, Project: a.Project || b.Project,
+	u := loader.Edges{Category: a.Category || b.Category, Doer: a.Doer || b.Doer, Project: a.Project || b.Project,
 		Comments: a.Comments || b.Comments, CommentAuthors: a.CommentAuthors || b.CommentAuthors}
+	switch {
+	case a.Comments && b.Comments:
+		u.CommentWindow = a.CommentWindow.Union(b.CommentWindow)
+	case a.Comments:
+		u.CommentWindow = a.CommentWindow
+	case b.Comments:
+		u.CommentWindow = b.CommentWindow
+	}
+	return u
 }
 
 // selectsAuthor reports whether sel, selected on comments, resolves their
