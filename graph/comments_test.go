@@ -199,7 +199,9 @@ func TestCommentViews(t *testing.T) {
 
 		texts := func(t *testing.T, id, args string) []string {
 			t.Helper()
-			var out struct{ Procedure struct{ Comments []struct{ Text string } } }
+			var out struct {
+				Procedure struct{ Comments []struct{ Text string } }
+			}
 			ok(t, s.GraphQL(t, w.ViewToken, `query($id: ID!) { procedure(id: $id) { comments`+args+` { text } } }`, obj("id", id)), &out)
 			got := []string{}
 			for _, c := range out.Procedure.Comments {
