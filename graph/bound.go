@@ -48,12 +48,11 @@ func responseTooLarge(bound int) *apperr.Error {
 // is the server's error presenter.
 func boundResponses(bound int, present func(context.Context, error) *gqlerror.Error) graphql.ResponseMiddleware {
 	return func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-		ctx, budget := inline.WithBudget(ctx, bound)
+		oc := graphql.GetOperationContext(ctx)
+		mutation := oc.Operation != nil && oc.Operation.Operation == ast.Mutation
+		ctx, budget := inline.WithBudget(ctx, bound, mutation)
 		resp := next(ctx)
-		if resp == nil {
-			return nil
-		}
-		if oc := graphql.GetOperationContext(ctx); oc.Operation != nil && oc.Operation.Operation == ast.Mutation {
+		if resp == nil || mutation {
 			return resp
 		}
 		if budget.Passed() {

@@ -70,6 +70,13 @@ func TestComplexity(t *testing.T) {
 		{"Introspection", `{ __schema { types { name fields { name } } } }`, nil, 0},
 		{"Mutation", `mutation { addComment(input: {procedureId: ` + id + `, text: "t"}) { id text } }`, nil, 3},
 		{"Subscription", `subscription { procedureEvents { kind procedure { comments { text } } } }`, nil, 1 + 1 + (1 + (1 + 100))},
+		// The figures docs/api.md and the README give.
+		{"DocsViewer", `{ viewer { id } }`, nil, 2},
+		{"DocsThreePages", `{ a: procedures(first: 100) { nodes { id } } b: procedures(first: 100) { nodes { id } } c: projects(first: 100) { nodes { id } } }`, nil, 306},
+		{"DocsCommentsOfAPage", `{ procedures { nodes { comments(last: 5) { text } } } }`, nil, 122},
+		{"ReadmeQuickstart", `{ viewer { name role } procedures(first: 10) { totalCount nodes { shortId name state dueAt category { name } doer { name } project { name } comments(last: 3) { text } } } }`, nil, 146},
+		{"ReadmeBoard", `query Board { procedures(first: 50, filter: {state: IN_PROGRESS, search: "keys"}, orderBy: {field: DUE_AT, direction: ASC}) {
+			totalCount pageInfo { hasNextPage endCursor } edges { cursor node { shortId name position doer { name } comments(last: 3) { text author { name } } } } } }`, nil, 856},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := complexity(t, tc.query, tc.vars); got != tc.want {

@@ -24,7 +24,9 @@ import (
 // Budget bounds the bytes of one response. Its objects may be resolved
 // concurrently (root fields, lists of elements that wait on loads).
 type Budget struct {
-	max    int
+	max int
+	// asSent counts what objects write as it will be sent (sentLen).
+	asSent bool
 	spent  atomic.Int64
 	passed atomic.Bool
 
@@ -35,9 +37,12 @@ type Budget struct {
 type budgetKey struct{}
 
 // WithBudget returns ctx with a new Budget of max bytes for the response
-// the executor renders with it.
-func WithBudget(ctx context.Context, max int) (context.Context, *Budget) {
-	b := &Budget{max: max}
+// the executor renders with it. Its objects count the bytes they write,
+// which MarshalInto counts again as they will be sent; with asSent the
+// objects count them as sent already, for a response that is not
+// marshalled within its bound (a mutation's, bounded field by field).
+func WithBudget(ctx context.Context, max int, asSent bool) (context.Context, *Budget) {
+	b := &Budget{max: max, asSent: asSent}
 	return context.WithValue(ctx, budgetKey{}, b), b
 }
 
@@ -86,23 +91,47 @@ func (b *Budget) pass(path func() ast.Path) {
 // have no error to return. MarshalInto recovers it.
 type passedBound struct{}
 
-// boundedWriter is buf up to max bytes; a write past them panics.
+// boundedWriter is buf up to max bytes as sent; a write past them panics.
 type boundedWriter struct {
 	buf *bytes.Buffer
 	max int
+	// sent counts what buf's bytes become on the wire (sentLen).
+	sent int
 }
 
-func (w boundedWriter) Write(p []byte) (int, error) {
-	if w.buf.Len()+len(p) > w.max {
+func (w *boundedWriter) Write(p []byte) (int, error) {
+	w.sent += sentLen(p)
+	if w.sent > w.max {
 		panic(passedBound{})
 	}
 	return w.buf.Write(p)
 }
 
+var lineSep, paraSep = []byte("\u2028"), []byte("\u2029")
+
+// sentLen is the length of p once the transport has encoded the response
+// as encoding/json does (graph/direct.go writes the same bytes): <, > and
+// & become \u003c (6 bytes), U+2028 and U+2029 (3) \u2028 (6). Counting
+// what is sent keeps a response of such characters from passing its bound
+// sixfold on the wire, and in the memory its encoding takes.
+func sentLen(p []byte) int {
+	n := len(p)
+	for _, c := range []byte("<>&") {
+		if i := bytes.IndexByte(p, c); i >= 0 {
+			n += 5 * bytes.Count(p[i:], []byte{c})
+		}
+	}
+	if bytes.IndexByte(p, 0xE2) >= 0 {
+		n += 3 * (bytes.Count(p, lineSep) + bytes.Count(p, paraSep))
+	}
+	return n
+}
+
 // MarshalInto writes m, the data of a response, into buf, within the bound
 // of ctx's Budget (unbounded without one). A response past its bound, found
 // so while it was resolved or now, is not written: buf is left empty and
-// the Budget reports Passed.
+// the Budget reports Passed. The bound counts the response as it is sent
+// (sentLen).
 func MarshalInto(ctx context.Context, buf *bytes.Buffer, m graphql.Marshaler) {
 	b := BudgetOf(ctx)
 	if b == nil {
@@ -123,5 +152,5 @@ func MarshalInto(ctx context.Context, buf *bytes.Buffer, m graphql.Marshaler) {
 			b.pass(nil)
 		}
 	}()
-	m.MarshalGQL(boundedWriter{buf: buf, max: b.max})
+	m.MarshalGQL(&boundedWriter{buf: buf, max: b.max})
 }

@@ -18,7 +18,7 @@ import (
 // follow.
 func TestObjectsStopAtTheBudget(t *testing.T) {
 	const bound = 1 << 20
-	ctx, b := WithBudget(context.Background(), bound)
+	ctx, b := WithBudget(context.Background(), bound, false)
 	long := strings.Repeat("x", 100_000)
 	var objects []*Object
 	held := func() int {
@@ -49,7 +49,7 @@ func TestObjectsStopAtTheBudget(t *testing.T) {
 		t.Fatalf("an object made once the budget passed holds %d bytes", o.buf.Len())
 	}
 	// One object repeating a long field under many aliases stops too.
-	ctx, b = WithBudget(context.Background(), bound)
+	ctx, b = WithBudget(context.Background(), bound, false)
 	o = New(ctx, 64)
 	for range 100 {
 		o.String("a", long)
@@ -62,7 +62,7 @@ func TestObjectsStopAtTheBudget(t *testing.T) {
 // The budget is where the bound passed: the field's path and the alias
 // written last.
 func TestBudgetRecordsWhereItPassed(t *testing.T) {
-	ctx, b := WithBudget(context.Background(), 10)
+	ctx, b := WithBudget(context.Background(), 10, false)
 	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Field: graphql.CollectedField{Field: &ast.Field{Alias: "update"}}})
 	o := New(ctx, 8)
 	o.String("name", strings.Repeat("y", 20))
@@ -72,14 +72,20 @@ func TestBudgetRecordsWhereItPassed(t *testing.T) {
 	}
 }
 
-// chunks writes n chunks of size bytes, counting what it wrote.
+// chunks writes n chunks of size bytes (of c, z by default), counting
+// what it wrote.
 type chunks struct {
 	n, size int
+	c       byte
 	written int
 }
 
 func (c *chunks) MarshalGQL(w io.Writer) {
-	p := bytes.Repeat([]byte{'z'}, c.size)
+	b := c.c
+	if b == 0 {
+		b = 'z'
+	}
+	p := bytes.Repeat([]byte{b}, c.size)
 	for range c.n {
 		_, _ = w.Write(p)
 		c.written += c.size
@@ -90,7 +96,7 @@ func (c *chunks) MarshalGQL(w io.Writer) {
 // response and throw it away.
 func TestMarshalIntoStopsAtTheBound(t *testing.T) {
 	const bound = 64 << 10
-	ctx, b := WithBudget(context.Background(), bound)
+	ctx, b := WithBudget(context.Background(), bound, false)
 	var buf bytes.Buffer
 	m := &chunks{n: 10_000, size: 1024} // 10 MB
 	MarshalInto(ctx, &buf, m)
@@ -100,8 +106,16 @@ func TestMarshalIntoStopsAtTheBound(t *testing.T) {
 	if m.written > bound {
 		t.Fatalf("the marshal wrote %d bytes before it stopped at %d", m.written, bound)
 	}
+	// What is sent counts: < is sent as \u003c, six bytes.
+	ctx, b = WithBudget(context.Background(), bound, false)
+	buf.Reset()
+	m = &chunks{n: 64, size: 1024, c: '<'}
+	MarshalInto(ctx, &buf, m)
+	if !b.Passed() || m.written > bound/6+1024 {
+		t.Fatalf("64 KiB of < (384 KiB sent): passed %v after %d bytes", b.Passed(), m.written)
+	}
 	// Within the bound it writes everything; without a budget, unbounded.
-	ctx, b = WithBudget(context.Background(), bound)
+	ctx, b = WithBudget(context.Background(), bound, false)
 	buf.Reset()
 	MarshalInto(ctx, &buf, &chunks{n: 64, size: 1024})
 	if b.Passed() || buf.Len() != bound {
@@ -118,7 +132,7 @@ func TestMarshalIntoStopsAtTheBound(t *testing.T) {
 			t.Fatalf("recovered %v", r)
 		}
 	}()
-	ctx, _ = WithBudget(context.Background(), bound)
+	ctx, _ = WithBudget(context.Background(), bound, false)
 	MarshalInto(ctx, &buf, panicking{})
 }
 
@@ -129,7 +143,7 @@ func (panicking) MarshalGQL(io.Writer) { panic("boom") }
 // Concurrent objects (root fields resolve at once) share one budget.
 func TestBudgetIsShared(t *testing.T) {
 	const bound = 1 << 20
-	ctx, b := WithBudget(context.Background(), bound)
+	ctx, b := WithBudget(context.Background(), bound, false)
 	long := strings.Repeat("x", 10_000)
 	var wg sync.WaitGroup
 	for range 8 {
@@ -146,5 +160,23 @@ func TestBudgetIsShared(t *testing.T) {
 	wg.Wait()
 	if !b.Passed() {
 		t.Fatal("1.6 MB from 8 goroutines within a budget of 1 MiB")
+	}
+}
+
+// A budget counting as sent (a mutation's, never marshalled within its
+// bound) counts what the transport's escaping makes of < > &.
+func TestBudgetCountsAsSent(t *testing.T) {
+	html := strings.Repeat("<", 1000) // 6 000 bytes sent
+	for _, asSent := range []bool{false, true} {
+		ctx, b := WithBudget(context.Background(), 5000, asSent)
+		o := New(ctx, 8)
+		o.String("t", html)
+		o.Close()
+		if b.Passed() != asSent {
+			t.Errorf("as sent %v: 1 000 < within 5 000 bytes: passed %v", asSent, b.Passed())
+		}
+	}
+	if n := sentLen([]byte("a<b>c&d\u2028e")); n != 11+3*5+3 {
+		t.Fatalf("sentLen %d", n)
 	}
 }

@@ -81,6 +81,9 @@ func (o *Object) count() {
 		return
 	}
 	n := o.buf.Len() - o.counted
+	if o.budget.asSent {
+		n = sentLen(o.buf.Bytes()[o.counted:])
+	}
 	o.counted = o.buf.Len()
 	if o.budget.spend(n, o.path) {
 		return
