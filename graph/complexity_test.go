@@ -77,6 +77,11 @@ func TestComplexity(t *testing.T) {
 		{"ReadmeQuickstart", `{ viewer { name role } procedures(first: 10) { totalCount nodes { shortId name state dueAt category { name } doer { name } project { name } comments(last: 3) { text } } } }`, nil, 146},
 		{"ReadmeBoard", `query Board { procedures(first: 50, filter: {state: IN_PROGRESS, search: "keys"}, orderBy: {field: DUE_AT, direction: ASC}) {
 			totalCount pageInfo { hasNextPage endCursor } edges { cursor node { shortId name position doer { name } comments(last: 3) { text author { name } } } } } }`, nil, 856},
+		{"ReadmeBoardAllComments", `{ procedures(first: 50) {
+			totalCount pageInfo { hasNextPage endCursor } edges { cursor node { shortId name position doer { name } comments { text author { name } } } } } }`, nil, 15406},
+		{"DocsFiftyWithEverything", `{ procedures(first: 50) { totalCount pageInfo { hasNextPage endCursor } nodes {
+			id shortId name priority state content categoryId doerId creatorId position dueAt createdAt updatedAt projectId workspaceId captureId displayVideo isFineTunedData
+			category { id name } doer { id name email } project { id name } comments(last: 3) { id text createdAt } } } }`, nil, 1906},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := complexity(t, tc.query, tc.vars); got != tc.want {
