@@ -21,7 +21,7 @@ import (
 // document costs no SQL; all but the last three are checked on the parsed
 // document before gqlgen validates it, because validation is where a
 // hostile document costs (overlapping-field checks compare every pair of
-// fields that share a response name, and gqlgen's complexity walk expands
+// fields that share a response name, and the complexity walk expands
 // every fragment spread).
 const (
 	// MaxTokens bounds a document's tokens (names, punctuation, values).
@@ -54,8 +54,8 @@ const (
 
 	// MaxDepth bounds how deep an operation nests fields.
 	MaxDepth = 12
-	// MaxComplexity bounds an operation's cost, lists costing their page
-	// size (see setComplexity).
+	// MaxComplexity bounds an operation's cost: what its response can
+	// hold, nested lists multiplied (complexity.go).
 	MaxComplexity = 2000
 	// MaxPageSize bounds first/last on every GraphQL connection. The core
 	// allows REST's other lists up to 500.
