@@ -31,7 +31,10 @@ type LoadConfig struct {
 	API string
 	// WriteRatio is the share of requests that write (0: read-only).
 	WriteRatio float64
-	// PageSize is the list page requested (default 50).
+	// PageSize is the list page requested (default 50). GraphQL's list
+	// selects every field and each procedure's newest 3 comments (what
+	// REST shows when procedures have at most 3, as seeded): the
+	// complexity limit allows pages of up to 50 of them.
 	PageSize int
 	// IdempotencyKeys sends every write with an Idempotency-Key of its own
 	// (the same on each of its retries).
@@ -533,7 +536,7 @@ func (c *client) doKeyed(ctx context.Context, method, path, key string, body any
 const loadListQuery = `query LoadList($first: Int!) { procedures(first: $first) { totalCount nodes {
   id shortId name priority state content categoryId doerId creatorId position dueAt createdAt updatedAt
   projectId workspaceId captureId displayVideo isFineTunedData
-  category { id name } doer { id name email } project { id name } comments { id text createdAt } } } }`
+  category { id name } doer { id name email } project { id name } comments(last: 3) { id text createdAt } } } }`
 
 func (c *client) graphql(ctx context.Context, query string, vars map[string]any, out any) error {
 	return c.graphqlKeyed(ctx, "", query, vars, out)
@@ -691,7 +694,7 @@ const loadShapeQuery = `query LoadShape($first: Int!, $after: String, $filter: P
   procedures(first: $first, after: $after, filter: $filter, orderBy: $orderBy) { totalCount nodes {
   id shortId name priority state content categoryId doerId creatorId position dueAt createdAt updatedAt
   projectId workspaceId captureId displayVideo isFineTunedData
-  category { id name } doer { id name email } project { id name } comments { id text createdAt } } } }`
+  category { id name } doer { id name email } project { id name } comments(last: 3) { id text createdAt } } } }`
 
 // listShape reads list shape i (0..4) of restShapes.
 func (c *client) listShape(ctx context.Context, i int) error {

@@ -17,9 +17,13 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
 
 	"github.com/procsvc/procsvc/graph"
 	"github.com/procsvc/procsvc/internal/apitest"
@@ -392,8 +396,7 @@ func TestGraphQLHostileDocuments(t *testing.T) {
 		// What ordinary clients send still runs.
 		passing := []struct{ name, query string }{
 			{"PlaygroundIntrospection", playgroundIntrospection()},
-			{"FullProceduresPage", `{ procedures(first: 100) { totalCount pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
-				edges { cursor node { id } } nodes { ` + procFields + ` } } }`},
+			{"FullProceduresPage", fullPage},
 			{"FieldRepeatsAtLimit", repeatedFields(graph.MaxFieldRepeats)},
 			{"AliasesAtLimit", aliasedViewers(graph.MaxAliases)},
 			{"InlineFragmentsAtLimit", inlineFragments(graph.MaxInlineFragments)},
@@ -438,5 +441,94 @@ func TestCheckDocumentStopsWithItsRequest(t *testing.T) {
 	err := graph.CheckDocument(ctx, q)
 	if err == nil || apperr.CodeOf(err) != apperr.Unavailable {
 		t.Fatalf("ended request: %v", err)
+	}
+}
+
+// TestSubscriptionSelectsOneRootField: a subscription selects exactly one
+// root field, counting aliases, fragments and inline fragments; anything
+// else is refused before it runs (gqlgen's executor would answer it with no
+// stream at all: a 500 over Server-Sent Events), over Server-Sent Events
+// with 400 validation_failed and no stream, over a WebSocket with an error
+// for the subscription.
+func TestSubscriptionSelectsOneRootField(t *testing.T) {
+	s := apitest.Start(t, dbtest.Open(t, "sqlite"))
+	w := s.NewWorkspace(t, "Subs", "SUBS")
+	refused := []string{
+		`subscription { a: procedureEvents { kind } b: procedureEvents { kind } }`,
+		`subscription { procedureEvents { kind } b: procedureEvents { kind } }`,
+		`subscription { procedureEvents { kind } ... on Subscription { b: procedureEvents { kind } } }`,
+		`subscription { ...E b: procedureEvents { kind } } fragment E on Subscription { procedureEvents { kind } }`,
+		`subscription { procedureEvents { kind } __typename }`,
+	}
+	sse := bearer(w.ViewToken)
+	sse.Set("Accept", "text/event-stream")
+	for _, q := range refused {
+		body, _ := json.Marshal(map[string]any{"query": q})
+		r := rawGraphQL(t, s, "POST", "/graphql", sse, "application/json", body)
+		wantError(t, r, "validation_failed")
+		if r.Status != http.StatusBadRequest || len(r.Data) != 0 || !strings.Contains(r.Errors[0].Message, "exactly one") {
+			t.Fatalf("over SSE, %s: status %d, data %s: %+v", q, r.Status, r.Data, r.Errors)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.URL, "http")+"/graphql", &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	type msg struct {
+		ID      string          `json:"id,omitempty"`
+		Type    string          `json:"type"`
+		Payload json.RawMessage `json:"payload,omitempty"`
+	}
+	send := func(m msg) {
+		t.Helper()
+		if err := wsjson.Write(ctx, c, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recv := func() msg {
+		t.Helper()
+		for {
+			var m msg
+			if err := wsjson.Read(ctx, c, &m); err != nil {
+				t.Fatal(err)
+			}
+			if m.Type != "ping" {
+				return m
+			}
+			send(msg{Type: "pong"})
+		}
+	}
+	auth, _ := json.Marshal(map[string]string{"authorization": "Bearer " + w.ViewToken})
+	send(msg{Type: "connection_init", Payload: auth})
+	if m := recv(); m.Type != "connection_ack" {
+		t.Fatalf("got %s %s", m.Type, m.Payload)
+	}
+	for i, q := range refused {
+		id := strconv.Itoa(i)
+		payload, _ := json.Marshal(map[string]any{"query": q})
+		send(msg{ID: id, Type: "subscribe", Payload: payload})
+		m := recv()
+		for m.Type == "complete" && m.ID != id { // the end of the one before
+			m = recv()
+		}
+		var errs []apitest.GQLError
+		_ = json.Unmarshal(m.Payload, &errs)
+		if m.Type != "error" || m.ID != id || len(errs) != 1 || errs[0].Extensions.Code != "validation_failed" {
+			t.Fatalf("over a WebSocket, %s: %s %s %s", q, m.Type, m.ID, m.Payload)
+		}
+	}
+	// One root field, under an alias or through fragments, passes.
+	for _, q := range []string{
+		`subscription { e: procedureEvents { kind } }`,
+		`subscription { ...E } fragment E on Subscription { e: procedureEvents { kind } }`,
+		`subscription { procedureEvents { kind } ... on Subscription { procedureEvents { procedureId } } }`,
+	} {
+		if err := graph.CheckDocument(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
 	}
 }

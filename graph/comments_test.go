@@ -1,16 +1,28 @@
 package graph_test
 
-// Comments over GraphQL: addComment, updateComment and deleteComment, and
-// who may change or delete a comment (its author or an admin).
+// Comments over GraphQL: addComment, updateComment and deleteComment, who
+// may change or delete a comment (its author or an admin), the bound on a
+// procedure's comments, and the views comments(first:, last:) shows.
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/internal/apitest"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
+	"github.com/procsvc/procsvc/internal/limits"
+	"github.com/procsvc/procsvc/internal/viewer"
 )
 
 func TestComments(t *testing.T) {
@@ -138,6 +150,189 @@ func TestComments(t *testing.T) {
 			ok(t, s.GraphQL(t, w.AdminToken, del, obj("id", id)), &struct{}{})
 			if readComment(t, id) != nil {
 				t.Fatal("comment still resolves")
+			}
+		})
+	})
+}
+
+// seedComments stores n comments on procedureID directly, as the member,
+// texts c0, c1, … created a second apart from at (data written before the
+// bound on comments may hold more than it).
+func seedComments(t *testing.T, s *apitest.Server, w *apitest.Workspace, procedureID string, n int, at time.Time) {
+	t.Helper()
+	sys := viewer.System(context.Background())
+	ws, proc, author := uuid.MustParse(w.ID), uuid.MustParse(procedureID), uuid.MustParse(w.MemberID)
+	builders := make([]*ent.CommentCreate, n)
+	for i := range builders {
+		builders[i] = s.DB.Client.Comment.Create().SetWorkspaceID(ws).SetProcedureID(proc).SetAuthorID(author).
+			SetText(fmt.Sprintf("c%d", i)).SetCreatedAt(at.Add(time.Duration(i) * time.Second))
+	}
+	if _, err := s.DB.Client.Comment.CreateBulk(builders...).Save(sys); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cs spells the texts c<from> … c<to-1>.
+func cs(from, to int) []string {
+	out := make([]string, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, fmt.Sprintf("c%d", i))
+	}
+	return out
+}
+
+// TestCommentViews: comments(first:, last:) shows the oldest first or the
+// newest last comments, oldest first, by default all (a procedure over the
+// bound from before it: its newest 100); out of range, or both, is refused
+// before anything runs; every view of a page is read in one statement.
+func TestCommentViews(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		s := apitest.Start(t, db)
+		w := s.NewWorkspace(t, "Views", "VIEW")
+		at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+		p := createProc(t, s, w.MemberToken, procInput(w, "Seven", nil))
+		seedComments(t, s, w, p.ID, 7, at)
+		over := limits.CommentsPerProcedure + 5
+		legacy := createProc(t, s, w.MemberToken, procInput(w, "Legacy", nil))
+		seedComments(t, s, w, legacy.ID, over, at)
+		empty := createProc(t, s, w.MemberToken, procInput(w, "Quiet", nil))
+
+		texts := func(t *testing.T, id, args string) []string {
+			t.Helper()
+			var out struct {
+				Procedure struct{ Comments []struct{ Text string } }
+			}
+			ok(t, s.GraphQL(t, w.ViewToken, `query($id: ID!) { procedure(id: $id) { comments`+args+` { text } } }`, obj("id", id)), &out)
+			got := []string{}
+			for _, c := range out.Procedure.Comments {
+				got = append(got, c.Text)
+			}
+			return got
+		}
+		for _, tc := range []struct {
+			name, id, args string
+			want           []string
+		}{
+			{"All", p.ID, "", cs(0, 7)},
+			{"First3", p.ID, "(first: 3)", cs(0, 3)},
+			{"Last3", p.ID, "(last: 3)", cs(4, 7)},
+			{"Last1", p.ID, "(last: 1)", cs(6, 7)},
+			{"FirstMoreThanHeld", p.ID, "(first: 100)", cs(0, 7)},
+			{"None", empty.ID, "(last: 5)", []string{}},
+			{"OverTheBoundShowsTheNewest", legacy.ID, "", cs(over-limits.CommentsPerProcedure, over)},
+			{"OverTheBoundFirst", legacy.ID, "(first: 2)", cs(0, 2)},
+			{"OverTheBoundLast", legacy.ID, "(last: 2)", cs(over-2, over)},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if got := texts(t, tc.id, tc.args); !slices.Equal(got, tc.want) {
+					t.Fatalf("comments%s = %v, want %v", tc.args, got, tc.want)
+				}
+			})
+		}
+
+		t.Run("ErrOutOfRange", func(t *testing.T) {
+			for _, tc := range []struct {
+				args  string
+				vars  map[string]any
+				field string
+			}{
+				{"(first: 0)", nil, "first"},
+				{"(first: -1)", nil, "first"},
+				{"(last: 101)", nil, "last"},
+				{"(first: 1, last: 1)", nil, "last"},
+				{"(first: $n)", obj("n", 0), "first"},
+				{"(last: $n)", obj("n", 101), "last"},
+			} {
+				before := s.DB.Statements()
+				if r := s.GraphQL(t, w.ViewToken, `{ __typename }`, nil); len(r.Errors) > 0 {
+					t.Fatal(r.Errors)
+				}
+				auth := s.DB.Statements() - before
+				vars := obj("id", p.ID)
+				for k, v := range tc.vars {
+					vars[k] = v
+				}
+				decl := "$id: ID!"
+				if tc.vars != nil {
+					decl += ", $n: Int"
+				}
+				before = s.DB.Statements()
+				r := s.GraphQL(t, w.ViewToken, `query(`+decl+`) { procedure(id: $id) { comments`+tc.args+` { text } } }`, vars)
+				wantError(t, r, "validation_failed", tc.field)
+				if r.Status != http.StatusBadRequest || len(r.Data) != 0 {
+					t.Fatalf("comments%s: status %d, data %s", tc.args, r.Status, r.Data)
+				}
+				if ran := s.DB.Statements() - before; ran != auth {
+					t.Fatalf("comments%s: refused after %d statements, authentication runs %d", tc.args, ran, auth)
+				}
+			}
+		})
+
+		t.Run("ViewsOfAPageReadTogether", func(t *testing.T) {
+			const one = `{ procedures(first: 5, orderBy: {field: NAME, direction: ASC}) { nodes { name comments { text } } } }`
+			const three = `{ procedures(first: 5, orderBy: {field: NAME, direction: ASC}) { nodes { name
+				oldest: comments(first: 2) { text } newest: comments(last: 2) { text } all: comments { text } } } }`
+			statements := func(q string) (int64, *apitest.GQLResponse) {
+				before := s.DB.Statements()
+				r := s.GraphQL(t, w.ViewToken, q, nil)
+				return s.DB.Statements() - before, r
+			}
+			// The version's shared edges and total, read once; the texts
+			// differ, so that no answer comes from the response cache.
+			statements(one)
+			base, _ := statements(one + " # again")
+			n, r := statements(three)
+			var out struct {
+				Procedures struct {
+					Nodes []struct {
+						Name                string
+						Oldest, Newest, All []struct{ Text string }
+					}
+				}
+			}
+			ok(t, r, &out)
+			if n != base {
+				t.Fatalf("three views of a page's comments cost %d statements, one view %d", n, base)
+			}
+			want := map[string][3][]string{
+				"Legacy": {cs(0, 2), cs(over-2, over), cs(over-limits.CommentsPerProcedure, over)},
+				"Quiet":  {{}, {}, {}},
+				"Seven":  {cs(0, 2), cs(5, 7), cs(0, 7)},
+			}
+			for _, node := range out.Procedures.Nodes {
+				text := func(c []struct{ Text string }) []string {
+					out := []string{}
+					for _, x := range c {
+						out = append(out, x.Text)
+					}
+					return out
+				}
+				got := [3][]string{text(node.Oldest), text(node.Newest), text(node.All)}
+				if w := want[node.Name]; !slices.Equal(got[0], w[0]) || !slices.Equal(got[1], w[1]) || !slices.Equal(got[2], w[2]) {
+					t.Fatalf("%s: %v, want %v", node.Name, got, w)
+				}
+			}
+			if len(out.Procedures.Nodes) != 3 {
+				t.Fatalf("%d procedures", len(out.Procedures.Nodes))
+			}
+		})
+
+		// The next comment on a procedure holding the most is refused; the
+		// legacy one, over it, keeps its comments.
+		t.Run("ErrAddPastTheBound", func(t *testing.T) {
+			full := createProc(t, s, w.MemberToken, procInput(w, "Full", nil))
+			seedComments(t, s, w, full.ID, limits.CommentsPerProcedure-1, at)
+			addComment(t, s, w.MemberToken, full.ID, "the last place")
+			for _, id := range []string{full.ID, legacy.ID} {
+				r := s.GraphQL(t, w.MemberToken, `mutation($in: AddCommentInput!) { addComment(input: $in) { id } }`,
+					obj("in", obj("procedureId", id, "text", "one more")))
+				wantError(t, r, "conflict")
+				if !strings.Contains(r.Errors[0].Message, strconv.Itoa(limits.CommentsPerProcedure)) {
+					t.Fatalf("message %q does not name the bound", r.Errors[0].Message)
+				}
+			}
+			if got := texts(t, full.ID, "(last: 1)"); !slices.Equal(got, []string{"the last place"}) {
+				t.Fatalf("newest comment %v", got)
 			}
 		})
 	})

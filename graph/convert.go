@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/graph/model"
+	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/internal/loader"
 )
 
@@ -170,7 +173,8 @@ func requestedEdges(ctx context.Context, isConnection bool) loader.Edges {
 	return e
 }
 
-// selectedEdges reports which edges fields, selected on procedures, resolve.
+// selectedEdges reports which edges fields, selected on procedures, resolve,
+// and every window of comments they show.
 func selectedEdges(oc *graphql.OperationContext, fields []graphql.CollectedField) loader.Edges {
 	var e loader.Edges
 	for _, f := range fields {
@@ -182,13 +186,64 @@ func selectedEdges(oc *graphql.OperationContext, fields []graphql.CollectedField
 		case "project":
 			e.Project = true
 		case "comments":
-			e.Comments = true
+			// Arguments were checked before execution (pageSizeLimit); a
+			// view the check let through is read by its resolver.
+			view, _ := commentViewOf(f.ArgumentMap(oc.Variables))
+			if e.Comments {
+				view = e.CommentWindow.Union(view)
+			}
+			e.Comments, e.CommentWindow = true, view
 			if selectsAuthor(oc, f.Selections) {
 				e.CommentAuthors = true
 			}
 		}
 	}
 	return e
+}
+
+// commentView is the view of a procedure's comments that comments(first:,
+// last:) asks for: at most one of the two, each 1 to
+// limits.CommentsPerProcedure; neither is the default view.
+// Errors: validation_failed naming the argument.
+func commentView(first, last *int) (loader.CommentWindow, error) {
+	if first != nil && last != nil {
+		return loader.CommentWindow{}, apperr.Invalid("last", "give first or last, not both")
+	}
+	for _, a := range []struct {
+		name string
+		n    *int
+	}{{"first", first}, {"last", last}} {
+		if a.n != nil && (*a.n < 1 || *a.n > limits.CommentsPerProcedure) {
+			return loader.CommentWindow{}, apperr.Invalid(a.name, "must be 1 to %d", limits.CommentsPerProcedure)
+		}
+	}
+	var w loader.CommentWindow
+	if first != nil {
+		w.First = *first
+	}
+	if last != nil {
+		w.Last = *last
+	}
+	return w, nil
+}
+
+// commentViewOf is commentView of a comments field's arguments, as
+// ArgumentMap decodes them (an argument that is not a whole number is
+// refused by gqlgen's coercion, and by this check as out of range).
+func commentViewOf(args map[string]any) (loader.CommentWindow, error) {
+	arg := func(name string) *int {
+		v, ok := args[name]
+		if !ok || v == nil {
+			return nil
+		}
+		n, ok := asInt(v)
+		if !ok || n < math.MinInt32 || n > math.MaxInt32 {
+			n = -1
+		}
+		i := int(n)
+		return &i
+	}
+	return commentView(arg("first"), arg("last"))
 }
 
 // edgeNodeEdges reports which edges sel, selected on procedure edges,
@@ -203,10 +258,19 @@ func edgeNodeEdges(oc *graphql.OperationContext, sel ast.SelectionSet) loader.Ed
 	return e
 }
 
-// union is every edge a or b wants.
+// union is every edge a or b wants, and every comment either shows.
 func union(a, b loader.Edges) loader.Edges {
-	return loader.Edges{Category: a.Category || b.Category, Doer: a.Doer || b.Doer, Project: a.Project || b.Project,
+	u := loader.Edges{Category: a.Category || b.Category, Doer: a.Doer || b.Doer, Project: a.Project || b.Project,
 		Comments: a.Comments || b.Comments, CommentAuthors: a.CommentAuthors || b.CommentAuthors}
+	switch {
+	case a.Comments && b.Comments:
+		u.CommentWindow = a.CommentWindow.Union(b.CommentWindow)
+	case a.Comments:
+		u.CommentWindow = a.CommentWindow
+	case b.Comments:
+		u.CommentWindow = b.CommentWindow
+	}
+	return u
 }
 
 // selectsAuthor reports whether sel, selected on comments, resolves their

@@ -8,6 +8,9 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/middleware"
 )
 
 // direct wraps gqlgen's GET and POST transports so that an executed
@@ -40,6 +43,12 @@ func (e directExec) DispatchOperation(ctx context.Context, oc *graphql.Operation
 	next, ctx := e.GraphExecutor.DispatchOperation(ctx, oc)
 	return func(ctx context.Context) *graphql.Response {
 		resp := next(ctx)
+		if resp != nil && len(resp.Data) == 0 && len(resp.Errors) > 0 && isTooLarge(resp.Errors[0]) && !e.w.written {
+			// A response over its bound (bound.go) is an error of the
+			// request as a whole, answered with its code's status.
+			e.w.WriteHeader(middleware.HTTPStatus(apperr.PayloadTooLarge))
+			return resp
+		}
 		if resp == nil || len(resp.Data) == 0 || len(resp.Errors) > 0 || len(resp.Extensions) > 0 ||
 			resp.Label != "" || resp.Path != nil || resp.HasNext != nil || e.w.written {
 			return resp

@@ -16,9 +16,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/procsvc/procsvc/graph/generated"
-	"github.com/procsvc/procsvc/graph/model"
 	"github.com/procsvc/procsvc/internal/apperr"
-	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/loader"
 	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/middleware"
@@ -34,9 +32,7 @@ import (
 // (extensions.code and extensions.requestId) for every failure. queries
 // caches its parsed and validated documents.
 func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics, live *Live, queries graphql.Cache[*ast.QueryDocument]) *handler.Server {
-	cfg := generated.Config{Resolvers: r}
-	setComplexity(&cfg.Complexity)
-	srv := handler.New(generated.NewExecutableSchema(cfg))
+	srv := handler.New(generated.NewExecutableSchema(generated.Config{Resolvers: r}))
 	if live != nil {
 		// Before POST, which would take a Server-Sent Events request too.
 		writeErr := graphqlError(log)
@@ -53,7 +49,7 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics, live *Live, qu
 	srv.Use(extension.AutomaticPersistedQuery{Cache: perWorkspace{lru.New[string](1000)}})
 	srv.Use(depthLimit{max: MaxDepth})
 	srv.Use(pageSizeLimit{max: MaxPageSize})
-	srv.Use(extension.FixedComplexityLimit(MaxComplexity))
+	srv.Use(complexityLimit{max: MaxComplexity})
 	// After the complexity limit, which computes the cost it charges.
 	srv.Use(operationCost{})
 	// After the rate limit: a request it refuses leaves its key alone.
@@ -109,6 +105,9 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics, live *Live, qu
 		return gerr
 	}
 	srv.SetErrorPresenter(present)
+	// Every response within its bound in bytes (bound.go).
+	srv.AroundResponses(boundResponses(r.ResponseBytes(), present))
+	srv.AroundRootFields(boundMutationFields)
 	if live != nil {
 		live.present = present
 	}
@@ -120,19 +119,15 @@ func NewServer(r *Resolver, log *slog.Logger, m *metrics.Metrics, live *Live, qu
 }
 
 func init() {
-	// Operations refused by procsvc's own limits and by gqlgen's complexity
-	// limit are protocol errors like gqlgen's validation failures: answered
-	// with a 4xx status, not 200, and without data.
+	// Operations refused by procsvc's own limits are protocol errors like
+	// gqlgen's validation failures: answered with a 4xx status, not 200,
+	// and without data.
 	errcode.RegisterErrorType(string(apperr.ValidationFailed), errcode.KindProtocol)
-	errcode.RegisterErrorType(complexityLimitCode, errcode.KindProtocol)
 	// A refusal of the rate limit too: over a WebSocket it then ends the
 	// operation with an error message (over HTTP the rate limiter's
 	// middleware answers 429).
 	errcode.RegisterErrorType(string(apperr.RateLimited), errcode.KindProtocol)
 }
-
-// complexityLimitCode is the code of gqlgen's complexity refusals.
-const complexityLimitCode = "COMPLEXITY_LIMIT_EXCEEDED"
 
 // perWorkspace keys a cache by the viewer's workspace as well, so that one
 // tenant's persisted queries (whose text may hold its data as literals) can
@@ -158,7 +153,6 @@ func (c perWorkspace) Add(ctx context.Context, key, value string) {
 var gqlgenCodes = map[string]apperr.Code{
 	errcode.ParseFailed:      apperr.BadRequest,
 	errcode.ValidationFailed: apperr.ValidationFailed,
-	complexityLimitCode:      apperr.ValidationFailed,
 }
 
 // presentError gives every GraphQL error docs/design.md §6's code and
@@ -224,10 +218,10 @@ func inputField(ctx context.Context, path ast.Path) string {
 	return ""
 }
 
-// ComplexityPerToken is how much complexity one token of the rate limit
-// buys: an operation costs ceil(complexity / ComplexityPerToken) tokens, at
-// least 1, so that a page of 100 procedures costs 2 and the most complex
-// operation allowed (MaxComplexity) 20.
+// ComplexityPerToken is how much complexity (complexity.go) one token of
+// the rate limit buys: an operation costs ceil(complexity /
+// ComplexityPerToken) tokens, at least 1, so that a page of 100 procedures'
+// ids costs 2 and the most complex operation allowed (MaxComplexity) 20.
 const ComplexityPerToken = 100
 
 // OperationTokens is what an operation of complexity costs.
@@ -258,31 +252,4 @@ func (operationCost) MutateOperationContext(ctx context.Context, oc *graphql.Ope
 			Extensions: map[string]any{"code": string(apperr.RateLimited)}}
 	}
 	return nil
-}
-
-// pageCost is what a list field adds to a query's complexity: its page size,
-// the default when none is given.
-func pageCost(first, last *int, def int) int {
-	switch {
-	case first != nil && *first > 0:
-		return *first
-	case last != nil && *last > 0:
-		return *last
-	}
-	return def
-}
-
-// setComplexity makes lists cost their page size. procsvc has no nested
-// connections, so the cost is additive: it bounds aliasing many lists into
-// one query, while one full page of procedures stays well under the limit.
-func setComplexity(c *generated.ComplexityRoot) {
-	c.Query.Procedures = func(child int, first *int, _ *string, last *int, _ *string, _ *model.ProcedureFilter, _ *model.ProcedureOrder) int {
-		return child + pageCost(first, last, core.DefaultProcedurePageSize)
-	}
-	list := func(child int, first *int, _ *string, last *int, _ *string, _ *string) int {
-		return child + pageCost(first, last, core.DefaultListPageSize)
-	}
-	c.Query.Projects, c.Query.Categories, c.Query.Members = list, list, list
-	c.Query.Nodes = func(child int, ids []string) int { return child + len(ids) }
-	c.Procedure.Comments = func(child int) int { return child + 10 }
 }

@@ -73,6 +73,19 @@ const procFields = `id shortId name priority state content categoryId doerId cre
 	updatedAt projectId workspaceId captureId displayVideo isFineTunedData category { id name } doer { id name }
 	project { id name } comments { id procedureId text author { id name } createdAt updatedAt }`
 
+// pageFields selects every field of procT with a procedure's newest 3
+// comments: complexity 53 per procedure (18 plain fields, 3 edges of 3, and
+// comments: 1 + 3 × 8).
+const pageFields = `id shortId name priority state content categoryId doerId creatorId position dueAt createdAt
+	updatedAt projectId workspaceId captureId displayVideo isFineTunedData category { id name } doer { id name }
+	project { id name } comments(last: 3) { id procedureId text author { id name } createdAt updatedAt }`
+
+// fullPage is the largest page of pageFields within the complexity limit:
+// 30 procedures, 1 + 1 + 30 × 53 = 1 592 for its nodes, with its total and
+// page info (5) and its edges' cursors and ids (1 + 30 × (1 + 2) = 91).
+const fullPage = `{ procedures(first: 30) { totalCount pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+	edges { cursor node { id } } nodes { ` + pageFields + ` } } }`
+
 type pageInfoT struct {
 	HasNextPage     bool    `json:"hasNextPage"`
 	HasPreviousPage bool    `json:"hasPreviousPage"`
@@ -384,25 +397,48 @@ func execSQL(t testing.TB, db *database.DB, query string, args ...any) {
 // ---------------------------------------------------------------------------
 // Snapshot of a workspace.
 
-// snapshotQuery reads everything a workspace's admin can see, except
-// tokens' lastUsedAt (which reading itself may bump).
-const snapshotQuery = `{
+// snapshotQueries read everything a workspace's admin can see, except
+// tokens' lastUsedAt (which reading itself may bump), each within the
+// complexity limit; the procedures are read two at a time (a procedure with
+// its 100 comments costs over 800), by name.
+var snapshotQueries = []string{`{
 	workspace { id name key createdAt }
 	viewer { ` + memberFields + ` }
-	procedures(first: 100, orderBy: {field: NAME, direction: ASC}) { totalCount nodes { ` + procFields + ` } }
 	projects(first: 100) { totalCount nodes { ` + projectFields + ` } }
 	categories(first: 100) { totalCount nodes { ` + categoryFields + ` } }
+}`, `{
 	members(first: 100) { totalCount nodes { ` + memberFields + ` } }
 	tokens { id name member { id } createdAt expiresAt revokedAt }
+}`}
+
+const snapshotProcedures = `query($after: String) {
+	procedures(first: 2, after: $after, orderBy: {field: NAME, direction: ASC}) { totalCount pageInfo { hasNextPage endCursor } nodes { ` + procFields + ` } }
 }`
 
 func snapshot(t testing.TB, s *apitest.Server, token string) string {
 	t.Helper()
-	r := s.GraphQL(t, token, snapshotQuery, nil)
-	if len(r.Errors) > 0 {
-		t.Fatalf("snapshot: %+v", r.Errors)
+	var b strings.Builder
+	for _, q := range snapshotQueries {
+		r := s.GraphQL(t, token, q, nil)
+		if len(r.Errors) > 0 {
+			t.Fatalf("snapshot: %+v", r.Errors)
+		}
+		b.Write(r.Data)
 	}
-	return string(r.Data)
+	vars := map[string]any{}
+	for {
+		r := s.GraphQL(t, token, snapshotProcedures, vars)
+		if len(r.Errors) > 0 {
+			t.Fatalf("snapshot: %+v", r.Errors)
+		}
+		b.Write(r.Data)
+		var page struct{ Procedures struct{ PageInfo pageInfoT } }
+		r.Decode(t, &page)
+		if !page.Procedures.PageInfo.HasNextPage {
+			return b.String()
+		}
+		vars["after"] = *page.Procedures.PageInfo.EndCursor
+	}
 }
 
 // ---------------------------------------------------------------------------
@@ -566,12 +602,13 @@ func deepIntrospection(depth int) string {
 	return "{ __schema { types { fields { type { " + q + " } } } } }"
 }
 
-// aliasedLists is an operation of n aliased procedure pages of 100.
+// aliasedLists is an operation of n aliased pages of 100 procedures' ids,
+// each of complexity 102 (the connection, its nodes, 100 ids).
 func aliasedLists(n int) string {
 	var b strings.Builder
 	b.WriteString("{")
 	for i := 0; i < n; i++ {
-		fmt.Fprintf(&b, " l%d: procedures(first: 100) { totalCount }", i)
+		fmt.Fprintf(&b, " l%d: procedures(first: 100) { nodes { id } }", i)
 	}
 	b.WriteString(" }")
 	return b.String()

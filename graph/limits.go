@@ -21,7 +21,7 @@ import (
 // document costs no SQL; all but the last three are checked on the parsed
 // document before gqlgen validates it, because validation is where a
 // hostile document costs (overlapping-field checks compare every pair of
-// fields that share a response name, and gqlgen's complexity walk expands
+// fields that share a response name, and the complexity walk expands
 // every fragment spread).
 const (
 	// MaxTokens bounds a document's tokens (names, punctuation, values).
@@ -54,8 +54,8 @@ const (
 
 	// MaxDepth bounds how deep an operation nests fields.
 	MaxDepth = 12
-	// MaxComplexity bounds an operation's cost, lists costing their page
-	// size (see setComplexity).
+	// MaxComplexity bounds an operation's cost: what its response can
+	// hold, nested lists multiplied (complexity.go).
 	MaxComplexity = 2000
 	// MaxPageSize bounds first/last on every GraphQL connection. The core
 	// allows REST's other lists up to 500.
@@ -329,7 +329,8 @@ func (c *counter) fragment(name string) (shape, *gqlerror.Error) {
 }
 
 // repeats refuses a response name selected more than MaxFieldRepeats times
-// at one place: sets are the selection sets merged at that place (at the
+// at one place, and a subscription whose root holds other than one response
+// name: sets are the selection sets merged at that place (at the
 // root, the operation's; below, those of the fields that share a response
 // name above). This is the number validation's overlapping-fields check
 // squares. The walk expands fragments, which the limits checked before
@@ -371,6 +372,14 @@ func (c *counter) repeats(sets []ast.SelectionSet, op *ast.OperationDefinition, 
 		if err := collect(set); err != nil {
 			return err
 		}
+	}
+	if path == "" && op.Operation == ast.Subscription && len(order) != 1 {
+		// gqlgen's executor answers anything else with no stream at all
+		// (a 500 over Server-Sent Events), and gqlparser's validation
+		// counts field names, not response names, so aliases pass it.
+		names := order[:min(len(order), 5)]
+		return limitError("%s selects %d root fields (%s); a subscription selects exactly one, counting aliases, fragments and inline fragments: open one subscription per stream",
+			operationName(op), len(order), strings.Join(names, ", "))
 	}
 	for _, name := range order {
 		fields := groups[name]
@@ -471,8 +480,9 @@ func (h heights) fragment(name string) (int, *gqlerror.Error) {
 	return d, nil
 }
 
-// pageSizeLimit refuses first/last above max on any field, before any
-// resolver (and so any SQL) runs.
+// pageSizeLimit refuses first/last above max on any field, and the
+// arguments checkArguments refuses, before any resolver (and so any SQL)
+// runs.
 type pageSizeLimit struct{ max int }
 
 var _ interface {
@@ -515,6 +525,12 @@ func (p pageSizes) check(set ast.SelectionSet) *gqlerror.Error {
 					return err
 				}
 			}
+			if err := checkArguments(s, args); err != nil {
+				ae := apperr.From(err)
+				gerr := limitError("%s: %s", s.Name, ae.Message)
+				gerr.Extensions["fields"] = ae.Fields
+				return gerr
+			}
 			if err := p.check(s.SelectionSet); err != nil {
 				return err
 			}
@@ -533,6 +549,33 @@ func (p pageSizes) check(set ast.SelectionSet) *gqlerror.Error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// checkArguments checks the arguments of the fields whose arguments bound
+// what they render: a procedure's comments (commentView) and the ids of
+// nodes (checkNodeIDs).
+func checkArguments(f *ast.Field, args map[string]any) error {
+	if f.ObjectDefinition == nil {
+		return nil
+	}
+	switch f.ObjectDefinition.Name + "." + f.Name {
+	case "Procedure.comments":
+		_, err := commentViewOf(args)
+		return err
+	case "Query.nodes":
+		list, ok := args["ids"].([]any)
+		if !ok {
+			return nil
+		}
+		idList := make([]string, 0, len(list))
+		for _, id := range list {
+			if s, ok := id.(string); ok {
+				idList = append(idList, s)
+			}
+		}
+		return checkNodeIDs(idList)
 	}
 	return nil
 }

@@ -119,7 +119,7 @@ func TestPrimeList(t *testing.T) {
 				if pr, err := r.Procedure().Project(ctx, p); err != nil || pr == nil {
 					t.Fatalf("project of %s: %v, %v", p.ShortID, pr, err)
 				}
-				cs, err := r.Procedure().Comments(ctx, p)
+				cs, err := r.Procedure().Comments(ctx, p, nil, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -231,7 +231,7 @@ func TestInlineObjectsJSON(t *testing.T) {
 		addComment(t, s, w.MemberToken, p.ID, text)
 		addComment(t, s, w.MemberToken, p.ID, "again")
 		const selection = `__typename i: id name n: name content categoryId doer { id } ...F
-			comments { t: text __typename author { id } } category { c: name name }`
+			comments(last: 5) { t: text __typename author { id } } category { c: name name }`
 		const fragment = ` fragment F on Procedure { name position displayVideo createdAt priority }`
 		q := func(v any) string {
 			b, err := json.Marshal(v)

@@ -65,9 +65,10 @@ func (r *Resolver) node(ctx context.Context, id string) (model.Node, error) {
 	return n, nil
 }
 
+// nodes resolves each id of idList (checkNodeIDs).
 func (r *Resolver) nodes(ctx context.Context, idList []string) ([]model.Node, error) {
-	if len(idList) > maxNodes {
-		return nil, apperr.Invalid("ids", "at most %d ids per call", maxNodes)
+	if err := checkNodeIDs(idList); err != nil {
+		return nil, err
 	}
 	out := make([]model.Node, len(idList))
 	for i, id := range idList {
@@ -78,4 +79,27 @@ func (r *Resolver) nodes(ctx context.Context, idList []string) ([]model.Node, er
 		out[i] = n
 	}
 	return out, nil
+}
+
+// checkNodeIDs refuses the ids of nodes(ids:) beyond maxNodes, and an id
+// given twice (in any spelling of the same UUID): it would render the same
+// record again, and again, for nothing (docs/api.md prices nodes by its
+// ids). It runs before the operation executes (pageSizeLimit) and in the
+// resolver. Errors: validation_failed naming ids.
+func checkNodeIDs(idList []string) error {
+	if len(idList) > maxNodes {
+		return apperr.Invalid("ids", "at most %d ids per call", maxNodes)
+	}
+	seen := make(map[string]int, len(idList))
+	for i, id := range idList {
+		key := id
+		if uid, err := ids.Parse(id); err == nil {
+			key = uid.String()
+		}
+		if j, ok := seen[key]; ok {
+			return apperr.Invalid("ids", "ids %d and %d name the same record (%s): ask for each id once", j+1, i+1, id)
+		}
+		seen[key] = i
+	}
+	return nil
 }

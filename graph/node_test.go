@@ -1,9 +1,13 @@
 package graph_test
 
 // node(id) and nodes(ids) over GraphQL: every type by its global id, null
-// for ids that are unknown, malformed or not visible, and the 100-id limit.
+// for ids that are unknown, malformed or not visible, the 100-id limit, and
+// each id once.
 
 import (
+	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/procsvc/procsvc/internal/apitest"
@@ -91,7 +95,7 @@ func TestNode(t *testing.T) {
 			}
 		})
 		t.Run("NodesInOrderWithNulls", func(t *testing.T) {
-			idList := []string{w.CategoryID, "nope", p.ID, "01900000-0000-7000-8000-000000000006", w.CategoryID, w.ID}
+			idList := []string{w.CategoryID, "nope", p.ID, "01900000-0000-7000-8000-000000000006", w.ProjectID, w.ID}
 			var out struct{ Nodes []*nodeT }
 			ok(t, s.GraphQL(t, w.ViewToken, `query($ids: [ID!]!) { nodes(ids: $ids) { __typename id } }`, obj("ids", idList)), &out)
 			if len(out.Nodes) != len(idList) {
@@ -112,14 +116,54 @@ func TestNode(t *testing.T) {
 			}
 		})
 		t.Run("NodesAtLimit", func(t *testing.T) {
+			// 100 distinct ids: the last names the project, the others
+			// nothing.
 			idList := make([]string, 100)
 			for i := range idList {
-				idList[i] = w.ProjectID
+				idList[i] = fmt.Sprintf("01900000-0000-7000-8000-%012x", 0x1000+i)
 			}
+			idList[99] = w.ProjectID
 			var out struct{ Nodes []*named }
 			ok(t, s.GraphQL(t, w.ViewToken, `query($ids: [ID!]!) { nodes(ids: $ids) { id } }`, obj("ids", idList)), &out)
-			if len(out.Nodes) != 100 || out.Nodes[99] == nil {
+			if len(out.Nodes) != 100 || out.Nodes[99] == nil || out.Nodes[0] != nil {
 				t.Fatalf("%d nodes", len(out.Nodes))
+			}
+		})
+		// The review's amplification: one id 100 times rendered one record
+		// 100 times for the price of a small list. A repeated id, in any
+		// spelling of its UUID, literal or variable, is refused before
+		// anything runs (no statement beyond authentication).
+		t.Run("ErrNodesRepeated", func(t *testing.T) {
+			same := make([]string, 100)
+			for i := range same {
+				same[i] = p.ID
+			}
+			literal := `{ nodes(ids: [` + strings.TrimSuffix(strings.Repeat(quote(p.ID)+",", 100), ",") + `]) { ... on Procedure { content } } }`
+			for name, send := range map[string]func() *apitest.GQLResponse{
+				"Variable x100": func() *apitest.GQLResponse {
+					return s.GraphQL(t, w.ViewToken, `query($ids: [ID!]!) { nodes(ids: $ids) { id } }`, obj("ids", same))
+				},
+				"Literal x100": func() *apitest.GQLResponse { return s.GraphQL(t, w.ViewToken, literal, nil) },
+				"UpperCase": func() *apitest.GQLResponse {
+					return s.GraphQL(t, w.ViewToken, `query($ids: [ID!]!) { nodes(ids: $ids) { id } }`, obj("ids", []string{p.ID, w.ID, strings.ToUpper(p.ID)}))
+				},
+			} {
+				// What authentication alone runs, just before.
+				before := s.DB.Statements()
+				if r := s.GraphQL(t, w.ViewToken, `{ __typename }`, nil); len(r.Errors) > 0 {
+					t.Fatal(r.Errors)
+				}
+				auth := s.DB.Statements() - before
+				before = s.DB.Statements()
+				r := send()
+				ran := s.DB.Statements() - before
+				wantError(t, r, "validation_failed", "ids")
+				if r.Status != http.StatusBadRequest || len(r.Data) != 0 || !strings.Contains(r.Errors[0].Message, "once") {
+					t.Fatalf("%s: status %d, data %s: %+v", name, r.Status, r.Data, r.Errors)
+				}
+				if ran != auth {
+					t.Fatalf("%s: a refused nodes(ids:) ran %d statements, authentication %d", name, ran, auth)
+				}
 			}
 		})
 		t.Run("ErrNodesOverLimit", func(t *testing.T) {

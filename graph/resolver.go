@@ -10,6 +10,9 @@ import (
 // methods.
 type Resolver struct {
 	Service *core.Service
+	// MaxResponseBytes bounds the bytes of each response, GraphQL's and
+	// REST's (ResponseBytes; 0: limits.ResponseBytes).
+	MaxResponseBytes int
 }
 
 // NewResolver returns a Resolver over svc.

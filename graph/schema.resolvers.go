@@ -188,8 +188,12 @@ func (r *procedureResolver) Project(ctx context.Context, obj *ent.Procedure) (*e
 }
 
 // Comments is the resolver for the comments field.
-func (r *procedureResolver) Comments(ctx context.Context, obj *ent.Procedure) ([]*ent.Comment, error) {
-	return loader.Comments(ctx, obj.ID)
+func (r *procedureResolver) Comments(ctx context.Context, obj *ent.Procedure, first *int, last *int) ([]*ent.Comment, error) {
+	view, err := commentView(first, last)
+	if err != nil {
+		return nil, err
+	}
+	return loader.Comments(ctx, obj.ID, view)
 }
 
 // Node is the resolver for the node field.

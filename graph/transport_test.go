@@ -185,7 +185,7 @@ func TestTransport(t *testing.T) {
 			}
 		})
 		t.Run("FullPageWithEdgesUnderLimit", func(t *testing.T) {
-			q := `{ procedures(first: 100) { totalCount pageInfo { hasNextPage endCursor } edges { cursor node { ` + procFields + ` } } } }`
+			q := `{ procedures(first: 30) { totalCount pageInfo { hasNextPage endCursor } edges { cursor node { ` + pageFields + ` } } } }`
 			if r := rawGraphQL(t, s, "POST", "/graphql", auth, "application/json", []byte(`{"query": `+quote(q)+`}`)); len(r.Errors) > 0 {
 				t.Fatalf("%+v", r.Errors)
 			}

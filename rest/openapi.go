@@ -226,7 +226,7 @@ func operations() map[string]operation {
 	read := []string{"400", "401", "404"}
 	write := []string{"400", "401", "403", "404", "409", "413", "415"}
 	return map[string]operation{
-		"GET /procedures":                {"List procedures", procedureList, "", "ProcedureList", []string{"400", "401"}, false},
+		"GET /procedures":                {"List procedures", procedureList, "", "ProcedureList", []string{"400", "401", "413"}, false},
 		"POST /procedures":               {"Create a procedure", nil, "CreateProcedure", "Procedure", append(write, "502"), true},
 		"GET /procedures/{id}":           {"Get a procedure by id or shortId", nil, "", "Procedure", read, true},
 		"PUT /procedures/{id}":           {"Update a procedure (only the fields sent)", []any{ifMatch}, "UpdateProcedure", "Procedure", append(write, "412"), true},
@@ -255,7 +255,7 @@ var errorDescriptions = map[string]string{
 	"405": "method_not_allowed",
 	"409": "conflict",
 	"412": "precondition_failed",
-	"413": "payload_too_large",
+	"413": "payload_too_large: a body over 1 MiB, or an answer that would pass the bound on a response (--max-response-mb)",
 	"415": "unsupported_media_type",
 	"429": "rate_limited: the token is over its rate limit, or the client address over its limit of failed authentications; nothing ran",
 	"500": "internal",

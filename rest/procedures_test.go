@@ -2,9 +2,11 @@ package rest_test
 
 // Procedures over REST: every endpoint's success path and shape, create
 // variants, GET /procedures parameters (filters, sorts, pages, aliases and
-// their validation), PUT semantics and the GET-modify-PUT round trip.
+// their validation), PUT semantics, the GET-modify-PUT round trip and the
+// bound on a procedure's comments.
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -13,8 +15,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+
+	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
+	"github.com/procsvc/procsvc/internal/limits"
+	"github.com/procsvc/procsvc/internal/viewer"
 )
 
 func TestProcedureEndpoints(t *testing.T) {
@@ -629,6 +636,39 @@ func TestProcedureRoundTrip(t *testing.T) {
 					}
 				}
 			})
+		}
+	})
+}
+
+// TestProcedureCommentBound: a procedure holds at most
+// limits.CommentsPerProcedure comments; the next POST .../comments is 409
+// conflict naming the bound, and writes nothing. A procedure's answer shows
+// every comment it holds, all of them within the bound.
+func TestProcedureCommentBound(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		e := newEnv(t, db)
+		p := e.createProcedure(t, nil)
+		id := p["id"].(string)
+		seed := make([]*ent.CommentCreate, limits.CommentsPerProcedure-1)
+		for i := range seed {
+			seed[i] = db.Client.Comment.Create().SetWorkspaceID(uuid.MustParse(e.ws.ID)).SetProcedureID(uuid.MustParse(id)).
+				SetAuthorID(uuid.MustParse(e.ws.MemberID)).SetText(fmt.Sprintf("c%d", i))
+		}
+		if _, err := db.Client.Comment.CreateBulk(seed...).Save(viewer.System(context.Background())); err != nil {
+			t.Fatal(err)
+		}
+		path := "/procedures/" + id + "/comments"
+		wantOK(t, e.do(t, "POST", path, e.ws.MemberToken, map[string]any{"text": "the last place"}))
+		before := e.snapshot(t)
+		body := wantError(t, e.do(t, "POST", path, e.ws.MemberToken, map[string]any{"text": "one more"}), http.StatusConflict, "conflict", "")
+		if msg, _ := body["message"].(string); !strings.Contains(msg, fmt.Sprint(limits.CommentsPerProcedure)) {
+			t.Fatalf("message %q does not name the bound", msg)
+		}
+		e.unchanged(t, before)
+		got := wantOK(t, e.do(t, "GET", "/procedures/"+id, e.ws.ViewToken, nil))
+		if list := got["comments"].([]any); len(list) != limits.CommentsPerProcedure {
+			t.Fatalf("%d comments shown, want %d", len(list), limits.CommentsPerProcedure)
 		}
 	})
 }

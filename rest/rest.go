@@ -146,7 +146,7 @@ type procedureEdges interface {
 	Category(context.Context, *ent.Procedure) (*ent.Category, error)
 	Doer(context.Context, *ent.Procedure) (*ent.Member, error)
 	Project(context.Context, *ent.Procedure) (*ent.Project, error)
-	Comments(context.Context, *ent.Procedure) ([]*ent.Comment, error)
+	Comments(ctx context.Context, p *ent.Procedure, first, last *int) ([]*ent.Comment, error)
 }
 
 // appendProcedureVia is appendProcedure through pr, which a list reuses for
@@ -164,7 +164,9 @@ func appendProcedureVia(ctx context.Context, pr procedureEdges, b []byte, p *ent
 	if err != nil {
 		return nil, err
 	}
-	comments, err := pr.Comments(ctx, p)
+	// The default view: every comment (a procedure over the bound on
+	// comments from before it: its newest).
+	comments, err := pr.Comments(ctx, p, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -248,12 +250,19 @@ func (a *API) listProcedures(w http.ResponseWriter, r *http.Request) error {
 	defer putBody(buf)
 	body := append((*buf)[:0], `{"data":[`...)
 	pr := a.r.Procedure()
+	// A page is bounded like every response (--max-response-mb): it stops
+	// once past the bound, one procedure at most beyond it (one procedure
+	// always fits).
+	bound := a.r.ResponseBytes()
 	for i, n := range conn.Nodes {
 		if i > 0 {
 			body = append(body, ',')
 		}
 		if body, err = appendProcedureVia(r.Context(), pr, body, n); err != nil {
 			return err
+		}
+		if len(body) > bound {
+			return apperr.ResponseTooLarge(bound, "ask for a smaller page (limit), or narrow the list with its filters")
 		}
 	}
 	body = append(body, `],"meta":{"total":`...)

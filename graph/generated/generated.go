@@ -18,6 +18,7 @@ import (
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/graph/internal/inline"
 	"github.com/procsvc/procsvc/graph/model"
 	"github.com/procsvc/procsvc/graph/scalar"
 	gqlparser "github.com/vektah/gqlparser/v2"
@@ -140,7 +141,7 @@ type ComplexityRoot struct {
 		CaptureID       func(childComplexity int) int
 		Category        func(childComplexity int) int
 		CategoryID      func(childComplexity int) int
-		Comments        func(childComplexity int) int
+		Comments        func(childComplexity int, first *int, last *int) int
 		Content         func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
 		CreatorID       func(childComplexity int) int
@@ -271,7 +272,7 @@ type ProcedureResolver interface {
 	Category(ctx context.Context, obj *ent.Procedure) (*ent.Category, error)
 	Doer(ctx context.Context, obj *ent.Procedure) (*ent.Member, error)
 	Project(ctx context.Context, obj *ent.Procedure) (*ent.Project, error)
-	Comments(ctx context.Context, obj *ent.Procedure) ([]*ent.Comment, error)
+	Comments(ctx context.Context, obj *ent.Procedure, first *int, last *int) ([]*ent.Comment, error)
 }
 type ProcedureEventResolver interface {
 	Procedure(ctx context.Context, obj *model.ProcedureEvent) (*ent.Procedure, error)
@@ -776,7 +777,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			break
 		}
 
-		return e.ComplexityRoot.Procedure.Comments(childComplexity), true
+		args, err := ec.field_Procedure_comments_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Procedure.Comments(childComplexity, args["first"].(*int), args["last"].(*int)), true
 	case "Procedure.content":
 		if e.ComplexityRoot.Procedure.Content == nil {
 			break
@@ -1289,7 +1295,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 				}
 			}
 			var buf bytes.Buffer
-			data.MarshalGQL(&buf)
+			inline.MarshalInto(ctx, &buf, data)
 			response.Data = buf.Bytes()
 			if atomic.LoadInt32(&ec.Deferred) > 0 {
 				hasNext := atomic.LoadInt32(&ec.PendingDeferred) > 0
@@ -1324,7 +1330,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			if data == nil {
 				return nil
 			}
-			data.MarshalGQL(&buf)
+			inline.MarshalInto(ctx, &buf, data)
 
 			return &graphql.Response{
 				Data: buf.Bytes(),
@@ -1521,8 +1527,12 @@ type Procedure implements Node {
   "The responsible member."
   doer: Member
   project: Project!
-  "Comments, oldest first."
-  comments: [Comment!]!
+  """
+  Comments, oldest first: the oldest ` + "`" + `first` + "`" + ` or the newest ` + "`" + `last` + "`" + ` (1 to 100,
+  at most one of the two), by default all of them. A procedure holds at most
+  100 comments; one that held more before that bound shows its newest 100.
+  """
+  comments(first: Int, last: Int): [Comment!]!
 }
 
 type ProcedureEdge {
@@ -2585,6 +2595,28 @@ func (ec *executionContext) field_Mutation_updateProject_args(ctx context.Contex
 		return nil, err
 	}
 	args["ifUpdatedAt"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Procedure_comments_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg1
 	return args, nil
 }
 
@@ -5241,7 +5273,8 @@ func (ec *executionContext) _Procedure_comments(ctx context.Context, field graph
 			return ec.fieldContext_Procedure_comments(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Procedure().Comments(ctx, obj)
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Procedure().Comments(ctx, obj, fc.Args["first"].(*int), fc.Args["last"].(*int))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Comment) graphql.Marshaler {
@@ -5251,7 +5284,7 @@ func (ec *executionContext) _Procedure_comments(ctx context.Context, field graph
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Procedure_comments(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Procedure_comments(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Procedure",
 		Field:      field,
@@ -5260,6 +5293,17 @@ func (ec *executionContext) fieldContext_Procedure_comments(_ context.Context, f
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Comment(ctx, field)
 		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Procedure_comments_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }

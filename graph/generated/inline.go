@@ -62,7 +62,7 @@ func (ec *executionContext) marshalInlineSlice(ctx context.Context, sel ast.Sele
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineProcedure(ctx context.Context, sel ast.SelectionSet, obj *ent.Procedure) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, procedureImplementors)
-	out := inline.New(len(fields) * 48)
+	out := inline.New(ctx, len(fields)*48)
 	for _, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -148,7 +148,7 @@ func (ec *executionContext) inlineProcedure(ctx context.Context, sel ast.Selecti
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineProcedureEdge(ctx context.Context, sel ast.SelectionSet, obj *model.ProcedureEdge) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, procedureEdgeImplementors)
-	out := inline.New(len(fields) * 48)
+	out := inline.New(ctx, len(fields)*48)
 	for _, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -175,7 +175,7 @@ func (ec *executionContext) inlineProcedureEdge(ctx context.Context, sel ast.Sel
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineComment(ctx context.Context, sel ast.SelectionSet, obj *ent.Comment) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, commentImplementors)
-	out := inline.New(len(fields) * 48)
+	out := inline.New(ctx, len(fields)*48)
 	for _, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -210,7 +210,7 @@ func (ec *executionContext) inlineComment(ctx context.Context, sel ast.Selection
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineCategory(ctx context.Context, sel ast.SelectionSet, obj *ent.Category) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, categoryImplementors)
-	out := inline.New(len(fields) * 48)
+	out := inline.New(ctx, len(fields)*48)
 	for _, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -239,7 +239,7 @@ func (ec *executionContext) inlineCategory(ctx context.Context, sel ast.Selectio
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineMember(ctx context.Context, sel ast.SelectionSet, obj *ent.Member) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, memberImplementors)
-	out := inline.New(len(fields) * 48)
+	out := inline.New(ctx, len(fields)*48)
 	for _, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -272,7 +272,7 @@ func (ec *executionContext) inlineMember(ctx context.Context, sel ast.SelectionS
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineProject(ctx context.Context, sel ast.SelectionSet, obj *ent.Project) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, projectImplementors)
-	out := inline.New(len(fields) * 48)
+	out := inline.New(ctx, len(fields)*48)
 	for _, field := range fields {
 		switch field.Name {
 		case "__typename":

@@ -113,6 +113,21 @@ func NotFoundf(kind string) *Error {
 	return &Error{Code: NotFound, Message: kind + " not found"}
 }
 
+// ResponseTooLarge is payload_too_large for an answer that would pass
+// bound, the bound on a response's bytes (--max-response-mb): ask says how
+// to ask for less.
+func ResponseTooLarge(bound int, ask string) *Error {
+	return &Error{Code: PayloadTooLarge, Message: fmt.Sprintf("the response would be larger than %s, the most a response may hold; %s", sizeText(bound), ask)}
+}
+
+// sizeText spells n bytes for a message: in MiB when whole, else in bytes.
+func sizeText(n int) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 // A Classifier gives the errors of a layer below the core (storage) their
 // code: it returns nil for an error it does not know. internal/database
 // registers the one for ent's errors, so that this package need not import

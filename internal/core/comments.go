@@ -7,6 +7,7 @@ import (
 	"github.com/procsvc/procsvc/ent/comment"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -15,8 +16,13 @@ func (s *Service) Comment(ctx context.Context, id string) (*ent.Comment, error) 
 	return getOne(ctx, ids.KindComment, "comment", id, s.client.Comment.Get)
 }
 
-// AddComment adds the viewer's comment to a procedure.
-// Errors: unauthenticated, forbidden, not_found (procedure), validation_failed.
+// AddComment adds the viewer's comment to a procedure, which holds at most
+// limits.CommentsPerProcedure: one more is refused with conflict. The
+// count is read under the workspace's exclusive lock, which every comment
+// write of the workspace takes, so concurrent adds cannot pass the bound
+// between them.
+// Errors: unauthenticated, forbidden, not_found (procedure),
+// validation_failed, conflict (the procedure holds the most comments).
 func (s *Service) AddComment(ctx context.Context, procedureID, body string) (*ent.Comment, error) {
 	v, err := require(ctx, viewer.RoleMember)
 	if err != nil {
@@ -35,6 +41,14 @@ func (s *Service) AddComment(ctx context.Context, procedureID, body string) (*en
 	// deleted while the comment waited is not_found, never a foreign-key
 	// conflict.
 	return storedOn(ctx, s, v, lockExclusive, where, func(tx *ent.Tx, _ *viewer.Viewer, p *ent.Procedure) (*ent.Comment, error) {
+		held, err := tx.Comment.Query().Where(comment.ProcedureID(p.ID)).Count(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if held >= limits.CommentsPerProcedure {
+			return nil, apperr.New(apperr.Conflict, "procedure %s holds %d comments, the most a procedure may hold (%d); delete one before adding another",
+				p.ShortID, held, limits.CommentsPerProcedure)
+		}
 		created, err := tx.Comment.Create().SetProcedureID(p.ID).SetAuthorID(v.MemberID).SetText(body).Save(ctx)
 		if err != nil {
 			return nil, err

@@ -129,7 +129,9 @@ func TestWriteStatementCounts(t *testing.T) {
 				_, err := svc.MoveProcedure(f.admin, p.ID.String(), strp("TODO"), nil, nil)
 				return err
 			}},
-			{"AddComment", 3, func() error {
+			// The procedure's comments are counted under the lock
+			// (limits.CommentsPerProcedure).
+			{"AddComment", 4, func() error {
 				var err error
 				c, err = svc.AddComment(f.admin, p.ID.String(), "hello")
 				return err

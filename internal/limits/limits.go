@@ -22,6 +22,19 @@ const (
 	Email = 320
 )
 
+// CommentsPerProcedure bounds the comments a procedure holds: adding one
+// more is refused (conflict). A procedure that held more before the bound
+// keeps them, but no response shows more than this many of its comments
+// (its newest), so that what a procedure renders is bounded.
+const CommentsPerProcedure = 100
+
+// ResponseBytes is the default bound on the bytes of one response
+// (--max-response-mb), and the least one may set: a procedure with the
+// longest content and CommentsPerProcedure of the longest comments renders
+// in under 14 MB even with every character escaped (\u00XX, 6 bytes), so a
+// response of one record, a write's answer above all, always fits.
+const ResponseBytes = 16 << 20
+
 // WorkspaceKey is the form of a workspace key, the prefix of its
 // procedures' shortIds: 2 to 10 upper-case ASCII letters.
 var WorkspaceKey = regexp.MustCompile(`^[A-Z]{2,10}$`)

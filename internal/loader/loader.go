@@ -25,20 +25,25 @@ import (
 
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/category"
-	"github.com/procsvc/procsvc/ent/comment"
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/project"
 	"github.com/procsvc/procsvc/internal/database"
+	"github.com/procsvc/procsvc/internal/limits"
 )
 
 // Edges says which edges of a list of procedures will be resolved.
 type Edges struct {
 	Category, Doer, Project, Comments bool
+	// CommentWindow is which comments of each procedure Comments reads:
+	// every view the selection takes (see CommentWindow.Union); zero is
+	// the default view.
+	CommentWindow CommentWindow
 	// CommentAuthors also primes the authors of the loaded comments.
 	CommentAuthors bool
 }
 
-// AllEdges is every edge, as REST responses embed them all.
+// AllEdges is every edge, as REST responses embed them all (the default
+// view of the comments).
 var AllEdges = Edges{Category: true, Doer: true, Project: true, Comments: true}
 
 // fetch reads the values of keys, answering every key: a record id nobody
@@ -57,16 +62,37 @@ type fetchers struct {
 	categories fetch[*ent.Category]
 	members    fetch[*ent.Member]
 	projects   fetch[*ent.Project]
-	comments   fetch[[]*ent.Comment]
+	// comments reads windows of procedures' comments (comments.go).
+	comments func(ctx context.Context, keys []uuid.UUID, w CommentWindow, budget *textBudget) (map[uuid.UUID]*commentPage, error)
+	// maxCommentText bounds the comment text one request reads, in bytes.
+	maxCommentText int
 }
 
-func newFetchers(db *database.DB) *fetchers {
+// Option tunes the loaders of Middleware.
+type Option func(*fetchers)
+
+// MaxCommentText bounds the comment text, in bytes, that one request's
+// loaders read (a mutation's root field each, since each starts with a
+// Reset): past it a read stops with payload_too_large. The default is
+// limits.ResponseBytes; the bound of responses (--max-response-mb) is
+// what a server gives, since a request cannot show more text than that.
+func MaxCommentText(n int) Option {
+	return func(f *fetchers) {
+		if n > 0 {
+			f.maxCommentText = n
+		}
+	}
+}
+
+func newFetchers(db *database.DB, opts ...Option) *fetchers {
 	client := db.Client
-	// comments and names read by hand (comments.go, named.go).
-	comments, names := newCommentReader(db), newNamedReader(db)
-	return &fetchers{
-		shared: newShared(),
-		names:  names,
+	// names read by hand (named.go), as are comments (comments.go).
+	names := newNamedReader(db)
+	f := &fetchers{
+		shared:         newShared(),
+		names:          names,
+		comments:       commentsFetch(client, newCommentReader(db)),
+		maxCommentText: limits.ResponseBytes,
 		categories: byID(func(ctx context.Context, keys []uuid.UUID) ([]*ent.Category, error) {
 			return client.Category.Query().Where(category.IDIn(keys...)).All(ctx)
 		}, func(c *ent.Category) uuid.UUID { return c.ID }),
@@ -76,27 +102,11 @@ func newFetchers(db *database.DB) *fetchers {
 		projects: byID(func(ctx context.Context, keys []uuid.UUID) ([]*ent.Project, error) {
 			return client.Project.Query().Where(project.IDIn(keys...)).All(ctx)
 		}, func(p *ent.Project) uuid.UUID { return p.ID }),
-		comments: func(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID][]*ent.Comment, error) {
-			cs, ok, err := comments.read(ctx, keys)
-			if !ok {
-				cs, err = client.Comment.Query().Where(comment.ProcedureIDIn(keys...)).
-					Order(comment.ByCreatedAt(), comment.ByID()).All(ctx)
-			}
-			if err != nil {
-				return nil, err
-			}
-			byProc := make(map[uuid.UUID][]*ent.Comment, len(keys))
-			for _, c := range cs {
-				byProc[c.ProcedureID] = append(byProc[c.ProcedureID], c)
-			}
-			for _, k := range keys {
-				if byProc[k] == nil {
-					byProc[k] = []*ent.Comment{}
-				}
-			}
-			return byProc, nil
-		},
 	}
+	for _, o := range opts {
+		o(f)
+	}
+	return f
 }
 
 // byID adapts a fetch of records by id into a fetch that answers every key,
@@ -148,7 +158,10 @@ type Loaders struct {
 	categories edge[*ent.Category]
 	members    edge[*ent.Member]
 	projects   edge[*ent.Project]
-	comments   edge[[]*ent.Comment]
+	comments   commentEdge
+	// commentText is what this request (or, for a mutation, this root
+	// field) has read of comment text; made afresh by Reset.
+	commentText *textBudget
 	// readOnly is set by ReadOnly: where primed categories, members and
 	// projects may come from the shared cache.
 	readOnly *at
@@ -162,15 +175,17 @@ type ctxKey struct{}
 type Source struct{ f *fetchers }
 
 // New returns the Source of loaders reading through db.
-func New(db *database.DB) *Source { return &Source{f: newFetchers(db)} }
+func New(db *database.DB, opts ...Option) *Source { return &Source{f: newFetchers(db, opts...)} }
 
 // Into returns ctx with fresh loaders of its own: nothing cached by the
-// loaders of another context is seen through them. The reads are scoped to
-// the viewer's workspace by ent's tenancy interceptor, through the context
-// of each read (or by hand, for the statements comments.go and named.go
-// write).
+// loaders of another context is seen through them, and what they read of
+// comment text is counted afresh against the response bound. The reads are
+// scoped to the viewer's workspace by ent's tenancy interceptor, through
+// the context of each read (or by hand, for the statements comments.go and
+// named.go write).
 func (s *Source) Into(ctx context.Context) context.Context {
-	return context.WithValue(ctx, ctxKey{}, &Loaders{fetch: s.f})
+	l := &Loaders{fetch: s.f, commentText: &textBudget{bound: s.f.maxCommentText}}
+	return context.WithValue(ctx, ctxKey{}, l)
 }
 
 // Middleware gives every request fresh loaders, as gqlgen's dataloader
@@ -184,7 +199,9 @@ func (s *Source) Middleware(next http.Handler) http.Handler {
 
 // Middleware gives every request fresh loaders reading through db: a
 // Source's Middleware, for a handler that needs no other loaders.
-func Middleware(db *database.DB) func(http.Handler) http.Handler { return New(db).Middleware }
+func Middleware(db *database.DB, opts ...Option) func(http.Handler) http.Handler {
+	return New(db, opts...).Middleware
+}
 
 func from(ctx context.Context) *Loaders {
 	l, _ := ctx.Value(ctxKey{}).(*Loaders)
@@ -205,7 +222,8 @@ func Reset(ctx context.Context) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.categories, l.members, l.projects, l.comments = edge[*ent.Category]{}, edge[*ent.Member]{}, edge[*ent.Project]{}, edge[[]*ent.Comment]{}
+	l.categories, l.members, l.projects, l.comments = edge[*ent.Category]{}, edge[*ent.Member]{}, edge[*ent.Project]{}, commentEdge{}
+	l.commentText = &textBudget{bound: l.fetch.maxCommentText}
 	// A write follows: the version the request read is no longer its
 	// workspace's.
 	l.readOnly = nil
@@ -229,10 +247,51 @@ func Project(ctx context.Context, id uuid.UUID) (*ent.Project, error) {
 	return load(ctx, l, &l.projects, l.fetch.projects, id)
 }
 
-// Comments returns the comments of the procedure with id, oldest first.
-func Comments(ctx context.Context, procedureID uuid.UUID) ([]*ent.Comment, error) {
+// Comments returns the comments of the procedure with id that w takes,
+// oldest first: from what was primed when it holds them, else read through
+// a batching dataloader (which reads every window a view may take).
+func Comments(ctx context.Context, procedureID uuid.UUID, w CommentWindow) ([]*ent.Comment, error) {
 	l := from(ctx)
-	return load(ctx, l, &l.comments, l.fetch.comments, procedureID)
+	l.mu.RLock()
+	p, ok := l.comments.loaded[procedureID]
+	b, budget := l.comments.batched, l.commentText
+	l.mu.RUnlock()
+	if ok && p.covers(w) {
+		return p.view(w), nil
+	}
+	if b == nil {
+		l.mu.Lock()
+		if l.comments.batched == nil {
+			f := l.fetch.comments
+			l.comments.batched = dataloader.NewBatchedLoader(func(ctx context.Context, keys []uuid.UUID) []*dataloader.Result[*commentPage] {
+				found, err := f(ctx, keys, everyView, budget)
+				out := make([]*dataloader.Result[*commentPage], len(keys))
+				for i, k := range keys {
+					out[i] = &dataloader.Result[*commentPage]{Data: found[k], Error: err}
+				}
+				return out
+			})
+		}
+		b = l.comments.batched
+		l.mu.Unlock()
+	}
+	p, err := b.Load(ctx, procedureID)()
+	if err != nil {
+		return nil, err
+	}
+	return p.view(w), nil
+}
+
+// everyView is the window that covers every view of a procedure's comments
+// (limits.CommentsPerProcedure bounds first and last).
+var everyView = CommentWindow{First: limits.CommentsPerProcedure, Last: limits.CommentsPerProcedure}
+
+// commentEdge is what one request loaded of procedures' comments.
+type commentEdge struct {
+	// loaded holds every primed procedure's page.
+	loaded map[uuid.UUID]*commentPage
+	// batched serves views nobody primed; made on first need.
+	batched *dataloader.Loader[uuid.UUID, *commentPage]
 }
 
 // load answers key from what was primed, else through e's dataloader.
@@ -255,27 +314,6 @@ func load[V any](ctx context.Context, l *Loaders, e *edge[V], f fetch[V], key uu
 	return b.Load(ctx, key)()
 }
 
-// prime runs f once for the keys not yet primed and keeps the results. The
-// caller holds l.mu.
-func prime[V any](ctx context.Context, e *edge[V], f fetch[V], keys []uuid.UUID) error {
-	todo := todo(e, keys)
-	if len(todo) == 0 {
-		return nil
-	}
-	found, err := f(ctx, todo)
-	if err != nil {
-		return err
-	}
-	if e.loaded == nil {
-		e.loaded = found
-		return nil
-	}
-	for k, v := range found {
-		e.loaded[k] = v
-	}
-	return nil
-}
-
 // PrimeProcedures loads the requested edges of procs before any field
 // resolver asks for them: the comments in one statement, the categories,
 // members and projects together in another (none when the shared cache
@@ -288,6 +326,7 @@ func PrimeProcedures(ctx context.Context, procs []*ent.Procedure, edges Edges) e
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var cats, people, projs, procIDs []uuid.UUID
+	window := edges.CommentWindow.normal()
 	for _, p := range procs {
 		if edges.Category && p.CategoryID != nil {
 			cats = append(cats, *p.CategoryID)
@@ -302,17 +341,49 @@ func PrimeProcedures(ctx context.Context, procs []*ent.Procedure, edges Edges) e
 			procIDs = append(procIDs, p.ID)
 		}
 	}
-	if err := prime(ctx, &l.comments, l.fetch.comments, procIDs); err != nil {
+	if err := l.primeComments(ctx, procIDs, window); err != nil {
 		return err
 	}
 	if edges.CommentAuthors {
 		for _, id := range procIDs {
-			for _, c := range l.comments.loaded[id] {
-				people = append(people, c.AuthorID)
+			if p := l.comments.loaded[id]; p != nil {
+				for _, c := range p.rows {
+					people = append(people, c.AuthorID)
+				}
 			}
 		}
 	}
 	return l.primeNamed(ctx, namedKeys{categories: cats, members: people, projects: projs})
+}
+
+// primeComments reads, in one statement, the comments w takes of the
+// procedures keys whose primed page does not cover w already. The caller
+// holds l.mu.
+func (l *Loaders) primeComments(ctx context.Context, keys []uuid.UUID, w CommentWindow) error {
+	var todo []uuid.UUID
+	seen := make(map[uuid.UUID]struct{}, len(keys))
+	for _, k := range keys {
+		if _, ok := seen[k]; ok {
+			continue
+		}
+		seen[k] = struct{}{}
+		if p, ok := l.comments.loaded[k]; !ok || !p.covers(w) {
+			todo = append(todo, k)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	found, err := l.fetch.comments(ctx, todo, w, l.commentText)
+	if err != nil {
+		return err
+	}
+	if l.comments.loaded == nil {
+		l.comments.loaded = found
+		return nil
+	}
+	maps.Copy(l.comments.loaded, found)
+	return nil
 }
 
 // PrimeMembers loads members by id in one statement, for lists whose items
@@ -417,7 +488,7 @@ type Snapshot struct {
 	categories map[uuid.UUID]*ent.Category
 	members    map[uuid.UUID]*ent.Member
 	projects   map[uuid.UUID]*ent.Project
-	comments   map[uuid.UUID][]*ent.Comment
+	comments   map[uuid.UUID]*commentPage
 }
 
 // Export copies what ctx's loaders have primed into a Snapshot.
@@ -450,9 +521,12 @@ func (s *Snapshot) Size() int {
 			n += perRecord + len(p.Name)
 		}
 	}
-	for _, cs := range s.comments {
+	for _, page := range s.comments {
 		n += perRecord
-		for _, c := range cs {
+		if page == nil {
+			continue
+		}
+		for _, c := range page.rows {
 			n += perRecord + len(c.Text)
 		}
 	}
@@ -470,7 +544,12 @@ func Seed(ctx context.Context, s *Snapshot) {
 	seed(&l.categories, s.categories)
 	seed(&l.members, s.members)
 	seed(&l.projects, s.projects)
-	seed(&l.comments, s.comments)
+	if len(s.comments) > 0 {
+		if l.comments.loaded == nil {
+			l.comments.loaded = make(map[uuid.UUID]*commentPage, len(s.comments))
+		}
+		maps.Copy(l.comments.loaded, s.comments)
+	}
 }
 
 func seed[V any](e *edge[V], from map[uuid.UUID]V) {

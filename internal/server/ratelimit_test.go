@@ -64,7 +64,7 @@ func limitedServer(t *testing.T, db *database.DB, clk *testClock, args ...string
 	}
 	svc := core.New(db.Client)
 	ts := httptest.NewServer(server.NewHandler(server.Deps{DB: db, Service: svc, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		ResponseCacheBytes: 16 << 20, RateLimit: lim}))
+		ResponseCacheBytes: 16 << 20, RateLimit: lim, MaxResponseBytes: cfg.MaxResponseMB << 20}))
 	t.Cleanup(ts.Close)
 	return &apitest.Server{URL: ts.URL, DB: db, Service: svc, HTTP: ts.Client()}
 }

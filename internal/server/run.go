@@ -85,7 +85,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	srv := &http.Server{
 		Handler: NewHandler(Deps{DB: db, Service: svc, Log: log, Metrics: m, ResponseCacheBytes: int64(cfg.ResponseCacheMB) << 20,
 			RequestTimeout: cfg.WriteTimeout, RateLimit: limiter, IdempotencyTTL: cfg.IdempotencyKeyTTL,
-			IdempotencyWorkspaceBytes: int64(cfg.IdempotencyWorkspaceMB) << 20, Hub: hub,
+			IdempotencyWorkspaceBytes: int64(cfg.IdempotencyWorkspaceMB) << 20, Hub: hub, MaxResponseBytes: cfg.MaxResponseMB << 20,
 			Live: graph.LiveOptions{MaxPerToken: cfg.Live.SubscriptionsPerToken, Origins: cfg.Live.WebSocketOrigins,
 				WebSocketsPerToken: cfg.Live.WebSocketsPerToken, MaxConnections: cfg.Live.MaxConnections,
 				Recheck: cfg.Live.Recheck, WriteTimeout: cfg.Live.WriteTimeout, CacheBytes: int64(cfg.Live.CacheMB) << 20,

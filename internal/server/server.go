@@ -64,6 +64,9 @@ type Deps struct {
 	// client's address (middleware.ClientAddress); empty: the
 	// connection's remote address.
 	ClientIPHeader string
+	// MaxResponseBytes bounds the bytes of each response of both faces,
+	// and the comment text one request reads (0: limits.ResponseBytes).
+	MaxResponseBytes int
 }
 
 // Announcer returns the announcer that makes db's committed changes known
@@ -90,9 +93,10 @@ func NewHandler(d Deps) *Handler {
 		d.Metrics = metrics.New(d.DB.SQL)
 	}
 	authn := auth.New(d.DB, append([]auth.Option{auth.WithLogger(d.Log)}, d.Auth...)...)
-	source := loader.New(d.DB)
+	source := loader.New(d.DB, loader.MaxCommentText(d.MaxResponseBytes))
 	loaders := source.Middleware
 	resolver := graph.NewResolver(d.Service)
+	resolver.MaxResponseBytes = d.MaxResponseBytes
 	restErr := func(w http.ResponseWriter, r *http.Request, err error) { middleware.WriteError(w, r, d.Log, err) }
 
 	var cache *respcache.Cache

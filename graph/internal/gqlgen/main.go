@@ -214,6 +214,18 @@ func kind(f *codegen.Field) string {
 	return "Resolve"
 }
 
+// marshalCall is how gqlgen's executor (codegen/generated!.gotpl, Exec)
+// marshals the data of a response into its buffer; boundedCall marshals it
+// within the response's bound (graph/internal/inline: budget.go), for
+// queries and for each event of a subscription. A mutation's response keeps
+// gqlgen's own: its root fields are bounded one by one as they run
+// (graph/bound.go), so that a write that committed is never answered with
+// an error in place of its result.
+const (
+	marshalCall = "data.MarshalGQL(&buf)"
+	boundedCall = "inline.MarshalInto(ctx, &buf, data)"
+)
+
 // concurrentCall is how gqlgen's template calls the concurrent marshaller;
 // the rewrite keeps its arguments (worker limit, omit_panic_handler, the
 // element marshaller) and adds the list's selection and value before them.
@@ -226,6 +238,9 @@ const (
 func (l *inline) rewrite(cfg *config.Config) error {
 	src, err := os.ReadFile(cfg.Exec.Filename)
 	if err != nil {
+		return err
+	}
+	if src, err = boundExec(src); err != nil {
 		return err
 	}
 	for _, name := range l.lists {
@@ -257,6 +272,58 @@ func (l *inline) rewrite(cfg *config.Config) error {
 		return fmt.Errorf("inline: formatting %s: %w", cfg.Exec.Filename, err)
 	}
 	return os.WriteFile(cfg.Exec.Filename, src, 0o644)
+}
+
+// boundExec makes Exec marshal the responses of queries and subscriptions
+// with boundedCall: in each of its operation cases, the one marshalCall of
+// the query and subscription cases, none of the mutation case's.
+func boundExec(src []byte) ([]byte, error) {
+	decl := []byte("\nfunc (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {")
+	start := bytes.Index(src, decl)
+	if start < 0 || bytes.Count(src, decl) != 1 {
+		return nil, fmt.Errorf("inline: no single Exec in the executor; has gqlgen's template changed?")
+	}
+	end := bytes.Index(src[start:], []byte("\n}\n"))
+	if end < 0 {
+		return nil, fmt.Errorf("inline: Exec does not end")
+	}
+	end += start
+	body := string(src[start:end])
+	cases := []string{"case ast.Query:", "case ast.Mutation:", "case ast.Subscription:", "default:"}
+	at := make([]int, len(cases))
+	for i, c := range cases {
+		if strings.Count(body, c) != 1 {
+			return nil, fmt.Errorf("inline: Exec has not one %q; has gqlgen's template changed?", c)
+		}
+		at[i] = strings.Index(body, c)
+		if i > 0 && at[i] < at[i-1] {
+			return nil, fmt.Errorf("inline: Exec's cases are not in the order %v", cases)
+		}
+	}
+	var out strings.Builder
+	out.WriteString(body[:at[0]])
+	for i := range len(cases) - 1 {
+		part := body[at[i]:at[i+1]]
+		if strings.Count(part, marshalCall) != 1 {
+			return nil, fmt.Errorf("inline: Exec's %s does not call %s once; has gqlgen's template changed?", cases[i], marshalCall)
+		}
+		if cases[i] != "case ast.Mutation:" {
+			part = strings.Replace(part, marshalCall, boundedCall, 1)
+		}
+		out.WriteString(part)
+	}
+	out.WriteString(body[at[len(cases)-1]:])
+	src = slices.Concat(src[:start], []byte(out.String()), src[end:])
+	// The executor imports the package of inline.go's writers, beside
+	// gqlgen's (format.Source sorts the group).
+	imp := []byte("\n\t\"github.com/99designs/gqlgen/graphql\"\n")
+	if bytes.Count(src, imp) != 1 {
+		return nil, fmt.Errorf("inline: the executor does not import github.com/99designs/gqlgen/graphql once")
+	}
+	if !bytes.Contains(src, []byte(`"github.com/procsvc/procsvc/graph/internal/inline"`)) {
+		src = bytes.Replace(src, imp, []byte("\n\t\"github.com/99designs/gqlgen/graphql\"\n\t\"github.com/procsvc/procsvc/graph/internal/inline\"\n"), 1)
+	}
+	return src, nil
 }
 
 // function finds the method of executionContext whose name and parameters

@@ -11,6 +11,7 @@ package inline
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"math"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/google/uuid"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/procsvc/procsvc/graph/scalar"
 )
@@ -32,6 +34,18 @@ type Object struct {
 	// graphql.FieldSet.Invalids does.
 	Invalids int
 	n        int
+
+	// budget is the response's (budget.go), nil for none; counted is how
+	// much of buf it has counted.
+	budget  *Budget
+	counted int
+	// ctx is the object's field's, for the path where a budget passed.
+	ctx context.Context
+	// last is the alias of the field written last.
+	last string
+	// spent is set once the budget is spent: the object writes nothing
+	// more, and is never sent.
+	spent bool
 }
 
 type part struct {
@@ -39,17 +53,63 @@ type part struct {
 	m   graphql.Marshaler
 }
 
-// New returns an object sized for about size bytes of plain fields.
-func New(size int) *Object {
+// New returns an object sized for about size bytes of plain fields, of the
+// response of ctx (counted against its Budget).
+func New(ctx context.Context, size int) *Object {
 	o := &Object{}
+	if b := BudgetOf(ctx); b != nil {
+		if b.Passed() {
+			o.spent = true
+			return o
+		}
+		o.budget, o.ctx = b, ctx
+	}
 	o.buf.Grow(size)
 	o.buf.WriteByte('{')
 	return o
 }
 
+// bigString is the length from which a string is counted against the
+// budget as soon as it is written, not when its object closes: a selection
+// may repeat a long field under many aliases.
+const bigString = 4096
+
+// count counts against the budget what the object wrote since it last
+// did; once the budget is spent, the object drops what it holds.
+func (o *Object) count() {
+	if o.budget == nil || o.spent {
+		return
+	}
+	n := o.buf.Len() - o.counted
+	if o.budget.asSent {
+		n = sentLen(o.buf.Bytes()[o.counted:])
+	}
+	o.counted = o.buf.Len()
+	if o.budget.spend(n, o.path) {
+		return
+	}
+	o.spent = true
+	o.buf = bytes.Buffer{}
+	o.parts = nil
+}
+
+// path is where the object was writing: its field's path, and the alias of
+// the field it wrote last.
+func (o *Object) path() ast.Path {
+	var p ast.Path
+	if fc := graphql.GetFieldContext(o.ctx); fc != nil {
+		p = fc.Path()
+	}
+	if o.last != "" {
+		p = append(p, ast.PathName(o.last))
+	}
+	return p
+}
+
 // key writes the separator and the key of the next field. Aliases are
 // GraphQL names, which need no escaping.
 func (o *Object) key(alias string) []byte {
+	o.last = alias
 	b := o.buf.AvailableBuffer()
 	if o.n > 0 {
 		b = append(b, ',')
@@ -62,11 +122,20 @@ func (o *Object) key(alias string) []byte {
 
 // String writes a String field.
 func (o *Object) String(alias, s string) {
+	if o.spent {
+		return
+	}
 	o.buf.Write(AppendString(o.key(alias), s))
+	if len(s) >= bigString {
+		o.count()
+	}
 }
 
 // StringPtr writes a nullable String field.
 func (o *Object) StringPtr(alias string, s *string) {
+	if o.spent {
+		return
+	}
 	if s == nil {
 		o.buf.Write(append(o.key(alias), "null"...))
 		return
@@ -76,11 +145,17 @@ func (o *Object) StringPtr(alias string, s *string) {
 
 // Bool writes a Boolean field.
 func (o *Object) Bool(alias string, v bool) {
+	if o.spent {
+		return
+	}
 	o.buf.Write(strconv.AppendBool(o.key(alias), v))
 }
 
 // Int writes an Int field.
 func (o *Object) Int(alias string, v int) {
+	if o.spent {
+		return
+	}
 	o.buf.Write(strconv.AppendInt(o.key(alias), int64(v), 10))
 }
 
@@ -91,6 +166,9 @@ func (o *Object) Float(alias string, v float64) bool {
 	if math.IsInf(v, 0) || math.IsNaN(v) {
 		return false
 	}
+	if o.spent {
+		return true
+	}
 	// What fmt's %g, gqlgen's format, writes.
 	o.buf.Write(strconv.AppendFloat(o.key(alias), v, 'g', -1, 64))
 	return true
@@ -98,6 +176,9 @@ func (o *Object) Float(alias string, v float64) bool {
 
 // UUID writes an ID field held as a UUID, as scalar.MarshalUUID does.
 func (o *Object) UUID(alias string, id uuid.UUID) {
+	if o.spent {
+		return
+	}
 	b := append(o.key(alias), '"')
 	b = scalar.AppendUUID(b, id)
 	o.buf.Write(append(b, '"'))
@@ -105,6 +186,9 @@ func (o *Object) UUID(alias string, id uuid.UUID) {
 
 // UUIDPtr writes a nullable ID field held as a UUID.
 func (o *Object) UUIDPtr(alias string, id *uuid.UUID) {
+	if o.spent {
+		return
+	}
 	if id == nil {
 		o.buf.Write(append(o.key(alias), "null"...))
 		return
@@ -114,6 +198,9 @@ func (o *Object) UUIDPtr(alias string, id *uuid.UUID) {
 
 // Time writes a Time field, as scalar.MarshalTime does.
 func (o *Object) Time(alias string, t time.Time) {
+	if o.spent {
+		return
+	}
 	b := append(o.key(alias), '"')
 	b = scalar.AppendTime(b, t)
 	o.buf.Write(append(b, '"'))
@@ -121,6 +208,9 @@ func (o *Object) Time(alias string, t time.Time) {
 
 // TimePtr writes a nullable Time field.
 func (o *Object) TimePtr(alias string, t *time.Time) {
+	if o.spent {
+		return
+	}
 	if t == nil {
 		o.buf.Write(append(o.key(alias), "null"...))
 		return
@@ -130,6 +220,9 @@ func (o *Object) TimePtr(alias string, t *time.Time) {
 
 // Value writes a field's value now, by its marshaler (enums).
 func (o *Object) Value(alias string, m graphql.Marshaler) {
+	if o.spent {
+		return
+	}
 	o.buf.Write(o.key(alias))
 	m.MarshalGQL(&o.buf)
 }
@@ -137,13 +230,19 @@ func (o *Object) Value(alias string, m graphql.Marshaler) {
 // Field keeps m, the marshaler of a field resolved the gqlgen way, to be
 // written in its place with the response.
 func (o *Object) Field(alias string, m graphql.Marshaler) {
+	if o.spent {
+		return
+	}
 	o.buf.Write(o.key(alias))
 	o.parts = append(o.parts, part{end: o.buf.Len(), m: m})
 }
 
-// Close ends the object.
+// Close ends the object and counts it against its budget.
 func (o *Object) Close() graphql.Marshaler {
-	o.buf.WriteByte('}')
+	if !o.spent {
+		o.buf.WriteByte('}')
+		o.count()
+	}
 	return o
 }
 

@@ -46,7 +46,7 @@ func FuzzFloat(f *testing.F) {
 		f.Add(v)
 	}
 	f.Fuzz(func(t *testing.T, v float64) {
-		o := inline.New(0)
+		o := inline.New(context.Background(), 0)
 		written := o.Float("f", v)
 		got := marshal(o.Close())
 		var b bytes.Buffer
@@ -69,7 +69,7 @@ func TestObject(t *testing.T) {
 	at := time.Date(2026, 11, 26, 1, 2, 3, 456789000, time.FixedZone("X", 3600))
 	s := "text"
 	var nested graphql.Marshaler = graphql.MarshalString("nested")
-	o := inline.New(8)
+	o := inline.New(context.Background(), 8)
 	o.String("a", `x"y`)
 	o.StringPtr("b", nil)
 	o.StringPtr("c", &s)
@@ -95,7 +95,7 @@ func TestObject(t *testing.T) {
 	if got != want {
 		t.Fatalf("object =\n%s\nwant\n%s", got, want)
 	}
-	if got := marshal(inline.New(0).Close()); got != "{}" {
+	if got := marshal(inline.New(context.Background(), 0).Close()); got != "{}" {
 		t.Fatalf("empty object = %s", got)
 	}
 	// Written twice (gqlgen writes once, but nothing should depend on it).

@@ -1,0 +1,148 @@
+package graph_test
+
+// The complexity of an operation prices what its response can hold: every
+// field 1, a list 1 plus its most elements times one element's selection,
+// so nested lists multiply (docs/api.md). The rate limit charges it.
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/graph/generated"
+	"github.com/procsvc/procsvc/internal/apitest"
+	"github.com/procsvc/procsvc/internal/dbtest"
+)
+
+var schema = generated.NewExecutableSchema(generated.Config{Resolvers: graph.NewResolver(nil)}).Schema()
+
+// complexity is the complexity of query's one operation with vars.
+func complexity(t *testing.T, query string, vars map[string]any) int {
+	t.Helper()
+	doc, err := gqlparser.LoadQuery(schema, query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	n, gerr := graph.Complexity(context.Background(), &graphql.OperationContext{Doc: doc, Variables: vars}, doc.Operations[0])
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	return n
+}
+
+func TestComplexity(t *testing.T) {
+	const id = `"01900000-0000-7000-8000-000000000001"`
+	for _, tc := range []struct {
+		name, query string
+		vars        map[string]any
+		want        int
+	}{
+		{"Field", `{ viewer { id name } }`, nil, 3},
+		{"PageOfIds", `{ procedures(first: 100) { nodes { id } } }`, nil, 102},
+		{"DefaultPage", `{ procedures { nodes { id } } }`, nil, 22},
+		{"PageByVariable", `query($n: Int) { procedures(first: $n) { nodes { id } } }`, map[string]any{"n": 50}, 52},
+		{"LastCountsLikeFirst", `{ procedures(last: 10) { nodes { id } } }`, nil, 12},
+		// totalCount and pageInfo once; edges and nodes per element.
+		{"Connection", `{ procedures(first: 10) { totalCount pageInfo { hasNextPage } edges { cursor node { id name } } nodes { id } } }`, nil,
+			1 + 1 + (1 + 1) + (1 + 10*(1+(1+2))) + (1 + 10)},
+		{"OtherConnectionDefault", `{ projects { nodes { id name } } }`, nil, 1 + 1 + 100*2},
+		// Nested lists multiply: comments count 100 (the most a procedure
+		// shows) unless first or last says fewer.
+		{"NestedComments", `{ procedures(first: 20) { nodes { comments { text } } } }`, nil, 1 + 1 + 20*(1+100*1)},
+		{"NestedCommentsLast", `{ procedures(first: 20) { nodes { comments(last: 3) { text author { name } } } } }`, nil, 1 + 1 + 20*(1+3*(1+2))},
+		{"CommentsFirst", `{ procedure(id: ` + id + `) { comments(first: 5) { id } } }`, nil, 1 + 1 + 5},
+		{"CommentsByVariable", `query($n: Int) { procedure(id: ` + id + `) { comments(last: $n) { id } } }`, map[string]any{"n": 7}, 1 + 1 + 7},
+		{"NodesByIds", `{ nodes(ids: [` + id + `, "b", "c"]) { id } }`, nil, 1 + 3},
+		{"NodesByVariable", `query($ids: [ID!]!) { nodes(ids: $ids) { id } }`, map[string]any{"ids": []any{"a", "b"}}, 1 + 2},
+		// Fragments of every type count in full (the most an element can
+		// select).
+		{"NodesWithFragments", `{ nodes(ids: ["a", "b"]) { id ... on Procedure { comments(first: 2) { id } } ... on Project { name } } }`, nil,
+			1 + 2*(1+(1+2)+1)},
+		{"FragmentSpread", `{ procedure(id: ` + id + `) { ...P } } fragment P on Procedure { id comments { id } }`, nil, 1 + 1 + (1 + 100)},
+		{"Aliases", `{ a: procedure(id: ` + id + `) { content } b: procedure(id: ` + id + `) { content } }`, nil, 4},
+		{"Tokens", `{ tokens { id name } }`, nil, 1 + 100*2},
+		{"Introspection", `{ __schema { types { name fields { name } } } }`, nil, 0},
+		{"Mutation", `mutation { addComment(input: {procedureId: ` + id + `, text: "t"}) { id text } }`, nil, 3},
+		{"Subscription", `subscription { procedureEvents { kind procedure { comments { text } } } }`, nil, 1 + 1 + (1 + (1 + 100))},
+		// The figures docs/api.md and the README give.
+		{"DocsViewer", `{ viewer { id } }`, nil, 2},
+		{"DocsThreePages", `{ a: procedures(first: 100) { nodes { id } } b: procedures(first: 100) { nodes { id } } c: projects(first: 100) { nodes { id } } }`, nil, 306},
+		{"DocsCommentsOfAPage", `{ procedures { nodes { comments(last: 5) { text } } } }`, nil, 122},
+		{"ReadmeQuickstart", `{ viewer { name role } procedures(first: 10) { totalCount nodes { shortId name state dueAt category { name } doer { name } project { name } comments(last: 3) { text } } } }`, nil, 146},
+		{"ReadmeBoard", `query Board { procedures(first: 50, filter: {state: IN_PROGRESS, search: "keys"}, orderBy: {field: DUE_AT, direction: ASC}) {
+			totalCount pageInfo { hasNextPage endCursor } edges { cursor node { shortId name position doer { name } comments(last: 3) { text author { name } } } } } }`, nil, 856},
+		{"ReadmeBoardAllComments", `{ procedures(first: 50) {
+			totalCount pageInfo { hasNextPage endCursor } edges { cursor node { shortId name position doer { name } comments { text author { name } } } } } }`, nil, 15406},
+		{"DocsFiftyWithEverything", `{ procedures(first: 50) { totalCount pageInfo { hasNextPage endCursor } nodes {
+			id shortId name priority state content categoryId doerId creatorId position dueAt createdAt updatedAt projectId workspaceId captureId displayVideo isFineTunedData
+			category { id name } doer { id name email } project { id name } comments(last: 3) { id text createdAt } } } }`, nil, 1906},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := complexity(t, tc.query, tc.vars); got != tc.want {
+				t.Fatalf("complexity %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestEveryListIsPriced: a list field added to the schema must be given a
+// rule (complexity.go), or it would be priced as one element.
+func TestEveryListIsPriced(t *testing.T) {
+	priced := map[string]bool{
+		"Procedure.comments": true, "Query.nodes": true, "Query.tokens": true,
+	}
+	for _, def := range schema.Types {
+		if def.Kind != ast.Object || strings.HasPrefix(def.Name, "__") {
+			continue
+		}
+		for _, f := range def.Fields {
+			if f.Type.Elem == nil || strings.HasPrefix(f.Name, "__") {
+				continue
+			}
+			name := def.Name + "." + f.Name
+			connection := strings.HasSuffix(def.Name, "Connection") && (f.Name == "edges" || f.Name == "nodes")
+			if !priced[name] && !connection {
+				t.Errorf("%s is a list without a rule of complexity", name)
+			}
+		}
+	}
+	// A priced list answers its most elements.
+	if got := complexity(t, `{ tokens { id } }`, nil); got != 1+graph.MaxPageSize {
+		t.Fatalf("tokens: %d", got)
+	}
+}
+
+// TestComplexityLimitThroughNesting: nested lists reach the limit that
+// either alone stays far under, refused before anything runs.
+func TestComplexityLimitThroughNesting(t *testing.T) {
+	s := apitest.Start(t, dbtest.Open(t, "sqlite"))
+	w := s.NewWorkspace(t, "Nest", "NEST")
+	for _, q := range []string{
+		`{ procedures(first: 20) { nodes { id } } }`,
+		`{ procedures(first: 20) { nodes { comments(last: 50) { text } } } }`,
+	} {
+		if r := s.GraphQL(t, w.ViewToken, q, nil); len(r.Errors) > 0 {
+			t.Fatalf("%s: %+v", q, r.Errors)
+		}
+	}
+	before := s.DB.Statements()
+	if r := s.GraphQL(t, w.ViewToken, `{ __typename }`, nil); len(r.Errors) > 0 {
+		t.Fatal(r.Errors)
+	}
+	auth := s.DB.Statements() - before
+	before = s.DB.Statements()
+	r := s.GraphQL(t, w.ViewToken, `{ procedures(first: 20) { nodes { comments { text } } } }`, nil)
+	wantError(t, r, "validation_failed")
+	if r.Status != http.StatusBadRequest || !strings.Contains(r.Errors[0].Message, "complexity 2022") {
+		t.Fatalf("status %d: %+v", r.Status, r.Errors)
+	}
+	if ran := s.DB.Statements() - before; ran != auth {
+		t.Fatalf("a refused operation ran %d statements, authentication %d", ran, auth)
+	}
+}
