@@ -64,6 +64,9 @@ type group struct {
 	mu        sync.Mutex
 	feed      chan *model.ProcedureEvent
 	responses graphql.ResponseHandler
+	// opCtx is ctx with the operation, as the executor's response
+	// handlers expect it.
+	opCtx context.Context
 
 	members int // guarded by live.mu
 }
@@ -175,7 +178,7 @@ func (g *group) form(ctx context.Context, exec graphql.GraphExecutor, oc *graphq
 	g.ctx, g.cancel = context.WithCancel(gctx)
 	g.feed = make(chan *model.ProcedureEvent, 1)
 	g.reads, g.edges = eventSelection(oc)
-	responses, _ := exec.DispatchOperation(g.ctx, oc)
+	responses, opCtx := exec.DispatchOperation(g.ctx, oc)
 	if !g.started {
 		// The executor refused the operation before it reached the
 		// resolver, or the resolver refused it: its answer is the errors.
@@ -187,7 +190,7 @@ func (g *group) form(ctx context.Context, exec graphql.GraphExecutor, oc *graphq
 		g.err = resp.Errors
 		return
 	}
-	g.responses = responses
+	g.responses, g.opCtx = responses, opCtx
 }
 
 // procedureEvents is the procedureEvents resolver. It runs once per group,
@@ -336,7 +339,7 @@ func (g *group) respond(ev *model.ProcedureEvent) (resp *graphql.Response, err e
 	}()
 	g.feed <- ev
 	g.live.rendered.Add(1)
-	resp = g.responses(g.live.opts.Loaders(g.ctx))
+	resp = g.responses(g.live.opts.Loaders(g.opCtx))
 	if resp == nil {
 		return nil, errClosing
 	}

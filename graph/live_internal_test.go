@@ -220,7 +220,7 @@ func TestLivePanicsAreContained(t *testing.T) {
 	t.Run("InARendering", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		g := &group{live: l, ctx: ctx, feed: make(chan *model.ProcedureEvent, 1),
+		g := &group{live: l, ctx: ctx, opCtx: ctx, feed: make(chan *model.ProcedureEvent, 1),
 			responses: func(context.Context) *graphql.Response { panic("marshal panic") }}
 		resp, err := g.respond(&model.ProcedureEvent{Kind: model.ProcedureEventKindCreated})
 		if err != nil || len(resp.Errors) != 1 || resp.Errors[0].Extensions["code"] != string(apperr.Internal) {

@@ -205,3 +205,32 @@ func TestLiveOperationsPerWorkspace(t *testing.T) {
 		t.Fatalf("another workspace: %d %s", status, body)
 	}
 }
+
+// TestLiveEventsAreBounded: an event whose rendering passes the bound on a
+// response is delivered as one payload_too_large error in its place, on
+// both transports, and the subscription goes on.
+func TestLiveEventsAreBounded(t *testing.T) {
+	db, dsn := openDB(t, "sqlite")
+	s := startLive(t, db, liveConfig{dsn: dsn, maxResponse: 64 << 10})
+	ws := s.NewWorkspace(t, "Bounded", "BND")
+	const query = `subscription { procedureEvents { kind procedureId procedure { name content } } }`
+	c := openWS(t, s, ws.ViewToken)
+	c.subscribe("1", query, nil)
+	st, status, body := postSSE(t, s, ws.ViewToken, query, nil)
+	if status != http.StatusOK {
+		t.Fatalf("subscribe: %d %s", status, body)
+	}
+	ready(t, s, 2)
+	big := createProcedure(t, s, ws, ws.MemberToken, "Big", strings.Repeat("x", 100_000))
+	small := createProcedure(t, s, ws, ws.MemberToken, "Small", "short")
+	for _, payload := range [][]byte{c.recv().Payload, st.next()} {
+		if !strings.Contains(string(payload), `"payload_too_large"`) || strings.Contains(string(payload), "xxxx") {
+			t.Fatalf("an event over the bound: %.300s", payload)
+		}
+	}
+	for _, e := range []eventT{c.next("1"), decodeEvent(t, st.next())} {
+		if *e.ProcedureID != small || e.Procedure.Name != "Small" {
+			t.Fatalf("the event after it: %+v (the big one was %s)", e, big)
+		}
+	}
+}

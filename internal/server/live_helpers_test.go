@@ -46,6 +46,8 @@ type liveConfig struct {
 	live   graph.LiveOptions
 	// dsn, on PostgreSQL, is what the replica LISTENs through.
 	dsn string
+	// maxResponse bounds each response and event (0: the default).
+	maxResponse int
 }
 
 // startLive serves db with a hub fed by the dialect's announcer: on
@@ -69,7 +71,7 @@ func startLive(t testing.TB, db *database.DB, cfg liveConfig) *liveServer {
 		t.Fatal(err)
 	}
 	h := server.NewHandler(server.Deps{DB: db, Service: svc, Log: log, ResponseCacheBytes: 16 << 20,
-		Hub: hub, Live: cfg.live, RateLimit: limiter})
+		Hub: hub, Live: cfg.live, RateLimit: limiter, MaxResponseBytes: cfg.maxResponse})
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	// Before the server closes (cleanups run last first): ends the streams.
