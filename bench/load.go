@@ -31,10 +31,10 @@ type LoadConfig struct {
 	API string
 	// WriteRatio is the share of requests that write (0: read-only).
 	WriteRatio float64
-	// PageSize is the list page requested (default 50). GraphQL's list
-	// selects every field and each procedure's newest 3 comments (what
-	// REST shows when procedures have at most 3, as seeded): the
-	// complexity limit allows pages of up to 50 of them.
+	// PageSize is the list page requested (default 50, at most 100).
+	// GraphQL's list selects every field and each procedure's newest 3
+	// comments (what REST shows when procedures have at most 3, as
+	// seeded).
 	PageSize int
 	// IdempotencyKeys sends every write with an Idempotency-Key of its own
 	// (the same on each of its retries).

@@ -13,11 +13,14 @@ import (
 	"github.com/procsvc/procsvc/internal/limits"
 )
 
-// An operation's complexity prices what its response can hold (docs/api.md,
-// "Limits of a GraphQL request"): every field costs 1 plus what it selects,
-// and a list field 1 plus the most elements it can hold times the cost of
-// one element's selection, so that nested lists multiply. The most elements
-// of a list are:
+// An operation's complexity prices what its response can hold, in objects
+// (records, edges, connections): each object a field can return costs 1
+// plus what it selects, and a list of objects its most elements times
+// that, so that nested lists multiply and a list costs its page size. A
+// scalar or enum field costs nothing beyond its object: it is a column of a
+// row already read, and what the fields of a page add up to in bytes is
+// the response bound's to limit (bound.go). The most elements of a list
+// are:
 //
 //   - a connection's edges and nodes: its page size, first or last, else its
 //     default (20 for procedures, 100 for the other connections);
@@ -27,11 +30,10 @@ import (
 //   - tokens: MaxPageSize, nominally (a workspace's tokens are few and an
 //     admin's to make).
 //
-// Introspection's lists count one element (a schema is fixed and small) and
-// __schema costs nothing, as in gqlgen's own walk. Fragments and inline
-// fragments of every type count in full, the most any object can select.
-// TestEveryListIsPriced fails for a list field of the schema without a rule
-// here.
+// Introspection costs nothing (a schema is fixed and small). Fragments and
+// inline fragments of every type count in full, the most any object can
+// select. TestEveryListIsPriced fails for a list field of the schema without
+// a rule here.
 //
 // The cost is also what the operation spends of its token's rate limit
 // (OperationTokens).
@@ -128,11 +130,12 @@ func (c *costWalk) set(set ast.SelectionSet) (int, *gqlerror.Error) {
 }
 
 func (c *costWalk) field(f *ast.Field) (int, *gqlerror.Error) {
-	if f.Definition == nil || f.Definition.Type == nil {
-		return 1, nil
+	if f.Definition == nil || f.Definition.Type == nil || len(f.SelectionSet) == 0 {
+		// A scalar or enum (or __typename): part of its object.
+		return 0, nil
 	}
 	typ := f.Definition.Type
-	if typ.Name() == "__Schema" {
+	if typ.Name() == "__Schema" || typ.Name() == "__Type" {
 		return 0, nil
 	}
 	elements := 1
@@ -157,7 +160,7 @@ func (c *costWalk) field(f *ast.Field) (int, *gqlerror.Error) {
 	if err != nil {
 		return 0, err
 	}
-	return satAdd(1, satMul(elements, child)), nil
+	return satMul(elements, satAdd(1, child)), nil
 }
 
 // connectionPage is the page size a connection field's first or last asks
@@ -210,8 +213,8 @@ func (l complexityLimit) MutateOperationContext(ctx context.Context, oc *graphql
 	}
 	oc.Stats.SetExtension(complexityStats, &extension.ComplexityStats{Complexity: cost, ComplexityLimit: l.max})
 	if cost > l.max {
-		return limitError("operation has complexity %s, more than the limit of %d: every field costs 1, and a list its most elements (a page size, "+
-			"comments' first or last, else 100) times what one element selects; ask for smaller pages, fewer fields or fewer comments (comments(last: n))",
+		return limitError("operation has complexity %s, more than the limit of %d: every object the response can hold costs 1, a list its most elements (a page size, "+
+			"comments' first or last, else 100) times what one element holds; ask for smaller pages or fewer comments (comments(last: n))",
 			count(cost), l.max)
 	}
 	return nil

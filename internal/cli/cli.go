@@ -480,7 +480,7 @@ func benchLoad(ctx context.Context, args []string, env Env) error {
 	fs.IntVar(&cfg.MaxRequests, "max-requests", 0, "stop after this many requests (0: run for --duration)")
 	fs.StringVar(&cfg.API, "api", cfg.API, "rest or graphql")
 	fs.Float64Var(&cfg.WriteRatio, "write-ratio", 0, "share of requests that write (0..1)")
-	fs.IntVar(&cfg.PageSize, "page", cfg.PageSize, "list page size (GraphQL: at most 50 within the complexity limit)")
+	fs.IntVar(&cfg.PageSize, "page", cfg.PageSize, "list page size (1 to 100)")
 	fs.BoolVar(&cfg.IdempotencyKeys, "idempotency-keys", false, "send each write with an Idempotency-Key of its own, the same on its retries")
 	fs.IntVar(&cfg.Retries, "retries", 0, "send a request again, up to this many times, after a client timeout, a transport error, a 503 or a 409 in progress (writes only with --idempotency-keys)")
 	fs.DurationVar(&cfg.RetryBackoff, "retry-backoff", 10*time.Millisecond, "pause before the first retry, doubled for each next one up to 1s, with jitter")
