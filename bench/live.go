@@ -453,25 +453,23 @@ func (e gqlErrors) code() (string, string) {
 // message the response carries, if any (the subscription ends with them).
 func (run *liveRun) handle(s *subscriber, payload []byte) (string, string) {
 	at := time.Since(run.start)
-	var resp struct {
-		Data struct {
-			ProcedureEvents *struct {
-				Kind        string
-				ProcedureID *string
-				Procedure   *struct{ Name string }
+	ev, ok := scanEvent(payload)
+	if !ok {
+		var resp struct {
+			Data struct {
+				ProcedureEvents *liveEvent
 			}
+			Errors gqlErrors
 		}
-		Errors gqlErrors
-	}
-	if err := json.Unmarshal(payload, &resp); err != nil {
-		return "malformed_event", ""
-	}
-	if code, msg := resp.Errors.code(); code != "" {
-		return code, msg
-	}
-	ev := resp.Data.ProcedureEvents
-	if ev == nil {
-		return "malformed_event", ""
+		if err := json.Unmarshal(payload, &resp); err != nil {
+			return "malformed_event", ""
+		}
+		if code, msg := resp.Errors.code(); code != "" {
+			return code, msg
+		}
+		if ev = resp.Data.ProcedureEvents; ev == nil {
+			return "malformed_event", ""
+		}
 	}
 	if ev.Kind == "REFETCH" {
 		s.refetch++
@@ -500,6 +498,63 @@ func (run *liveRun) handle(s *subscriber, payload []byte) (string, string) {
 	s.deliveries = append(s.deliveries, delivery{proc: proc, seq: seq, at: at})
 	s.count.Add(1)
 	return "", ""
+}
+
+// liveEvent is what the tool reads of an event.
+type liveEvent struct {
+	Kind        string
+	ProcedureID *string
+	Procedure   *struct{ Name string }
+}
+
+// scanEvent reads an event of liveQuery's exact shape without decoding it
+// in full, as the server writes it: {"data":{"procedureEvents":{"kind":…,
+// "procedureId":…,"workspaceVersion":…,"procedure":{"name":…}}}}. Anything
+// else (errors, nulls, escapes, another order) is not ok, and is decoded
+// as JSON. The tool shares the machine it measures: reading 50 000 events a
+// second with encoding/json cost it a core.
+func scanEvent(payload []byte) (*liveEvent, bool) {
+	rest, ok := bytes.CutPrefix(payload, []byte(`{"data":{"procedureEvents":{"kind":"`))
+	if !ok {
+		return nil, false
+	}
+	kind, rest, ok := cutString(rest)
+	if !ok {
+		return nil, false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"procedureId":"`)); !ok {
+		return nil, false
+	}
+	id, rest, ok := cutString(rest)
+	if !ok {
+		return nil, false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"workspaceVersion":`)); !ok {
+		return nil, false
+	}
+	i := bytes.IndexByte(rest, ',')
+	if i < 0 {
+		return nil, false
+	}
+	if rest, ok = bytes.CutPrefix(rest[i:], []byte(`,"procedure":{"name":"`)); !ok {
+		return nil, false
+	}
+	name, rest, ok := cutString(rest)
+	if !ok || string(rest) != "}}}}" {
+		return nil, false
+	}
+	ids := string(id)
+	return &liveEvent{Kind: string(kind), ProcedureID: &ids, Procedure: &struct{ Name string }{string(name)}}, true
+}
+
+// cutString returns the JSON string body before the next quote, and what
+// follows the quote; not ok when it has an escape.
+func cutString(b []byte) (body, rest []byte, ok bool) {
+	i := bytes.IndexByte(b, '"')
+	if i < 0 || bytes.IndexByte(b[:i], '\\') >= 0 {
+		return nil, nil, false
+	}
+	return b[:i], b[i+1:], true
 }
 
 // openSSE posts the subscription with Accept: text/event-stream and, once
@@ -543,7 +598,14 @@ func (run *liveRun) openSSE(ctx context.Context, s *subscriber, readers *sync.Wa
 			line := sc.Bytes()
 			switch {
 			case bytes.HasPrefix(line, []byte("event: ")):
-				event = string(line[len("event: "):])
+				switch ev := line[len("event: "):]; {
+				case bytes.Equal(ev, []byte("next")):
+					event = "next"
+				case bytes.Equal(ev, []byte("complete")):
+					event = "complete"
+				default:
+					event = string(ev)
+				}
 			case bytes.HasPrefix(line, []byte("data: ")) && event == "next":
 				if code, msg := run.handle(s, line[len("data: "):]); code != "" {
 					s.endCode, s.endMessage = code, msg

@@ -64,6 +64,9 @@ type LiveOptions struct {
 	// MaxPerToken bounds the subscriptions one token holds open at once on
 	// this replica.
 	MaxPerToken int
+	// Buffer is how many events a subscriber may lag behind before its
+	// subscription is ended as too slow (events.DefaultBuffer when 0).
+	Buffer int
 	// WebSocketsPerToken bounds the WebSockets one token holds open at once
 	// on this replica, subscriptions or not.
 	WebSocketsPerToken int
@@ -131,6 +134,8 @@ type Live struct {
 	renders *flights[renderKey, *rendered]
 	// rendered counts the events the executor rendered.
 	rendered atomic.Uint64
+	// listening counts the subscriptions their groups hand events to.
+	listening atomic.Int64
 	// groupIDs numbers the groups.
 	groupIDs atomic.Uint64
 }
@@ -139,6 +144,9 @@ type Live struct {
 func NewLive(opts LiveOptions) *Live {
 	if opts.MaxPerToken <= 0 {
 		opts.MaxPerToken = DefaultSubscriptionsPerToken
+	}
+	if opts.Buffer <= 0 {
+		opts.Buffer = events.DefaultBuffer
 	}
 	if opts.WebSocketsPerToken <= 0 {
 		opts.WebSocketsPerToken = DefaultWebSocketsPerToken
@@ -264,8 +272,9 @@ func (l *Live) Open(token uuid.UUID) int {
 type Stats struct {
 	// Connections are the open WebSockets and Server-Sent Events streams.
 	Connections int
-	// Subscriptions are the open subscriptions; Groups the distinct
-	// operations they run, each event rendered once per group.
+	// Subscriptions are the open subscriptions (listening to their
+	// group); Groups the distinct operations they run, each event rendered
+	// once per group.
 	Subscriptions, Groups int
 	// CachedBytes is what the caches of reads and renderings hold
 	// (at most LiveOptions.CacheBytes).
@@ -278,10 +287,7 @@ type Stats struct {
 // Stats returns what l holds now.
 func (l *Live) Stats() Stats {
 	l.mu.Lock()
-	s := Stats{Connections: l.connections, Groups: len(l.groups)}
-	for _, n := range l.subscriptions {
-		s.Subscriptions += n
-	}
+	s := Stats{Connections: l.connections, Groups: len(l.groups), Subscriptions: int(l.listening.Load())}
 	l.mu.Unlock()
 	s.CachedBytes = l.reads.bytes() + l.renders.bytes()
 	s.Rendered = l.rendered.Load()

@@ -52,8 +52,9 @@ const (
 const maxOperationID = 128
 
 // webSocket is the WebSocket transport, both subprotocols, over
-// coder/websocket. Every write goes through one writer goroutine and is
-// bounded by LiveOptions.WriteTimeout; every goroutine a socket starts ends
+// coder/websocket. Every write, one at a time, is bounded by
+// LiveOptions.WriteTimeout (waiting for the one before included); every
+// goroutine a socket starts ends
 // before its handler returns; a panic in an operation ends that operation
 // with an internal error, anywhere else the socket (1011).
 type webSocket struct {
@@ -84,7 +85,6 @@ func (t webSocket) Do(w http.ResponseWriter, r *http.Request, exec graphql.Graph
 	c := &socket{
 		live: l, exec: exec, conn: conn, req: r, ctx: ctx, cancel: cancel,
 		legacy: conn.Subprotocol() != protocolTransportWS,
-		out:    make(chan message, 4),
 		ops:    map[string]*operation{},
 	}
 	c.serve()
@@ -101,12 +101,19 @@ type socket struct {
 	// derives from it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// out holds messages for the writer. It is short: a sender waits for
-	// the writer, so an operation holds at most the one message it sends
-	// (a subscription's event is its shared rendering, not a copy).
-	out    chan message
 	wg     sync.WaitGroup
 	closed sync.Once
+
+	// writes is the context writes are bounded by: its deadline is the
+	// write timeout from when it was made, and a new one is made once less
+	// than half is left, so each write has at least half the timeout (a
+	// context and its timer per write cost a tenth of a delivery). The one
+	// before stays valid for the writes under way, and is cancelled when
+	// the next replaces it (by then expired) or the socket closes.
+	writesMu                   sync.Mutex
+	writes                     context.Context
+	writesDeadline             time.Time
+	cancelWrites, cancelBefore context.CancelFunc
 
 	// Set by connection_init, in the reading goroutine, before any
 	// operation starts.
@@ -133,8 +140,7 @@ type wsMessage struct {
 }
 
 func (c *socket) serve() {
-	c.wg.Add(2)
-	go c.guard("writer", c.writeLoop)
+	c.wg.Add(1)
 	go c.guard("keep-alive", c.keepAlive)
 	initTimer := time.AfterFunc(c.live.opts.InitTimeout, func() {
 		if !c.initialised.Load() {
@@ -146,6 +152,7 @@ func (c *socket) serve() {
 	c.cancel()
 	c.wg.Wait()
 	_ = c.conn.CloseNow()
+	c.endWrites()
 	if c.initialised.Load() {
 		c.live.closeSocket(c.viewer.TokenID)
 	}
@@ -196,58 +203,77 @@ func (c *socket) readLoop() {
 	}
 }
 
-// writeLoop writes what the socket's operations send, each message within
-// the write timeout: a client that stops reading is disconnected.
-func (c *socket) writeLoop() {
-	defer c.wg.Done()
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case msg := <-c.out:
-			if err := c.write(msg); err != nil {
-				c.cancel()
-				_ = c.conn.CloseNow()
-				return
-			}
-		}
-	}
-}
-
+// write writes msg within the write timeout: a client that stops reading
+// is disconnected. Senders write one at a time (coder/websocket's lock,
+// waited for within the same timeout), each from its own goroutine: a
+// subscription's event goes out from the goroutine that rendered it, with
+// no hand-over to a writer.
 func (c *socket) write(msg message) error {
-	ctx, cancel := context.WithTimeout(context.Background(), c.live.opts.WriteTimeout)
-	defer cancel()
+	ctx := c.writeContext()
 	if msg.next == nil {
 		return c.conn.Write(ctx, websocket.MessageText, msg.raw)
 	}
-	// {"id":…,"type":"next","payload":…}, the payload written from the
-	// group's rendering as it is.
-	w, err := c.conn.Writer(ctx, websocket.MessageText)
-	if err != nil {
-		return err
+	// {"id":…,"type":"next","payload":…}: the group's rendering copied
+	// into a buffer of this write's, never encoded again.
+	buf := messageBuffers.Get().(*[]byte)
+	b := append((*buf)[:0], nextOpen...)
+	b = append(b, msg.raw...)
+	b = append(b, `,"type":"`...)
+	b = append(b, msg.nextType...)
+	b = append(b, `","payload":`...)
+	b = append(b, msg.next...)
+	b = append(b, '}')
+	err := c.conn.Write(ctx, websocket.MessageText, b)
+	if cap(b) <= maxPooledMessage {
+		*buf = b
+		messageBuffers.Put(buf)
 	}
-	for _, part := range [][]byte{nextOpen, msg.raw, []byte(`,"type":"`), []byte(msg.nextType), []byte(`","payload":`), msg.next, nextClose} {
-		if _, err := w.Write(part); err != nil {
-			_ = w.Close()
-			return err
-		}
-	}
-	return w.Close()
+	return err
 }
 
-// message is one message for a socket's writer: raw as it is, or (with
-// next set) a next message of the operation whose quoted id is raw,
-// carrying the rendering next.
+// writeContext returns the context a write is bounded by (see writes).
+func (c *socket) writeContext() context.Context {
+	c.writesMu.Lock()
+	defer c.writesMu.Unlock()
+	timeout := c.live.opts.WriteTimeout
+	if now := time.Now(); c.writes == nil || c.writesDeadline.Sub(now) < timeout/2 {
+		if c.cancelBefore != nil {
+			c.cancelBefore()
+		}
+		c.cancelBefore = c.cancelWrites
+		c.writesDeadline = now.Add(timeout)
+		c.writes, c.cancelWrites = context.WithDeadline(context.Background(), c.writesDeadline)
+	}
+	return c.writes
+}
+
+// endWrites cancels the write contexts, once nothing writes.
+func (c *socket) endWrites() {
+	c.writesMu.Lock()
+	defer c.writesMu.Unlock()
+	for _, cancel := range []context.CancelFunc{c.cancelBefore, c.cancelWrites} {
+		if cancel != nil {
+			cancel()
+		}
+	}
+}
+
+// messageBuffers hold next messages while they are written; one over
+// maxPooledMessage is left to the collector.
+var messageBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+const maxPooledMessage = 64 << 10
+
+// message is one message to write: raw as it is, or (with next set) a
+// next message of the operation whose quoted id is raw, carrying the
+// rendering next.
 type message struct {
 	raw      []byte
 	next     []byte
 	nextType string
 }
 
-var (
-	nextOpen  = []byte(`{"id":`)
-	nextClose = []byte(`}`)
-)
+var nextOpen = []byte(`{"id":`)
 
 // keepAlive pings the client every KeepAlive (a WebSocket ping, which
 // browsers answer by themselves, and graphql-ws's "ka" message on that
@@ -281,14 +307,18 @@ func (c *socket) keepAlive() {
 
 var legacyKeepAlive = []byte(`{"type":"ka"}`)
 
-// send queues msg for the writer, false once the socket is shutting down.
+// send writes msg, false once the socket is shutting down or the write
+// failed (the connection is then closed: its client stopped reading).
 func (c *socket) send(msg message) bool {
-	select {
-	case c.out <- msg:
-		return true
-	case <-c.ctx.Done():
+	if c.ctx.Err() != nil {
 		return false
 	}
+	if err := c.write(msg); err != nil {
+		c.cancel()
+		_ = c.conn.CloseNow()
+		return false
+	}
+	return true
 }
 
 // handle answers one message of the client, as graphql-transport-ws says:
@@ -654,7 +684,7 @@ func (c *socket) stream(ctx context.Context, id string, op *operation, oc *graph
 	quoted := mustMarshal(id)
 	next := c.nextType()
 	for {
-		ev, err := s.next(ctx, nil, nil)
+		ev, err := s.next(ctx, 0, nil)
 		switch {
 		case err == nil && ev == nil:
 			c.finish(id, op) // completed by the client, or the socket closes

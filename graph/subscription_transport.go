@@ -112,38 +112,60 @@ func (t sse) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecut
 	}
 	defer s.close()
 
-	out := sseWriter{w: w, rc: http.NewResponseController(w), timeout: l.opts.WriteTimeout}
 	// The stream outlives the server's read timeout, meant for ordinary
 	// requests: past it, the server would cancel the request.
-	_ = out.rc.SetReadDeadline(time.Time{})
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	// The status is written and recorded by every wrapper (the access log,
+	// the rate limit): the events go to the connection's own writer, not
+	// through each wrapper's Write and Flush again.
+	inner := innermost(w)
+	out := &sseWriter{w: inner, rc: http.NewResponseController(inner), timeout: l.opts.WriteTimeout}
 	if out.write([]byte(":\n\n")) != nil {
 		return
 	}
-	keepAlive := time.NewTicker(l.opts.KeepAlive)
-	defer keepAlive.Stop()
 	ping := func() error { return out.write([]byte(": ping\n\n")) }
+	end := func(err error) {
+		_ = out.write(sseEvent(&graphql.Response{Errors: gqlerror.List{l.present(ctx, err)}}), []byte(sseComplete))
+	}
 	for {
-		ev, err := s.next(ctx, keepAlive.C, ping)
+		ev, err := s.next(ctx, l.opts.KeepAlive, ping)
 		switch {
 		case err == errIdle:
 			return
 		case err != nil:
-			_ = out.write(sseEvent(&graphql.Response{Errors: gqlerror.List{l.present(ctx, err)}}))
-			_ = out.write([]byte(sseComplete))
+			end(err)
 			return
 		case ev == nil:
 			return // the client left
 		}
-		if out.write(ev.sseFrame()) != nil {
+		// Every event ready by now goes out with this one, in one write:
+		// a subscriber that fell behind catches up with fewer writes.
+		frames := [][]byte{ev.sseFrame()}
+		for len(frames) < maxFramesPerWrite {
+			more, ok, err := s.ready(ctx)
+			if err != nil {
+				_ = out.write(frames...)
+				end(err)
+				return
+			}
+			if !ok {
+				break
+			}
+			frames = append(frames, more.sseFrame())
+		}
+		if out.write(frames...) != nil {
 			return
 		}
 	}
 }
+
+// maxFramesPerWrite bounds the events a stream sends in one write.
+const maxFramesPerWrite = 64
 
 // once answers a query or mutation that asked for an event stream as a
 // stream of one event.
@@ -160,22 +182,42 @@ func (t sse) once(w http.ResponseWriter, ctx context.Context, exec graphql.Graph
 	_, _ = io.WriteString(w, sseComplete)
 }
 
-// sseWriter writes a stream's frames, each flushed to the client within
-// timeout or not at all (the write then fails, and the stream ends).
+// innermost returns the ResponseWriter w wraps, through every Unwrap.
+func innermost(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
+}
+
+// sseWriter writes a stream's frames, each write flushed to the client
+// within timeout or not at all (the write then fails, and the stream ends).
 type sseWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
+	// deadline is the connection's write deadline, moved forward only once
+	// less than half the timeout is left: each write has at least half the
+	// timeout, and most writes set no deadline (a deadline is a timer).
+	deadline time.Time
 }
 
-func (s sseWriter) write(b []byte) error {
-	// Each write gets its own deadline, from now: a reader that takes
-	// nothing for timeout is cut, one that reads slowly is not.
-	if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
+func (s *sseWriter) write(frames ...[]byte) error {
+	// A reader that takes nothing for the timeout is cut, one that reads
+	// slowly is not.
+	if now := time.Now(); s.deadline.Sub(now) < s.timeout/2 {
+		s.deadline = now.Add(s.timeout)
+		if err := s.rc.SetWriteDeadline(s.deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
 	}
-	if _, err := s.w.Write(b); err != nil {
-		return err
+	for _, b := range frames {
+		if _, err := s.w.Write(b); err != nil {
+			return err
+		}
 	}
 	return s.rc.Flush()
 }

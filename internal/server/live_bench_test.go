@@ -63,7 +63,7 @@ func benchFanOut(b *testing.B, subscribers int) {
 		}()
 	}
 	deadline := time.Now().Add(waitFor)
-	for s.Hub.Subscribers() < subscribers {
+	for s.Live.Stats().Subscriptions < subscribers {
 		if time.Now().After(deadline) {
 			b.Fatal("subscriptions did not open")
 		}

@@ -55,6 +55,9 @@ type liveConfig struct {
 func startLive(t testing.TB, db *database.DB, cfg liveConfig) *liveServer {
 	t.Helper()
 	hub := events.NewHub(events.HubOptions{Buffer: cfg.buffer})
+	if cfg.live.Buffer == 0 {
+		cfg.live.Buffer = cfg.buffer
+	}
 	svc := core.New(db.Client, core.WithAnnouncer(server.Announcer(db, hub)))
 	if db.Dialect == "postgres" {
 		l, err := events.Listen(context.Background(), cfg.dsn, hub, nil)

@@ -249,7 +249,7 @@ func TestLiveSilentPeersAreCut(t *testing.T) {
 			}
 			ready(t, s, 1)
 			waitUntil(t, "the silent peer is disconnected", func() bool {
-				return s.Live.Stats().Connections == 0 && s.Hub.Subscribers() == 0
+				return s.Live.Stats().Connections == 0 && s.Live.Stats().Subscriptions == 0 && s.Hub.Subscribers() == 0
 			})
 		})
 	}

@@ -210,7 +210,7 @@ func TestLiveUpdates(t *testing.T) {
 					t.Fatalf("fourth subscription over SSE: %d %s", status, body)
 				}
 				// Completing one frees its slot.
-				open := s.Hub.Subscribers()
+				open := s.Live.Stats().Subscriptions
 				c.send(wsMsg{ID: "1", Type: "complete"})
 				ready(t, s, open-1)
 				d.subscribe("5", subscribeEvents, nil)
@@ -410,7 +410,7 @@ func TestLiveStalledSubscriber(t *testing.T) {
 // would not reach it.
 func ready(t *testing.T, s *liveServer, n int) {
 	t.Helper()
-	waitUntil(t, fmt.Sprintf("%d subscriptions are open", n), func() bool { return s.Hub.Subscribers() == n })
+	waitUntil(t, fmt.Sprintf("%d subscriptions are open", n), func() bool { return s.Live.Stats().Subscriptions == n })
 }
 
 // waitUntil polls cond, which the test cannot be told of, until it holds.

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/google/uuid"
@@ -29,14 +29,17 @@ import (
 // A group is the subscribers of one workspace that run the same operation
 // (document, operation name and variables) under the same role: whatever
 // they are sent, they are sent the same bytes. Each event is therefore read
-// and rendered once per group, by whichever subscriber gets to it first,
-// and the others send what it rendered; rendering per subscriber made 1 000
-// subscribers cost 1 000 renderings a write.
+// and rendered once per group, and every subscriber sends what it
+// rendered; rendering per subscriber made 1 000 subscribers cost 1 000
+// renderings a write.
 //
 // A group runs its operation in gqlgen's executor once, when it forms: the
 // procedureEvents resolver hands the executor the group's feed, and each
-// rendering puts one event on the feed and takes one response. It holds no
-// goroutine; it ends with its last subscriber.
+// rendering puts one event on the feed and takes one response. The group
+// listens to its workspace's events on one goroutine of its own (fan), which
+// renders each event its subscribers are sent before handing it to them:
+// a subscriber wakes once per event and finds it rendered. The goroutine
+// ends with the group's last subscriber, who waits for it.
 type group struct {
 	key groupKey
 	// id names the group in the cache of renderings, which must not keep
@@ -69,6 +72,21 @@ type group struct {
 	opCtx context.Context
 
 	members int // guarded by live.mu
+
+	// sub is the group's one subscription to its workspace's events; done
+	// is closed when the goroutine fanning them out ended.
+	sub  *events.Subscription
+	done chan struct{}
+	// streams are the subscribers the group hands events to, once they
+	// listen (stream.open); guarded by fanMu.
+	fanMu   sync.Mutex
+	streams map[*stream]struct{}
+
+	// last is the event rendered last, which subscribers take without the
+	// renderings cache's lock when it is at most maxLastRendered bytes:
+	// kept beyond the cache's bound only until the group's next event, it
+	// holds at most that per group.
+	last atomic.Pointer[lastRendered]
 }
 
 // groupKey names a group: the workspace, the role, and a digest of the
@@ -157,6 +175,10 @@ func (l *Live) leave(g *group) {
 	l.mu.Unlock()
 	if last && g.cancel != nil {
 		g.cancel()
+		if g.done != nil {
+			<-g.done
+			g.sub.Close()
+		}
 	}
 }
 
@@ -191,6 +213,140 @@ func (g *group) form(ctx context.Context, exec graphql.GraphExecutor, oc *graphq
 		return
 	}
 	g.responses, g.opCtx = responses, opCtx
+	g.streams = map[*stream]struct{}{}
+	g.sub = g.live.opts.Hub.Subscribe(v.WorkspaceID)
+	g.done = make(chan struct{})
+	go g.fan()
+}
+
+// streamEvent is what a group hands its subscribers: an event, rendered
+// (r) unless a subscriber must first check its credential (a REFETCH, an
+// access change), or the error that ends their subscriptions.
+type streamEvent struct {
+	e   events.Event
+	r   *rendered
+	err error
+}
+
+// fan renders each event of the group's workspace its subscribers are sent
+// and hands it to each of them, until the group ends. A subscriber whose
+// queue is full (LiveOptions.Buffer events behind) is ended as too slow;
+// the others are not delayed. When the group's own subscription ends (the
+// server shutting down, or the group too slow for the hub), or a rendering
+// panics, every subscriber is ended and the group is taken out of service:
+// the next subscriber forms a new one.
+func (g *group) fan() {
+	defer close(g.done)
+	defer func() {
+		if p := recover(); p != nil {
+			g.live.opts.Log.ErrorContext(g.ctx, "panic fanning out subscription events", "request_id", middleware.RequestID(g.ctx), "panic", fmt.Sprint(p))
+			g.stop(&apperr.Error{Code: apperr.Internal, Message: "internal error", Err: fmt.Errorf("panic: %v", p)})
+		}
+	}()
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case e, ok := <-g.sub.Events():
+			if !ok {
+				if errors.Is(g.sub.Err(), events.ErrTooSlow) {
+					g.stop(errTooSlow)
+				} else {
+					g.stop(errClosing)
+				}
+				return
+			}
+			if se, send := g.prepare(e); send {
+				g.hand(se)
+			}
+		}
+	}
+}
+
+// prepare turns e into what g's subscribers are handed: rendered, unless a
+// subscriber must check its credential first; send is false when the
+// filter leaves e out.
+func (g *group) prepare(e events.Event) (se streamEvent, send bool) {
+	if e.Refetch || e.Kind == core.AccessChanged {
+		return streamEvent{e: e}, true
+	}
+	r, err := g.deliver(g.ctx, e, e.Version)
+	switch {
+	case err != nil && g.ctx.Err() != nil:
+		return se, false // the group ended while the event was read
+	case err != nil:
+		return streamEvent{e: e, err: err}, true
+	case r.payload == nil:
+		return se, false
+	}
+	return streamEvent{e: e, r: r}, true
+}
+
+// hand queues se for every subscriber, ending those whose queue is full.
+func (g *group) hand(se streamEvent) {
+	g.fanMu.Lock()
+	defer g.fanMu.Unlock()
+	for s := range g.streams {
+		select {
+		case s.queue <- se:
+		default:
+			g.drop(s, errTooSlow)
+		}
+	}
+}
+
+// stop ends every subscriber with err and takes g out of service.
+func (g *group) stop(err error) {
+	l := g.live
+	l.mu.Lock()
+	if l.groups[g.key] == g {
+		delete(l.groups, g.key)
+		if l.workspaceOps[g.key.workspace]--; l.workspaceOps[g.key.workspace] <= 0 {
+			delete(l.workspaceOps, g.key.workspace)
+		}
+	}
+	l.mu.Unlock()
+	g.fanMu.Lock()
+	defer g.fanMu.Unlock()
+	for s := range g.streams {
+		g.drop(s, err)
+	}
+	g.streams = nil
+}
+
+// listen has g hand s its events from now on; false when g is out of
+// service (s then ends with why).
+func (g *group) listen(s *stream) bool {
+	g.fanMu.Lock()
+	defer g.fanMu.Unlock()
+	if g.streams == nil {
+		return false
+	}
+	g.streams[s] = struct{}{}
+	g.live.listening.Add(1)
+	return true
+}
+
+// unlisten stops handing s events.
+func (g *group) unlisten(s *stream) {
+	g.fanMu.Lock()
+	defer g.fanMu.Unlock()
+	if _, ok := g.streams[s]; ok {
+		delete(g.streams, s)
+		g.live.listening.Add(-1)
+	}
+}
+
+// drop ends s with err: its queue is closed once what it holds is taken.
+// g.fanMu is held.
+func (g *group) drop(s *stream, err error) {
+	if _, ok := g.streams[s]; !ok {
+		return
+	}
+	delete(g.streams, s)
+	g.live.listening.Add(-1)
+	s.ended = err
+	close(s.queue)
 }
 
 // procedureEvents is the procedureEvents resolver. It runs once per group,
@@ -285,17 +441,36 @@ const sseNextPrefix = "event: next\ndata: "
 type renderKey struct{ group, seq uint64 }
 
 // deliver returns e as g's subscribers are sent it, rendered once for all
-// of them: by the first to ask, while the others wait. version is the
-// workspace version a REFETCH shows when the event carries none.
+// of them: by the group as it hands e out (fan), or, for a REFETCH, by the
+// first subscriber to ask while the others wait. version is the workspace
+// version a REFETCH shows when the event carries none.
 func (g *group) deliver(ctx context.Context, e events.Event, version int64) (*rendered, error) {
+	// Most subscribers ask for the event rendered last: no lock for them.
+	if last := g.last.Load(); last != nil && last.seq == e.Seq {
+		return last.r, nil
+	}
 	return g.live.renders.get(ctx, renderKey{g.id, e.Seq}, func() (*rendered, int64, error) {
 		r, err := g.render(e, version)
 		if err != nil {
 			return nil, 0, err
 		}
+		if len(r.payload) <= maxLastRendered {
+			g.last.Store(&lastRendered{seq: e.Seq, r: r})
+		} else {
+			g.last.Store(nil)
+		}
 		// The cache's entry and the payload, twice once framed for SSE.
 		return r, 128 + 2*int64(len(r.payload)), nil
 	})
+}
+
+// maxLastRendered bounds the rendering a group keeps outside the cache.
+const maxLastRendered = 64 << 10
+
+// lastRendered is the event a group rendered last.
+type lastRendered struct {
+	seq uint64
+	r   *rendered
 }
 
 // render renders e for g, nil payload when g's subscribers are not sent it.
@@ -443,152 +618,6 @@ func eventProcedure(ctx context.Context, ev *model.ProcedureEvent) (*ent.Procedu
 		return ev.Procedure, nil
 	}
 	return primed(ctx)(ev.Procedure, nil)
-}
-
-// stream is one subscription: a subscriber of a group, with the
-// credential it re-checks and the events of its workspace it has yet to be
-// sent. Its transport calls next until it returns no event.
-type stream struct {
-	live       *Live
-	g          *group
-	credential string
-	v          *viewer.Viewer
-	sub        *events.Subscription
-	recheck    *time.Ticker
-	expiry     *time.Timer
-}
-
-// open starts a subscription of oc for the viewer of ctx, who authenticated
-// with credential. Errors, presented: unauthenticated, rate_limited (the
-// token's subscriptions are at their cap), disconnected (access lost as it
-// opened), and the operation's own (the filter).
-func (l *Live) open(ctx context.Context, exec graphql.GraphExecutor, oc *graphql.OperationContext, credential string) (*stream, gqlerror.List) {
-	v := viewer.FromContext(ctx)
-	if v == nil {
-		return nil, gqlerror.List{l.present(ctx, apperr.New(apperr.Unauthenticated, "authentication required"))}
-	}
-	if err := l.acquire(v.TokenID); err != nil {
-		return nil, gqlerror.List{l.present(ctx, err)}
-	}
-	// Subscribed before the credential is checked again: an access change
-	// committed after that check is heard, and one committed before it is
-	// seen by it. Checked once the viewer authenticated alone, a removal
-	// committing in between went unnoticed.
-	sub := l.opts.Hub.Subscribe(v.WorkspaceID)
-	g, errs := l.join(ctx, exec, oc, v)
-	if errs != nil {
-		sub.Close()
-		l.release(v.TokenID)
-		return nil, errs
-	}
-	s := &stream{live: l, g: g, credential: credential, v: v, sub: sub, recheck: time.NewTicker(l.opts.Recheck)}
-	if v, err := l.reauthenticate(ctx, credential, v); err != nil {
-		s.close()
-		return nil, gqlerror.List{l.present(ctx, err)}
-	} else {
-		s.setViewer(v)
-	}
-	return s, nil
-}
-
-// setViewer keeps v, the credential as last checked, and re-checks it when
-// its token expires.
-func (s *stream) setViewer(v *viewer.Viewer) {
-	s.v = v
-	if s.expiry != nil {
-		s.expiry.Stop()
-		s.expiry = nil
-	}
-	if !v.ExpiresAt.IsZero() {
-		s.expiry = time.NewTimer(time.Until(v.ExpiresAt) + 10*time.Millisecond)
-	}
-}
-
-// close ends the subscription and frees its slot.
-func (s *stream) close() {
-	s.recheck.Stop()
-	if s.expiry != nil {
-		s.expiry.Stop()
-	}
-	s.sub.Close()
-	s.live.release(s.v.TokenID)
-	s.live.leave(s.g)
-}
-
-// errIdle is returned by next when its idle callback failed: the stream's
-// connection is gone.
-var errIdle = errors.New("live: stream broken")
-
-// next returns the next event to send, rendered; nil with a nil error when
-// ctx ended (the subscriber left). It calls onIdle on every tick of idle
-// (a transport's keep-alive; nil for none), returning errIdle when that
-// fails. Other errors end the subscription and are for its subscriber:
-// disconnected (access lost), unavailable (too slow, or the server is
-// shutting down), or what reading an event failed with.
-func (s *stream) next(ctx context.Context, idle <-chan time.Time, onIdle func() error) (*rendered, error) {
-	for {
-		var expired <-chan time.Time
-		if s.expiry != nil {
-			expired = s.expiry.C
-		}
-		select {
-		case <-ctx.Done():
-			return nil, nil
-		case <-idle:
-			if err := onIdle(); err != nil {
-				return nil, errIdle
-			}
-		case <-s.recheck.C:
-			if err := s.check(ctx); err != nil {
-				return nil, err
-			}
-		case <-expired:
-			s.expiry = nil
-			if err := s.check(ctx); err != nil {
-				return nil, err
-			}
-		case e, ok := <-s.sub.Events():
-			if !ok {
-				if errors.Is(s.sub.Err(), events.ErrTooSlow) {
-					return nil, errTooSlow
-				}
-				return nil, errClosing
-			}
-			version := e.Version
-			if e.Refetch || e.Kind == core.AccessChanged {
-				// After a REFETCH an access change may have been missed.
-				if err := s.check(ctx); err != nil {
-					return nil, err
-				}
-				if !e.Refetch {
-					continue
-				}
-				if version == 0 {
-					version = s.v.WorkspaceVersion
-				}
-			}
-			r, err := s.g.deliver(ctx, e, version)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, nil // the subscriber left while its event was read
-				}
-				return nil, err
-			}
-			if r.payload != nil {
-				return r, nil
-			}
-		}
-	}
-}
-
-// check re-authenticates the subscription's credential.
-func (s *stream) check(ctx context.Context) error {
-	v, err := s.live.reauthenticate(ctx, s.credential, s.v)
-	if err != nil {
-		return err
-	}
-	s.setViewer(v)
-	return nil
 }
 
 // operationKind returns the kind of oc's operation.

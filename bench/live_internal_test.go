@@ -1,0 +1,40 @@
+package bench
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestScanEvent: the tool's fast read of an event agrees with decoding it
+// as JSON, and leaves every other shape to the decoder.
+func TestScanEvent(t *testing.T) {
+	for _, tc := range []struct {
+		payload string
+		ok      bool
+	}{
+		{`{"data":{"procedureEvents":{"kind":"UPDATED","procedureId":"01a2","workspaceVersion":12,"procedure":{"name":"live 3"}}}}`, true},
+		{`{"data":{"procedureEvents":{"kind":"UPDATED","procedureId":"01a2","workspaceVersion":12,"procedure":{"name":"a \"quoted\" name"}}}}`, false},
+		{`{"data":{"procedureEvents":{"kind":"DELETED","procedureId":"01a2","workspaceVersion":12,"procedure":null}}}`, false},
+		{`{"data":{"procedureEvents":{"kind":"REFETCH","procedureId":null,"workspaceVersion":12,"procedure":null}}}`, false},
+		{`{"errors":[{"message":"x","extensions":{"code":"unavailable"}}],"data":null}`, false},
+		{`{"data":{"procedureEvents":{"kind":"UPDATED","procedureId":"01a2","workspaceVersion":12,"procedure":{"name":"x"}}}}extra`, false},
+	} {
+		ev, ok := scanEvent([]byte(tc.payload))
+		if ok != tc.ok {
+			t.Fatalf("%s: ok %v", tc.payload, ok)
+		}
+		if !ok {
+			continue
+		}
+		var want struct {
+			Data struct{ ProcedureEvents *liveEvent }
+		}
+		if err := json.Unmarshal([]byte(tc.payload), &want); err != nil {
+			t.Fatal(err)
+		}
+		w := want.Data.ProcedureEvents
+		if ev.Kind != w.Kind || *ev.ProcedureID != *w.ProcedureID || ev.Procedure.Name != w.Procedure.Name {
+			t.Fatalf("%s: scanned %+v, decoded %+v", tc.payload, ev, w)
+		}
+	}
+}
