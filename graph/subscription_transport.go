@@ -132,6 +132,10 @@ func (t sse) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecut
 	end := func(err error) {
 		_ = out.write(sseEvent(&graphql.Response{Errors: gqlerror.List{l.present(ctx, err)}}), []byte(sseComplete))
 	}
+	var lastWrite time.Time
+	pace := time.NewTimer(time.Hour)
+	pace.Stop()
+	defer pace.Stop()
 	for {
 		ev, err := s.next(ctx, l.opts.KeepAlive, ping)
 		switch {
@@ -143,8 +147,18 @@ func (t sse) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecut
 		case ev == nil:
 			return // the client left
 		}
-		// Every event ready by now goes out with this one, in one write:
-		// a subscriber that fell behind catches up with fewer writes.
+		// A stream writes at most every FlushInterval: an event that comes
+		// sooner waits for the rest of it, and every event ready by then
+		// goes out with it, in one write (a write is a system call, and on
+		// a busy server most of a delivery's cost).
+		if wait := time.Until(lastWrite.Add(l.opts.FlushInterval)); wait > 0 {
+			pace.Reset(wait)
+			select {
+			case <-pace.C:
+			case <-ctx.Done():
+				return
+			}
+		}
 		frames := [][]byte{ev.sseFrame()}
 		for len(frames) < maxFramesPerWrite {
 			more, ok, err := s.ready(ctx)
@@ -161,6 +175,7 @@ func (t sse) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecut
 		if out.write(frames...) != nil {
 			return
 		}
+		lastWrite = time.Now()
 	}
 }
 

@@ -85,6 +85,9 @@ type Live struct {
 	// WriteTimeout bounds each write to a live connection: a client that
 	// takes nothing for that long is disconnected.
 	WriteTimeout time.Duration
+	// FlushInterval is the least time between two writes of an event
+	// stream; events that come sooner are sent together.
+	FlushInterval time.Duration
 	// CacheMB bounds the memory of events' reads and renderings kept for
 	// the subscribers still to be sent them.
 	CacheMB int
@@ -163,7 +166,8 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		RateLimit:         RateLimit{Rate: 50, Burst: 200},
 		AuthFailures:      AuthFailures{Rate: 5, Burst: 100},
 		Live: Live{SubscriptionsPerToken: 20, Buffer: 64, WebSocketsPerToken: 20, MaxConnections: 10_000,
-			Recheck: 30 * time.Second, WriteTimeout: 15 * time.Second, CacheMB: 16, OperationsPerWorkspace: 100},
+			Recheck: 30 * time.Second, WriteTimeout: 15 * time.Second, FlushInterval: 40 * time.Millisecond, CacheMB: 16,
+			OperationsPerWorkspace: 100},
 
 		DBLockTimeout:              5 * time.Second,
 		DBStatementTimeout:         30 * time.Second,
@@ -213,6 +217,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		num(&c.Live.MaxConnections, "max-live-connections", "PROCSVC_MAX_LIVE_CONNECTIONS", "live updates: WebSockets and Server-Sent Events streams this replica holds open at once (1 to 1000000); one more is refused with 503 unavailable"),
 		dur(&c.Live.Recheck, "subscription-recheck", "PROCSVC_SUBSCRIPTION_RECHECK", "live updates: how often an open subscription re-authenticates its token when no access change was announced, the longest a revocation nobody announced goes unnoticed (1s to 1h)"),
 		dur(&c.Live.WriteTimeout, "stream-write-timeout", "PROCSVC_STREAM_WRITE_TIMEOUT", "live updates: how long one write to a WebSocket or event stream may take; a client that reads nothing for that long is disconnected (1s to 5m)"),
+		dur(&c.Live.FlushInterval, "stream-flush-interval", "PROCSVC_STREAM_FLUSH_INTERVAL", "live updates: the least time between two writes of a Server-Sent Events stream; events that come sooner are sent together in one write, delayed that much at most (0 to 1s; 0 writes every event at once)"),
 		num(&c.Live.OperationsPerWorkspace, "live-operations-per-workspace", "PROCSVC_LIVE_OPERATIONS_PER_WORKSPACE", "live updates: distinct subscription operations (document, variables and role) one workspace runs on this replica, each event being rendered once per operation (1 to 10000); one more is refused with rate_limited"),
 		num(&c.Live.CacheMB, "live-cache-mb", "PROCSVC_LIVE_CACHE_MB", "live updates: memory for events' reads and renderings kept for subscribers still to be sent them (1 to 4096)"),
 		list(&c.Live.WebSocketOrigins, "websocket-origins", "PROCSVC_WEBSOCKET_ORIGINS", "live updates: host patterns of web pages, besides this server's own host, allowed to open WebSockets, comma-separated (e.g. app.example.com,*.example.com)"),
@@ -310,6 +315,9 @@ func (c *Config) validate() error {
 	}
 	if c.Live.OperationsPerWorkspace < 1 || c.Live.OperationsPerWorkspace > 10_000 {
 		errs = append(errs, fmt.Errorf("invalid operations per workspace %d: use 1 to 10000 (--live-operations-per-workspace, PROCSVC_LIVE_OPERATIONS_PER_WORKSPACE)", c.Live.OperationsPerWorkspace))
+	}
+	if c.Live.FlushInterval < 0 || c.Live.FlushInterval > time.Second {
+		errs = append(errs, fmt.Errorf("invalid stream flush interval %s: use 0 to 1s (--stream-flush-interval, PROCSVC_STREAM_FLUSH_INTERVAL)", c.Live.FlushInterval))
 	}
 	if c.Live.CacheMB < 1 || c.Live.CacheMB > 4096 {
 		errs = append(errs, fmt.Errorf("invalid live cache size %d MB: use 1 to 4096 (--live-cache-mb, PROCSVC_LIVE_CACHE_MB)", c.Live.CacheMB))

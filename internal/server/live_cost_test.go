@@ -5,12 +5,17 @@ package server_test
 // one rendering per event for every subscriber of the same operation.
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/procsvc/procsvc/graph"
 	"github.com/procsvc/procsvc/internal/dbtest"
@@ -232,5 +237,86 @@ func TestLiveEventsAreBounded(t *testing.T) {
 		if *e.ProcedureID != small || e.Procedure.Name != "Small" {
 			t.Fatalf("the event after it: %+v (the big one was %s)", e, big)
 		}
+	}
+}
+
+// flushCounter is a connection's ResponseWriter that counts its flushes:
+// each is one write to the socket.
+type flushCounter struct {
+	mu      sync.Mutex
+	header  http.Header
+	body    bytes.Buffer
+	flushes int
+}
+
+func (f *flushCounter) Header() http.Header { return f.header }
+func (f *flushCounter) WriteHeader(int)     {}
+func (f *flushCounter) Write(b []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.body.Write(b)
+}
+func (f *flushCounter) Flush() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.flushes++
+}
+func (f *flushCounter) state() (string, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.body.String(), f.flushes
+}
+
+// TestLiveStreamWritesArePaced: a Server-Sent Events stream writes at most
+// once per --stream-flush-interval; events that come sooner go out
+// together, in one write.
+func TestLiveStreamWritesArePaced(t *testing.T) {
+	for _, tc := range []struct {
+		interval time.Duration
+		writes   int
+	}{
+		// The stream's opening, the first event at once, the four others
+		// together once the interval is over.
+		{2 * time.Second, 3},
+		// Without pacing, an event a write (when each is written before
+		// the next comes).
+		{0, 6},
+	} {
+		t.Run(tc.interval.String(), func(t *testing.T) {
+			db, dsn := openDB(t, "sqlite")
+			s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{FlushInterval: tc.interval}})
+			ws := s.NewWorkspace(t, "Paced", "PAC")
+			id := createProcedure(t, s, ws, ws.MemberToken, "Paced", "")
+			// The handler is served in process, to count its writes.
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/graphql",
+				bytes.NewReader(mustJSON(map[string]any{"query": `subscription { procedureEvents { kind procedure { name } } }`})))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Accept", "text/event-stream")
+			r.Header.Set("Authorization", "Bearer "+ws.ViewToken)
+			w := &flushCounter{header: http.Header{}}
+			done := make(chan struct{})
+			go func() { defer close(done); s.Handler.ServeHTTP(w, r) }()
+			ready(t, s, 1)
+			written := func(n int) {
+				waitUntil(t, fmt.Sprintf("%d events are written", n), func() bool {
+					body, _ := w.state()
+					return strings.Count(body, "event: next") == n
+				})
+			}
+			for i := range 5 {
+				renameProcedure(t, s, ws.MemberToken, id, fmt.Sprintf("Paced %d", i))
+				if tc.interval == 0 {
+					written(i + 1)
+				}
+			}
+			written(5)
+			if body, flushes := w.state(); flushes != tc.writes {
+				t.Fatalf("%d writes for the opening and 5 events, want %d:\n%s", flushes, tc.writes, body)
+			}
+			cancel()
+			<-done
+		})
 	}
 }

@@ -39,6 +39,9 @@ type liveServer struct {
 	*apitest.Server
 	Hub  *events.Hub
 	Live *graph.Live
+	// Handler is what the server serves, for tests that call it in
+	// process.
+	Handler http.Handler
 }
 
 type liveConfig struct {
@@ -79,7 +82,7 @@ func startLive(t testing.TB, db *database.DB, cfg liveConfig) *liveServer {
 	t.Cleanup(ts.Close)
 	// Before the server closes (cleanups run last first): ends the streams.
 	t.Cleanup(hub.Close)
-	return &liveServer{Server: &apitest.Server{URL: ts.URL, DB: db, Service: svc, HTTP: ts.Client()}, Hub: hub, Live: h.Live}
+	return &liveServer{Server: &apitest.Server{URL: ts.URL, DB: db, Service: svc, HTTP: ts.Client()}, Hub: hub, Live: h.Live, Handler: h}
 }
 
 // openDB opens a fresh migrated database of dialect, with its URL (on

@@ -88,7 +88,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 			IdempotencyWorkspaceBytes: int64(cfg.IdempotencyWorkspaceMB) << 20, Hub: hub, MaxResponseBytes: cfg.MaxResponseMB << 20,
 			Live: graph.LiveOptions{MaxPerToken: cfg.Live.SubscriptionsPerToken, Buffer: cfg.Live.Buffer, Origins: cfg.Live.WebSocketOrigins,
 				WebSocketsPerToken: cfg.Live.WebSocketsPerToken, MaxConnections: cfg.Live.MaxConnections,
-				Recheck: cfg.Live.Recheck, WriteTimeout: cfg.Live.WriteTimeout, CacheBytes: int64(cfg.Live.CacheMB) << 20,
+				Recheck: cfg.Live.Recheck, WriteTimeout: cfg.Live.WriteTimeout, FlushInterval: cfg.Live.FlushInterval, CacheBytes: int64(cfg.Live.CacheMB) << 20,
 				OperationsPerWorkspace: cfg.Live.OperationsPerWorkspace},
 			Auth:           []auth.Option{auth.WithFailureLimit(auth.FailureLimit{Rate: cfg.AuthFailures.Rate, Burst: cfg.AuthFailures.Burst})},
 			ClientIPHeader: cfg.ClientIPHeader}),
