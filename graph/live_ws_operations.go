@@ -1,0 +1,299 @@
+package graph
+
+// The operations a WebSocket carries (live_ws.go is the connection): each
+// subscribe message runs on a goroutine of its own, re-authenticated,
+// charged and bounded as an HTTP request is, its id free again once it ends.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/idempotency"
+	"github.com/procsvc/procsvc/internal/middleware"
+	"github.com/procsvc/procsvc/internal/viewer"
+)
+
+// subscribe starts the operation of a subscribe (graphql-ws: start)
+// message.
+func (c *socket) subscribe(m wsMessage) {
+	if m.ID == "" || len(m.ID) > maxOperationID {
+		c.shut(CloseBadMessage, fmt.Sprintf("Invalid message: an operation id is 1 to %d bytes", maxOperationID))
+		return
+	}
+	params, err := operationParams(m.Payload)
+	if err != nil {
+		c.shut(CloseBadMessage, "Invalid message: "+err.Error())
+		return
+	}
+	c.mu.Lock()
+	if _, dup := c.ops[m.ID]; dup {
+		c.mu.Unlock()
+		c.shut(CloseDuplicateID, "Subscriber for "+truncate(m.ID, 80)+" already exists")
+		return
+	}
+	if len(c.ops) >= c.live.opts.MaxPerToken+c.live.opts.OperationsPerSocket {
+		c.mu.Unlock()
+		c.send(c.errorFrame(m.ID, gqlerror.List{c.live.present(c.ctx, apperr.New(apperr.RateLimited, "this WebSocket runs as many operations as it may: complete one first"))}))
+		return
+	}
+	ctx, cancel := context.WithCancel(c.base)
+	op := &operation{cancel: cancel}
+	c.ops[m.ID] = op
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer cancel()
+		c.run(ctx, m.ID, op, params)
+	}()
+}
+
+// operationParams decodes a subscribe message's payload.
+func operationParams(payload json.RawMessage) (*graphql.RawParams, error) {
+	var p struct {
+		Query         string         `json:"query"`
+		OperationName string         `json:"operationName"`
+		Variables     map[string]any `json:"variables"`
+		Extensions    map[string]any `json:"extensions"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	if err := dec.Decode(&p); err != nil {
+		return nil, errors.New("the payload must be an object with a query")
+	}
+	if p.Query == "" && p.Extensions["persistedQuery"] == nil {
+		return nil, errors.New("the payload has no query")
+	}
+	if err := checkText(payload, p.Query); err != nil {
+		return nil, errors.New(apperr.From(err).Message)
+	}
+	return &graphql.RawParams{Query: p.Query, OperationName: p.OperationName, Variables: p.Variables, Extensions: p.Extensions}, nil
+}
+
+// stop ends the client's operation id (graphql-transport-ws: complete;
+// graphql-ws: stop). The id is free again at once.
+func (c *socket) stop(id string) {
+	c.mu.Lock()
+	op := c.ops[id]
+	delete(c.ops, id)
+	c.mu.Unlock()
+	if op != nil {
+		op.cancel()
+	}
+}
+
+// finish frees op's id, unless the client freed it already (and may have
+// reused it), and sends msgs if it still runs.
+func (c *socket) finish(id string, op *operation, msgs ...message) {
+	c.mu.Lock()
+	mine := c.ops[id] == op
+	if mine {
+		delete(c.ops, id)
+	}
+	c.mu.Unlock()
+	if !mine {
+		return
+	}
+	for _, m := range msgs {
+		c.send(m)
+	}
+}
+
+// run runs one operation: re-authenticated as every HTTP request is (a
+// credential no longer valid closes the socket, 4403), charged to the
+// connection's rate limit, then streamed (a subscription) or answered
+// within the request timeout (a query or mutation).
+func (c *socket) run(ctx context.Context, id string, op *operation, params *graphql.RawParams) {
+	l := c.live
+	defer func() {
+		if p := recover(); p != nil {
+			l.opts.Log.ErrorContext(ctx, "panic in a WebSocket operation", "request_id", middleware.RequestID(ctx), "panic", fmt.Sprint(p))
+			c.finish(id, op, c.errorFrame(id, gqlerror.List{l.present(ctx, apperr.New(apperr.Internal, "internal error"))}))
+		}
+	}()
+	v, err := l.reauthenticate(ctx, c.credential, c.viewer)
+	if err != nil {
+		c.shut(CloseForbidden, "Forbidden: "+string(apperr.CodeOf(err)))
+		return
+	}
+	ctx = l.opts.Loaders(viewer.NewContext(ctx, v))
+	params.Headers = c.req.Header
+	now := graphql.Now()
+	params.ReadTime = graphql.TraceTiming{Start: now, End: now}
+	keyed := c.keyed(ctx, v, params)
+	if keyed != nil {
+		ctx = keyed.ctx
+	}
+	oc, errs := c.exec.CreateOperationContext(ctx, params)
+	if keyed != nil {
+		// The key's claim (made once the operation passed every check and
+		// was charged) may have found what to answer instead.
+		switch replay, err := keyed.d.Answer(); {
+		case err != nil:
+			c.finish(id, op, c.errorFrame(id, gqlerror.List{l.present(ctx, err)}))
+			return
+		case replay != nil:
+			c.finish(id, op, message{raw: frame(c.nextType(), id, replay.Body)}, message{raw: frame("complete", id, nil)})
+			return
+		}
+	}
+	if errs != nil {
+		c.finish(id, op, c.errorFrame(id, c.exec.DispatchError(graphql.WithOperationContext(ctx, oc), errs).Errors))
+		return
+	}
+	ctx = graphql.WithOperationContext(ctx, oc)
+	if operationKind(oc) == ast.Subscription {
+		c.stream(ctx, id, op, oc)
+		return
+	}
+	if !c.startRequest() {
+		c.finish(id, op, c.errorFrame(id, gqlerror.List{l.present(ctx, apperr.New(apperr.RateLimited, "this WebSocket runs %d queries and mutations at once, the most allowed: wait for one to complete", l.opts.OperationsPerSocket))}))
+		return
+	}
+	defer c.endRequest()
+	var claimed bool
+	if keyed != nil {
+		var runBy time.Time
+		if runBy, claimed = keyed.d.RunBy(); claimed {
+			// A keyed write runs to its end even if its client leaves, so
+			// that a retry finds its outcome recorded.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), runBy)
+			defer cancel()
+		}
+	}
+	if !claimed && l.opts.RequestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.opts.RequestTimeout)
+		defer cancel()
+	}
+	responses, ctx := c.exec.DispatchOperation(ctx, oc)
+	var answer []byte
+	for resp := responses(ctx); resp != nil; resp = responses(ctx) {
+		b := mustMarshal(resp)
+		if answer == nil {
+			answer = b
+		}
+		if !c.send(message{raw: frame(c.nextType(), id, b)}) {
+			break
+		}
+	}
+	if claimed {
+		keyed.d.Finish(ctx, idempotency.Response{Status: http.StatusOK, ContentType: "application/json", Body: answer})
+	}
+	c.finish(id, op, message{raw: frame("complete", id, nil)})
+}
+
+// keyedOperation is an operation sent with an idempotency key.
+type keyedOperation struct {
+	ctx context.Context
+	d   *idempotency.Deferred
+}
+
+// keyed defers the claim of an operation's idempotency key, sent as
+// extensions.idempotencyKey (a WebSocket message has no headers): a
+// mutation runs once per key, as with the Idempotency-Key header over
+// HTTP, and its retries (over either transport, with the same payload)
+// get its first answer. Nil without a key or a store.
+func (c *socket) keyed(ctx context.Context, v *viewer.Viewer, params *graphql.RawParams) *keyedOperation {
+	raw, ok := params.Extensions[idempotencyKeyExtension]
+	store := c.live.opts.Idempotency
+	if !ok || store == nil {
+		return nil
+	}
+	key, _ := raw.(string)
+	// The fingerprint is an HTTP POST's: the same request body, whatever
+	// carries it.
+	body, err := json.Marshal(struct {
+		Query         string         `json:"query"`
+		OperationName string         `json:"operationName,omitempty"`
+		Variables     map[string]any `json:"variables,omitempty"`
+	}{params.Query, params.OperationName, params.Variables})
+	if err != nil {
+		return nil
+	}
+	kctx, d := store.Defer(ctx, key, idempotency.Fingerprint(v, http.MethodPost, "/graphql", body))
+	return &keyedOperation{ctx: kctx, d: d}
+}
+
+// idempotencyKeyExtension names a WebSocket operation's idempotency key in
+// its payload's extensions.
+const idempotencyKeyExtension = "idempotencyKey"
+
+func (c *socket) startRequest() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running >= c.live.opts.OperationsPerSocket {
+		return false
+	}
+	c.running++
+	return true
+}
+
+func (c *socket) endRequest() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.running--
+}
+
+// stream runs a subscription until it, its client or the socket ends it.
+func (c *socket) stream(ctx context.Context, id string, op *operation, oc *graphql.OperationContext) {
+	l := c.live
+	s, errs := l.open(ctx, c.exec, oc, c.credential)
+	if errs != nil {
+		if lostAccessErrors(errs) {
+			c.shut(CloseForbidden, "Forbidden: "+string(apperr.Disconnected))
+			return
+		}
+		c.finish(id, op, c.errorFrame(id, errs))
+		return
+	}
+	defer s.close()
+	quoted := mustMarshal(id)
+	next := c.nextType()
+	for {
+		ev, err := s.next(ctx, 0, nil)
+		switch {
+		case err == nil && ev == nil:
+			c.finish(id, op) // completed by the client, or the socket closes
+			return
+		case lostAccess(err):
+			c.shut(CloseForbidden, "Forbidden: "+string(apperr.CodeOf(err)))
+			return
+		case err == errClosing:
+			c.shut(CloseGoingAway, "server shutting down")
+			return
+		case err != nil:
+			c.finish(id, op, c.errorFrame(id, gqlerror.List{l.present(ctx, err)}))
+			return
+		}
+		if !c.send(message{raw: quoted, next: ev.payload, nextType: next}) {
+			return
+		}
+	}
+}
+
+// lostAccessErrors reports whether errs refuse a credential.
+func lostAccessErrors(errs gqlerror.List) bool {
+	for _, e := range errs {
+		if code, _ := e.Extensions["code"].(string); code == string(apperr.Disconnected) || code == string(apperr.Unauthenticated) {
+			return true
+		}
+	}
+	return false
+}
+
+// errorFrame is the error message of operation id.
+func (c *socket) errorFrame(id string, errs gqlerror.List) message {
+	return message{raw: frame("error", id, mustMarshal(errs))}
+}
