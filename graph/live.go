@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,7 @@ const (
 	DefaultKeepAlive              = 25 * time.Second
 	DefaultWriteTimeout           = 15 * time.Second
 	DefaultCacheBytes             = 16 << 20
+	DefaultQueueBytes             = 1 << 20
 	DefaultInitTimeout            = 10 * time.Second
 	DefaultOperationsPerWorkspace = 100
 	// DefaultOperationsPerSocket bounds the queries and mutations one
@@ -67,6 +69,9 @@ type LiveOptions struct {
 	// Buffer is how many events a subscriber may lag behind before its
 	// subscription is ended as too slow (events.DefaultBuffer when 0).
 	Buffer int
+	// QueueBytes bounds the renderings a subscriber's lag holds (one event
+	// always fits): past it, it is ended as too slow too.
+	QueueBytes int64
 	// WebSocketsPerToken bounds the WebSockets one token holds open at once
 	// on this replica, subscriptions or not.
 	WebSocketsPerToken int
@@ -132,12 +137,17 @@ type Live struct {
 	sockets       map[uuid.UUID]int // by token
 	connections   int
 	groups        map[groupKey]*group
-	workspaceOps  map[uuid.UUID]int // groups by workspace
+	workspaceOps  map[uuid.UUID]int  // groups by workspace
+	anonymous     map[netip.Addr]int // WebSockets before connection_init, by client
+	anonymousAll  int
 
 	// reads are events' procedures and edges, read once per replica (see
 	// group.read); renders are events rendered once per group.
 	reads   *flights[readKey, *eventRead]
 	renders *flights[renderKey, *rendered]
+	// checks are the credential checks an event (an access change, a
+	// REFETCH) asks of every subscription: one per token and event.
+	checks *flights[checkKey, *viewer.Viewer]
 	// rendered counts the events the executor rendered.
 	rendered atomic.Uint64
 	// listening counts the subscriptions their groups hand events to.
@@ -153,6 +163,9 @@ func NewLive(opts LiveOptions) *Live {
 	}
 	if opts.Buffer <= 0 {
 		opts.Buffer = events.DefaultBuffer
+	}
+	if opts.QueueBytes <= 0 {
+		opts.QueueBytes = DefaultQueueBytes
 	}
 	if opts.WebSocketsPerToken <= 0 {
 		opts.WebSocketsPerToken = DefaultWebSocketsPerToken
@@ -194,9 +207,11 @@ func NewLive(opts LiveOptions) *Live {
 		sockets:       map[uuid.UUID]int{},
 		groups:        map[groupKey]*group{},
 		workspaceOps:  map[uuid.UUID]int{},
+		anonymous:     map[netip.Addr]int{},
 		// Half the bytes each: a rendering is about as large as its read.
 		reads:   newFlights[readKey, *eventRead](opts.CacheBytes / 2),
 		renders: newFlights[renderKey, *rendered](opts.CacheBytes / 2),
+		checks:  newFlights[checkKey, *viewer.Viewer](1 << 20),
 	}
 }
 
@@ -231,6 +246,50 @@ func (l *Live) dismiss() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.connections--
+}
+
+// MaxAnonymousSocketsPerAddress bounds the WebSockets one client address
+// (an IPv6 /48) holds open before their connection_init authenticates them
+// (a NAT'd office reconnecting at once stays well under it).
+const MaxAnonymousSocketsPerAddress = 256
+
+// waitInit takes a place among anonymous WebSockets, those connection_init
+// has not authenticated yet (each for InitTimeout at most): at most half of
+// MaxConnections in all, so that they never keep authenticated clients
+// out, and MaxAnonymousSocketsPerAddress per client address. release (safe
+// to call twice) gives it back. Errors: rate_limited (the address),
+// unavailable (anonymous sockets at their share).
+func (l *Live) waitInit(ctx context.Context) (release func(), err error) {
+	var key netip.Addr // the zero address: no client address (in process)
+	if addr, ok := auth.ClientAddress(ctx); ok {
+		key = auth.AddressKey(addr)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.anonymousAll >= max(1, l.opts.MaxConnections/2):
+		return nil, errBusy
+	case key.IsValid() && l.anonymous[key] >= MaxAnonymousSocketsPerAddress:
+		return nil, apperr.New(apperr.RateLimited, "this address has %d WebSockets waiting for connection_init, the most allowed: initialise them first", MaxAnonymousSocketsPerAddress)
+	}
+	l.anonymousAll++
+	if key.IsValid() {
+		l.anonymous[key]++
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.anonymousAll--
+			if !key.IsValid() {
+				return
+			}
+			if l.anonymous[key]--; l.anonymous[key] <= 0 {
+				delete(l.anonymous, key)
+			}
+		})
+	}, nil
 }
 
 // acquire takes one of token's subscription slots. Errors: rate_limited.
@@ -327,6 +386,12 @@ func lostAccess(err error) bool {
 		return true
 	}
 	return false
+}
+
+// checkKey names the check of a credential an event asks for.
+type checkKey struct {
+	credential string
+	seq        uint64
 }
 
 // flight is one computation shared by everyone who asks for its key while

@@ -1,13 +1,13 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/google/uuid"
@@ -81,12 +81,6 @@ type group struct {
 	// listen (stream.open); guarded by fanMu.
 	fanMu   sync.Mutex
 	streams map[*stream]struct{}
-
-	// last is the event rendered last, which subscribers take without the
-	// renderings cache's lock when it is at most maxLastRendered bytes:
-	// kept beyond the cache's bound only until the group's next event, it
-	// holds at most that per group.
-	last atomic.Pointer[lastRendered]
 }
 
 // groupKey names a group: the workspace, the role, and a digest of the
@@ -198,6 +192,13 @@ func (g *group) form(ctx context.Context, exec graphql.GraphExecutor, oc *graphq
 	gctx = viewer.NewContext(gctx, v)
 	gctx = middleware.ContextWithRequestID(gctx, middleware.RequestID(ctx))
 	g.ctx, g.cancel = context.WithCancel(gctx)
+	if len(graphql.CollectFields(oc, oc.Operation.SelectionSet, nil)) != 1 {
+		// The document has one root field (its limits saw to that), but
+		// @skip or @include may leave the operation none to subscribe to.
+		g.err = gqlerror.List{g.live.present(ctx, apperr.New(apperr.ValidationFailed,
+			"the subscription selects no field: @skip or @include left out its root field"))}
+		return
+	}
 	g.feed = make(chan *model.ProcedureEvent, 1)
 	g.reads, g.edges = eventSelection(oc)
 	responses, opCtx := exec.DispatchOperation(g.ctx, oc)
@@ -270,7 +271,10 @@ func (g *group) prepare(e events.Event) (se streamEvent, send bool) {
 	if e.Refetch || e.Kind == core.AccessChanged {
 		return streamEvent{e: e}, true
 	}
-	r, err := g.deliver(g.ctx, e, e.Version)
+	// Rendered once, here, and handed to every subscriber: only a REFETCH,
+	// which subscribers render once they have checked their credential,
+	// goes through the renderings cache (deliver).
+	r, err := g.render(e, e.Version)
 	switch {
 	case err != nil && g.ctx.Err() != nil:
 		return se, false // the group ended while the event was read
@@ -286,9 +290,20 @@ func (g *group) prepare(e events.Event) (se streamEvent, send bool) {
 func (g *group) hand(se streamEvent) {
 	g.fanMu.Lock()
 	defer g.fanMu.Unlock()
+	var size int64
+	if se.r != nil {
+		size = se.r.size()
+	}
 	for s := range g.streams {
+		// A subscriber holds at most Buffer events and QueueBytes of
+		// renderings (one event, whatever its size, when it has none).
+		if queued := s.queued.Load(); queued > 0 && queued+size > g.live.opts.QueueBytes {
+			g.drop(s, errTooSlow)
+			continue
+		}
 		select {
 		case s.queue <- se:
+			s.queued.Add(size)
 		default:
 			g.drop(s, errTooSlow)
 		}
@@ -415,62 +430,45 @@ func (f eventFilter) matches(c *core.Facets) bool {
 	return c != nil && (f.project == nil || *f.project == c.ProjectID) && (f.state == nil || *f.state == c.State)
 }
 
-// rendered is one event as a group's subscribers are sent it: payload is
-// the GraphQL response (nil when the event is not delivered to them).
+// rendered is one event as a group's subscribers are sent it: frame is
+// its Server-Sent Events "next" event, and payload, within it, the GraphQL
+// response (both nil when the event is not delivered to them). One copy
+// serves both transports.
 type rendered struct {
-	payload []byte
-	// sse is the Server-Sent Events frame of payload, made once.
-	sseOnce sync.Once
-	sse     []byte
+	frame, payload []byte
 }
 
-// sseFrame returns r as a Server-Sent Events "next" event.
-func (r *rendered) sseFrame() []byte {
-	r.sseOnce.Do(func() {
-		b := make([]byte, 0, len(sseNextPrefix)+len(r.payload)+2)
-		b = append(b, sseNextPrefix...)
-		b = append(b, r.payload...)
-		r.sse = append(b, "\n\n"...)
-	})
-	return r.sse
+// newRendered renders resp once, framed.
+func newRendered(resp *graphql.Response) (*rendered, error) {
+	var b bytes.Buffer
+	b.Write(eventNext)
+	// Encode writes what json.Marshal would, and a line break: the first
+	// of the two that end an event.
+	if err := json.NewEncoder(&b).Encode(resp); err != nil {
+		return nil, err
+	}
+	b.WriteByte('\n')
+	frame := b.Bytes()
+	return &rendered{frame: frame, payload: frame[len(eventNext) : len(frame)-len(eventEnd)]}, nil
 }
 
-const sseNextPrefix = "event: next\ndata: "
+// size is what r holds in memory.
+func (r *rendered) size() int64 { return int64(len(r.frame)) }
 
 // renderKey names an event's rendering for a group.
 type renderKey struct{ group, seq uint64 }
 
-// deliver returns e as g's subscribers are sent it, rendered once for all
-// of them: by the group as it hands e out (fan), or, for a REFETCH, by the
-// first subscriber to ask while the others wait. version is the workspace
-// version a REFETCH shows when the event carries none.
+// deliver returns a REFETCH as g's subscribers are sent it, rendered once
+// for all of them: by the first subscriber to ask while the others wait.
+// version is the workspace version it shows when the event carries none.
 func (g *group) deliver(ctx context.Context, e events.Event, version int64) (*rendered, error) {
-	// Most subscribers ask for the event rendered last: no lock for them.
-	if last := g.last.Load(); last != nil && last.seq == e.Seq {
-		return last.r, nil
-	}
 	return g.live.renders.get(ctx, renderKey{g.id, e.Seq}, func() (*rendered, int64, error) {
 		r, err := g.render(e, version)
 		if err != nil {
 			return nil, 0, err
 		}
-		if len(r.payload) <= maxLastRendered {
-			g.last.Store(&lastRendered{seq: e.Seq, r: r})
-		} else {
-			g.last.Store(nil)
-		}
-		// The cache's entry and the payload, twice once framed for SSE.
-		return r, 128 + 2*int64(len(r.payload)), nil
+		return r, 128 + r.size(), nil
 	})
-}
-
-// maxLastRendered bounds the rendering a group keeps outside the cache.
-const maxLastRendered = 64 << 10
-
-// lastRendered is the event a group rendered last.
-type lastRendered struct {
-	seq uint64
-	r   *rendered
 }
 
 // render renders e for g, nil payload when g's subscribers are not sent it.
@@ -489,11 +487,7 @@ func (g *group) render(e events.Event, version int64) (*rendered, error) {
 	if err != nil {
 		return nil, err
 	}
-	payload, err := json.Marshal(resp)
-	if err != nil {
-		return nil, err
-	}
-	return &rendered{payload: payload}, nil
+	return newRendered(resp)
 }
 
 // respond has the executor render ev, with fresh dataloaders (seeded from
@@ -577,9 +571,16 @@ type eventRead struct {
 func (g *group) read(e events.Event) (*eventRead, error) {
 	key := readKey{e.WorkspaceID, e.ProcedureID, e.Version, g.edges}
 	return g.live.reads.get(g.ctx, key, func() (*eventRead, int64, error) {
-		// Not cancelled with the subscriber that reads: the others wait
-		// for it.
-		rctx := g.live.opts.Loaders(context.WithoutCancel(g.ctx))
+		// Not cancelled with the subscriber that reads (the others wait
+		// for it), but bounded as a request is: the group's goroutine,
+		// and the last subscriber leaving, wait for it.
+		base := context.WithoutCancel(g.ctx)
+		if t := g.live.opts.RequestTimeout; t > 0 {
+			var cancel context.CancelFunc
+			base, cancel = context.WithTimeout(base, t)
+			defer cancel()
+		}
+		rctx := g.live.opts.Loaders(base)
 		p, err := g.svc.Procedure(rctx, e.ProcedureID.String())
 		if err != nil {
 			if apperr.CodeOf(err) == apperr.NotFound {

@@ -34,13 +34,15 @@ func TestFlightsStayWithinTheirBound(t *testing.T) {
 	t.Run("SharedWhileRunning", func(t *testing.T) {
 		c := newFlights[int, string](1 << 20)
 		var runs atomic.Int32
-		release := make(chan struct{})
+		started, release := make(chan struct{}), make(chan struct{})
 		var wg sync.WaitGroup
 		results := make([]string, 50)
 		for i := range results {
 			wg.Go(func() {
 				v, err := c.get(ctx, 1, func() (string, int64, error) {
-					runs.Add(1)
+					if runs.Add(1) == 1 {
+						close(started)
+					}
 					<-release
 					return "once", 10, nil
 				})
@@ -50,11 +52,9 @@ func TestFlightsStayWithinTheirBound(t *testing.T) {
 				results[i] = v
 			})
 		}
-		// Every caller is either computing or waiting once the computation
-		// has started; release it.
-		for runs.Load() == 0 {
-			time.Sleep(time.Millisecond)
-		}
+		// Whoever comes while the computation runs waits for it, and
+		// whoever comes after finds it kept: one run either way.
+		<-started
 		close(release)
 		wg.Wait()
 		if runs.Load() != 1 {

@@ -27,6 +27,8 @@ type stream struct {
 	// (set before the close).
 	queue chan streamEvent
 	ended error
+	// queued is the bytes of the renderings in queue (see group.hand).
+	queued atomic.Int64
 	// wake tells the stream's goroutine, waiting on its queue, that
 	// something else is due: its context ended, or a timer set a bit of
 	// due. Two channels to wait on, however many timers: a subscriber
@@ -187,6 +189,9 @@ func (s *stream) ready(ctx context.Context) (r *rendered, ok bool, err error) {
 // the stream), into what to send: nil when it is not delivered to this
 // subscriber.
 func (s *stream) handle(ctx context.Context, se streamEvent, open bool) (*rendered, error) {
+	if se.r != nil {
+		s.queued.Add(-se.r.size())
+	}
 	switch {
 	case !open:
 		return nil, s.ended
@@ -196,10 +201,16 @@ func (s *stream) handle(ctx context.Context, se streamEvent, open bool) (*render
 		return se.r, nil
 	}
 	// A REFETCH or an access change: after a REFETCH an access change may
-	// have been missed too.
-	if err := s.recheck(ctx); err != nil {
+	// have been missed too. Every subscription of a token hears it: the
+	// token is looked up once for all of them.
+	v, err := s.live.checks.get(ctx, checkKey{s.credential, se.e.Seq}, func() (*viewer.Viewer, int64, error) {
+		v, err := s.live.reauthenticate(ctx, s.credential, s.v)
+		return v, 256 + int64(len(s.credential)), err
+	})
+	if err != nil {
 		return nil, err
 	}
+	s.setViewer(v)
 	e := se.e
 	if e.Kind == core.AccessChanged && !e.Refetch {
 		return nil, nil

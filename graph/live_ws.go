@@ -69,6 +69,15 @@ func (t webSocket) Do(w http.ResponseWriter, r *http.Request, exec graphql.Graph
 		return
 	}
 	defer l.dismiss()
+	// Until connection_init authenticates it, a socket is anonymous: one
+	// client address holds only a few such (each for initTimeout at most),
+	// lest anonymous sockets take every live connection.
+	release, err := l.waitInit(r.Context())
+	if err != nil {
+		t.writeErr(w, r, err)
+		return
+	}
+	defer release()
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		Subprotocols:   []string{protocolTransportWS, protocolLegacy},
 		OriginPatterns: l.opts.Origins,
@@ -79,7 +88,7 @@ func (t webSocket) Do(w http.ResponseWriter, r *http.Request, exec graphql.Graph
 	conn.SetReadLimit(middleware.MaxBodyBytes)
 	ctx, cancel := context.WithCancel(markStream(r.Context()))
 	c := &socket{
-		live: l, exec: exec, conn: conn, req: r, ctx: ctx, cancel: cancel,
+		live: l, exec: exec, conn: conn, req: r, ctx: ctx, cancel: cancel, initialisedHook: release,
 		legacy: conn.Subprotocol() != protocolTransportWS,
 		ops:    map[string]*operation{},
 	}
@@ -99,6 +108,9 @@ type socket struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	closed sync.Once
+	// closing is closed once the close handshake shut started is over
+	// (nil when shut never ran); set inside closed.
+	closing chan struct{}
 
 	// writes is the context writes are bounded by: its deadline is the
 	// write timeout from when it was made, and a new one is made once less
@@ -114,8 +126,10 @@ type socket struct {
 	// Set by connection_init, in the reading goroutine, before any
 	// operation starts.
 	initialised atomic.Bool
-	credential  string
-	viewer      *viewer.Viewer
+	// initialisedHook frees the socket's place among anonymous ones.
+	initialisedHook func()
+	credential      string
+	viewer          *viewer.Viewer
 	// base is ctx with the connection's viewer and rate limit (each
 	// operation is charged under it).
 	base context.Context
@@ -147,6 +161,12 @@ func (c *socket) serve() {
 	initTimer.Stop()
 	c.cancel()
 	c.wg.Wait()
+	// Closed by now, or never to be: a shut racing this (the init timer
+	// firing as the client left) either ran first or finds the Once done.
+	c.closed.Do(func() {})
+	if c.closing != nil {
+		<-c.closing
+	}
 	_ = c.conn.CloseNow()
 	c.endWrites()
 	if c.initialised.Load() {
@@ -175,9 +195,9 @@ func (c *socket) shut(code websocket.StatusCode, reason string) {
 		if len(reason) > 120 {
 			reason = reason[:120]
 		}
-		c.wg.Add(1)
+		c.closing = make(chan struct{})
 		go func() {
-			defer c.wg.Done()
+			defer close(c.closing)
 			_ = c.conn.Close(code, reason)
 		}()
 	})
@@ -431,6 +451,7 @@ func (c *socket) init(payload json.RawMessage) {
 	}
 	c.credential, c.viewer, c.base = credential, v, base
 	c.initialised.Store(true)
+	c.initialisedHook()
 	c.send(message{raw: frame("connection_ack", "", nil)})
 	if c.legacy {
 		c.send(message{raw: legacyKeepAlive})

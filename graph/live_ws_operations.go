@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"time"
 
@@ -60,22 +61,16 @@ func (c *socket) subscribe(m wsMessage) {
 
 // operationParams decodes a subscribe message's payload.
 func operationParams(payload json.RawMessage) (*graphql.RawParams, error) {
-	var p struct {
-		Query         string         `json:"query"`
-		OperationName string         `json:"operationName"`
-		Variables     map[string]any `json:"variables"`
-		Extensions    map[string]any `json:"extensions"`
+	// Checked as a POST's body is; decoded as gqlgen decodes one, numbers
+	// kept as sent.
+	if _, err := decodeGraphQLRequest(payload); err != nil {
+		return nil, errors.New(apperr.From(err).Message)
 	}
+	var p graphql.RawParams
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.UseNumber()
 	if err := dec.Decode(&p); err != nil {
 		return nil, errors.New("the payload must be an object with a query")
-	}
-	if p.Query == "" && p.Extensions["persistedQuery"] == nil {
-		return nil, errors.New("the payload has no query")
-	}
-	if err := checkText(payload, p.Query); err != nil {
-		return nil, errors.New(apperr.From(err).Message)
 	}
 	return &graphql.RawParams{Query: p.Query, OperationName: p.OperationName, Variables: p.Variables, Extensions: p.Extensions}, nil
 }
@@ -133,6 +128,9 @@ func (c *socket) run(ctx context.Context, id string, op *operation, params *grap
 	keyed := c.keyed(ctx, v, params)
 	if keyed != nil {
 		ctx = keyed.ctx
+		// A claimed key whose operation then does not run to its answer
+		// (refused, or a panic) is freed, so that the retry runs.
+		defer keyed.abandon(ctx)
 	}
 	oc, errs := c.exec.CreateOperationContext(ctx, params)
 	if keyed != nil {
@@ -189,15 +187,31 @@ func (c *socket) run(ctx context.Context, id string, op *operation, params *grap
 		}
 	}
 	if claimed {
-		keyed.d.Finish(ctx, idempotency.Response{Status: http.StatusOK, ContentType: "application/json", Body: answer})
+		keyed.finish(ctx, idempotency.Response{Status: http.StatusOK, ContentType: "application/json", Body: answer})
 	}
 	c.finish(id, op, message{raw: frame("complete", id, nil)})
 }
 
 // keyedOperation is an operation sent with an idempotency key.
 type keyedOperation struct {
-	ctx context.Context
-	d   *idempotency.Deferred
+	ctx      context.Context
+	d        *idempotency.Deferred
+	finished bool
+}
+
+// finish records the answer of the claimed operation.
+func (k *keyedOperation) finish(ctx context.Context, resp idempotency.Response) {
+	k.finished = true
+	k.d.Finish(ctx, resp)
+}
+
+// abandon frees the key of a claimed operation that did not finish: as a
+// failed request's (5xx), which did not write (a write commits only as its
+// answer is made), so its retry runs.
+func (k *keyedOperation) abandon(ctx context.Context) {
+	if _, claimed := k.d.RunBy(); claimed && !k.finished {
+		k.finish(context.WithoutCancel(ctx), idempotency.Response{Status: http.StatusInternalServerError})
+	}
 }
 
 // keyed defers the claim of an operation's idempotency key, sent as
@@ -212,16 +226,11 @@ func (c *socket) keyed(ctx context.Context, v *viewer.Viewer, params *graphql.Ra
 		return nil
 	}
 	key, _ := raw.(string)
-	// The fingerprint is an HTTP POST's: the same request body, whatever
-	// carries it.
-	body, err := json.Marshal(struct {
-		Query         string         `json:"query"`
-		OperationName string         `json:"operationName,omitempty"`
-		Variables     map[string]any `json:"variables,omitempty"`
-	}{params.Query, params.OperationName, params.Variables})
-	if err != nil {
-		return nil
-	}
+	// The same request as an HTTP POST of the same query, operation name
+	// and variables: a retry over either transport replays.
+	extensions := maps.Clone(params.Extensions)
+	delete(extensions, idempotencyKeyExtension)
+	body := idempotency.GraphQLPayload(params.Query, params.OperationName, params.Variables, extensions)
 	kctx, d := store.Defer(ctx, key, idempotency.Fingerprint(v, http.MethodPost, "/graphql", body))
 	return &keyedOperation{ctx: kctx, d: d}
 }

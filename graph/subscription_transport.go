@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -130,7 +129,7 @@ func (t sse) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecut
 	}
 	ping := func() error { return out.write([]byte(": ping\n\n")) }
 	end := func(err error) {
-		_ = out.write(sseEvent(&graphql.Response{Errors: gqlerror.List{l.present(ctx, err)}}), []byte(sseComplete))
+		_ = out.write(sseEvent(&graphql.Response{Errors: gqlerror.List{l.present(ctx, err)}}), eventComplete)
 	}
 	var lastWrite time.Time
 	pace := time.NewTimer(time.Hour)
@@ -159,7 +158,7 @@ func (t sse) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecut
 				return
 			}
 		}
-		frames := [][]byte{ev.sseFrame()}
+		frames := [][]byte{ev.frame}
 		for len(frames) < maxFramesPerWrite {
 			more, ok, err := s.ready(ctx)
 			if err != nil {
@@ -170,7 +169,7 @@ func (t sse) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecut
 			if !ok {
 				break
 			}
-			frames = append(frames, more.sseFrame())
+			frames = append(frames, more.frame)
 		}
 		if out.write(frames...) != nil {
 			return
@@ -194,7 +193,7 @@ func (t sse) once(w http.ResponseWriter, ctx context.Context, exec graphql.Graph
 	if resp != nil {
 		_, _ = w.Write(sseEvent(resp))
 	}
-	_, _ = io.WriteString(w, sseComplete)
+	_, _ = w.Write(eventComplete)
 }
 
 // innermost returns the ResponseWriter w wraps, through every Unwrap.
@@ -237,14 +236,12 @@ func (s *sseWriter) write(frames ...[]byte) error {
 	return s.rc.Flush()
 }
 
-const sseComplete = "event: complete\ndata:\n\n"
-
 func sseEvent(resp *graphql.Response) []byte {
-	b, err := json.Marshal(resp)
+	r, err := newRendered(resp)
 	if err != nil {
-		b = []byte(`{"errors":[{"message":"internal error","extensions":{"code":"internal"}}]}`)
+		return slices.Concat(eventNext, []byte(`{"errors":[{"message":"internal error","extensions":{"code":"internal"}}]}`), eventEnd)
 	}
-	return fmt.Appendf(nil, "%s%s\n\n", sseNextPrefix, b)
+	return r.frame
 }
 
 // writeErrors answers a request refused before it executed: its errors

@@ -286,7 +286,7 @@ func TestRefusedForGoodCostsOneLookup(t *testing.T) {
 // TestFailureLimitPerAddress: past its burst of failures, an address's
 // requests carrying a credential are refused rate_limited before any
 // lookup, a valid token's too, until the bucket refills; other addresses
-// are not affected, an IPv6 address shares its /64's bucket, and a request
+// are not affected, an IPv6 address shares its /48's bucket, and a request
 // without a credential is neither counted nor refused by the limit.
 func TestFailureLimitPerAddress(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {
@@ -314,7 +314,7 @@ func TestFailureLimitPerAddress(t *testing.T) {
 		if code, statements := c.authenticate(t, attacker, valid); code != apperr.RateLimited || statements != 0 {
 			t.Fatalf("a valid token from the spent address: %s after %d statements, want rate_limited before any lookup", code, statements)
 		}
-		for _, addr := range []string{"203.0.113.2", "2001:db8::1"} {
+		for _, addr := range []string{"203.0.113.2", "2001:db8:ff::1"} {
 			if code, statements := c.authenticate(t, from(addr), legacySecrets(1, 2)[0]); code != apperr.Unauthenticated || statements != 1 {
 				t.Fatalf("an unknown token from %s: %s after %d statements; its address is not spent", addr, code, statements)
 			}
@@ -329,13 +329,16 @@ func TestFailureLimitPerAddress(t *testing.T) {
 			t.Fatalf("no credential from the spent address: %v, want unauthenticated", err)
 		}
 
-		// IPv6: the /64 is one bucket.
+		// IPv6: the /48 is one bucket, whichever of its /64s sends.
 		flood(t, from("2001:db8:0:7::1"), legacySecrets(150, 3), 100)
 		if code, _ := c.authenticate(t, from("2001:db8:0:7:ffff::2"), valid); code != apperr.RateLimited {
 			t.Fatalf("another address of the spent /64: %s, want rate_limited", code)
 		}
-		if code, _ := c.authenticate(t, from("2001:db8:0:8::1"), valid); code != "" {
-			t.Fatalf("an address of the next /64: %s", code)
+		if code, _ := c.authenticate(t, from("2001:db8:0:8::1"), valid); code != apperr.RateLimited {
+			t.Fatalf("another /64 of the spent /48: %s, want rate_limited", code)
+		}
+		if code, _ := c.authenticate(t, from("2001:db8:1::1"), valid); code != "" {
+			t.Fatalf("an address of the next /48: %s", code)
 		}
 
 		// Five failures a second refill the bucket.

@@ -48,12 +48,17 @@ func ClientAddress(ctx context.Context) (netip.Addr, bool) {
 }
 
 // failureKey is the bucket an address counts against: an IPv4 address
-// itself, an IPv6 address's /64, which one subscriber normally holds
-// whole (so rotating through it earns no fresh bucket).
-func failureKey(addr netip.Addr) netip.Addr {
+// itself, an IPv6 address's /48, the most one site is normally given (so
+// rotating through its /64s, more than the buckets kept, earns no fresh
+// bucket).
+func failureKey(addr netip.Addr) netip.Addr { return AddressKey(addr) }
+
+// AddressKey is the client an address stands for, for per-client bounds:
+// an IPv4 address itself, an IPv6 address's /48.
+func AddressKey(addr netip.Addr) netip.Addr {
 	addr = addr.Unmap().WithZone("")
 	if addr.Is6() {
-		return netip.PrefixFrom(addr, 64).Masked().Addr()
+		return netip.PrefixFrom(addr, 48).Masked().Addr()
 	}
 	return addr
 }

@@ -119,7 +119,11 @@ func (s *Store) Middleware(writeErr middleware.ErrorWriter) func(http.Handler) h
 				return
 			}
 			key, err := checkKey(values)
-			fp := Fingerprint(v, r.Method, r.URL.RequestURI(), body)
+			payload := body
+			if graphql {
+				payload = graphQLBody(body)
+			}
+			fp := Fingerprint(v, r.Method, r.URL.RequestURI(), payload)
 			if graphql {
 				// A malformed key refuses a mutation only: the
 				// executor tells.
@@ -380,6 +384,54 @@ func readBody(r *http.Request) (body []byte, ok bool) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	return b, true
+}
+
+// GraphQLPayload is what a GraphQL request's fingerprint covers: its query,
+// operation name and variables, as values, however the request spelled them
+// (white space, key order, escapes) and whichever transport carried it (a
+// POST's body, a WebSocket's subscribe message), so that a retry is the
+// same request over either. Its extensions count only when it has no query
+// text (a persisted query sent by hash alone, which they name).
+func GraphQLPayload(query, operationName string, variables, extensions map[string]any) []byte {
+	canonical := struct {
+		Query         string         `json:"query"`
+		OperationName string         `json:"operationName"`
+		Variables     map[string]any `json:"variables"`
+		Extensions    map[string]any `json:"extensions,omitempty"`
+	}{Query: query, OperationName: operationName}
+	if len(variables) > 0 {
+		canonical.Variables = variables // none and {} alike
+	}
+	if query == "" {
+		canonical.Extensions = extensions
+	}
+	// json.Marshal writes maps' keys in order, and numbers decoded as
+	// json.Number as they were sent.
+	b, err := json.Marshal(canonical)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// graphQLBody is GraphQLPayload of a GraphQL POST's body; a body that does
+// not decode (refused before anything runs) is fingerprinted as it is.
+func graphQLBody(body []byte) []byte {
+	var req struct {
+		Query         string         `json:"query"`
+		OperationName string         `json:"operationName"`
+		Variables     map[string]any `json:"variables"`
+		Extensions    map[string]any `json:"extensions"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&req); err != nil {
+		return body
+	}
+	if p := GraphQLPayload(req.Query, req.OperationName, req.Variables, req.Extensions); p != nil {
+		return p
+	}
+	return body
 }
 
 // readCloser reads from Reader and closes Closer.

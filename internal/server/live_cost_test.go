@@ -277,7 +277,7 @@ func TestLiveStreamWritesArePaced(t *testing.T) {
 	}{
 		// The stream's opening, the first event at once, the four others
 		// together once the interval is over.
-		{2 * time.Second, 3},
+		{3 * time.Second, 3},
 		// Without pacing, an event a write (when each is written before
 		// the next comes).
 		{0, 6},
@@ -307,7 +307,10 @@ func TestLiveStreamWritesArePaced(t *testing.T) {
 			}
 			for i := range 5 {
 				renameProcedure(t, s, ws.MemberToken, id, fmt.Sprintf("Paced %d", i))
-				if tc.interval == 0 {
+				// Each event written before the next is sent: without
+				// pacing, a write each; with it, the first at once and the
+				// others held for the interval.
+				if tc.interval == 0 || i == 0 {
 					written(i + 1)
 				}
 			}
@@ -317,6 +320,55 @@ func TestLiveStreamWritesArePaced(t *testing.T) {
 			}
 			cancel()
 			<-done
+		})
+	}
+}
+
+// TestLiveAccessChangeChecksEachTokenOnce: an access change makes every
+// subscription check its credential again, but a token is looked up once
+// for all of its subscriptions, not once each.
+func TestLiveAccessChangeChecksEachTokenOnce(t *testing.T) {
+	for _, dialect := range dbtest.Dialects(t) {
+		t.Run(dialect, func(t *testing.T) {
+			db, dsn := openDB(t, dialect)
+			s := startLive(t, db, liveConfig{dsn: dsn})
+			ws := s.NewWorkspace(t, "Checks", "CHK")
+			id := createProcedure(t, s, ws, ws.MemberToken, "Checked", "")
+			// An access change (a token made and revoked) then a marker:
+			// a subscriber sees the marker once it has handled the change.
+			change := func(name string, streams []*sseStream) int64 {
+				before := db.Statements()
+				r := s.GraphQL(t, ws.AdminToken, `mutation($in: CreateTokenInput!) { createToken(input: $in) { token { id } } }`,
+					map[string]any{"in": map[string]any{"memberId": ws.MemberID, "name": name}})
+				var out struct {
+					CreateToken struct{ Token struct{ ID string } } `json:"createToken"`
+				}
+				r.Decode(t, &out)
+				gql(t, s, ws.AdminToken, `mutation($id: ID!) { revokeToken(id: $id) { id } }`, map[string]any{"id": out.CreateToken.Token.ID})
+				renameProcedure(t, s, ws.MemberToken, id, name)
+				for _, st := range streams {
+					if e := decodeEvent(t, st.next()); e.Procedure == nil || e.Procedure.Name != name {
+						t.Fatalf("marker: %+v", e)
+					}
+				}
+				return db.Statements() - before
+			}
+			alone := change("alone", nil)
+			streams := make([]*sseStream, 10)
+			for i := range streams {
+				st, status, body := postSSE(t, s, ws.ViewToken, `subscription { procedureEvents { kind procedure { name } } }`, nil)
+				if status != http.StatusOK {
+					t.Fatalf("subscribe: %d %s", status, body)
+				}
+				streams[i] = st
+			}
+			ready(t, s, len(streams))
+			watched := change("watched", streams)
+			// The marker's one read, the token's one check (and at most a
+			// use recorded): not ten checks.
+			if extra := watched - alone; extra > 4 {
+				t.Fatalf("an access change and a marker cost %d statements more with 10 subscriptions of one token", extra)
+			}
 		})
 	}
 }

@@ -166,7 +166,9 @@ func TestLiveWebSocketProtocol(t *testing.T) {
 		if answers[0] != answers[1] {
 			t.Fatalf("the retry got another answer:\n%s\n%s", answers[0], answers[1])
 		}
-		req, _ := http.NewRequest(http.MethodPost, s.URL+"/graphql", strings.NewReader(string(mustJSON(map[string]any{"query": mutation}))))
+		// The body as another client spells it: the same request.
+		sent := `{ "variables" : {}, "query" : ` + string(mustJSON(mutation)) + ` }`
+		req, _ := http.NewRequest(http.MethodPost, s.URL+"/graphql", strings.NewReader(sent))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+ws.MemberToken)
 		req.Header.Set("Idempotency-Key", "ws-key-1")
@@ -298,5 +300,31 @@ func TestLiveConnectionBounds(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestLiveSkippedRootField: a subscription whose root field @skip or
+// @include leaves out subscribes to nothing: refused validation_failed, not
+// an internal error.
+func TestLiveSkippedRootField(t *testing.T) {
+	db, dsn := openDB(t, "sqlite")
+	s := startLive(t, db, liveConfig{dsn: dsn})
+	ws := s.NewWorkspace(t, "Skipped", "SKP")
+	for _, q := range []string{
+		`subscription { procedureEvents @skip(if: true) { kind } }`,
+		`subscription($on: Boolean!) { procedureEvents @include(if: $on) { kind } }`,
+	} {
+		vars := map[string]any{"on": false}
+		if _, status, body := postSSE(t, s, ws.ViewToken, q, vars); status != http.StatusBadRequest || !strings.Contains(string(body), `"validation_failed"`) {
+			t.Fatalf("%s over SSE: %d %s", q, status, body)
+		}
+		c := openWS(t, s, ws.ViewToken)
+		c.subscribe("1", q, vars)
+		if code := c.refused("1"); code != "validation_failed" {
+			t.Fatalf("%s over a WebSocket: %s", q, code)
+		}
+	}
+	if st := s.Live.Stats(); st.Groups != 0 || st.Subscriptions != 0 {
+		t.Fatalf("refused subscriptions hold %+v", st)
 	}
 }

@@ -164,3 +164,67 @@ func stalledReadersCut(t *testing.T, s *liveServer, ws *apitest.Workspace, trans
 		t.Fatalf("a new subscriber after the stalled ones: %+v", e)
 	}
 }
+
+// TestLiveSlowSubscriberBytes: a subscriber that stopped reading holds at
+// most --subscription-buffer events and 1 MiB (here 256 kB) of their
+// renderings: past it, it is ended as too slow, long before its buffer of
+// events is full or a write times out.
+func TestLiveSlowSubscriberBytes(t *testing.T) {
+	db, dsn := openDB(t, "sqlite")
+	s := startLive(t, db, liveConfig{dsn: dsn, buffer: 1000, live: graph.LiveOptions{
+		QueueBytes: 256 << 10, WriteTimeout: time.Minute, KeepAlive: time.Hour, Recheck: time.Hour,
+	}})
+	ws := s.NewWorkspace(t, "Lagging", "LAG")
+	id := createProcedure(t, s, ws, ws.MemberToken, "Big", strings.Repeat("x", 150_000))
+	stalledSSE(t, s, ws.ViewToken, `subscription { procedureEvents { kind procedure { content } } }`)
+	ready(t, s, 1)
+	// 9 MB of events: more than the sockets' buffers take, far fewer events
+	// than the buffer of 1 000.
+	for i := range 60 {
+		renameProcedure(t, s, ws.MemberToken, id, fmt.Sprintf("Big %d", i))
+	}
+	waitUntil(t, "the lagging subscriber is ended", func() bool { return s.Live.Stats().Subscriptions == 0 })
+}
+
+// TestLiveAnonymousSockets: WebSockets that have not sent connection_init
+// take at most half the live connections, and 256 per client address:
+// past either, the upgrade is refused, and authenticated clients still get
+// in.
+func TestLiveAnonymousSockets(t *testing.T) {
+	db, dsn := openDB(t, "sqlite")
+	t.Run("HalfTheConnections", func(t *testing.T) {
+		s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{MaxConnections: 4, InitTimeout: time.Minute}})
+		ws := s.NewWorkspace(t, "Anonymous", "ANO")
+		var anonymous []*websocket.Conn
+		for range 2 {
+			c, _, err := dialWS(t, s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			anonymous = append(anonymous, c)
+		}
+		if _, resp, err := dialWS(t, s, nil); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("a third anonymous socket: %v %v", err, resp)
+		}
+		if _, status, body := postSSE(t, s, ws.ViewToken, subscribeEvents, nil); status != http.StatusOK {
+			t.Fatalf("an authenticated stream: %d %s", status, body)
+		}
+		// A WebSocket is anonymous until its connection_init: one gets in
+		// once an anonymous one leaves.
+		_ = anonymous[0].CloseNow()
+		waitUntil(t, "the anonymous socket is gone", func() bool { return s.Live.Stats().Connections == 2 })
+		openWS(t, s, ws.ViewToken)
+	})
+	t.Run("PerAddress", func(t *testing.T) {
+		s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{MaxConnections: 1000, InitTimeout: time.Minute}})
+		for i := range graph.MaxAnonymousSocketsPerAddress {
+			if _, _, err := dialWS(t, s, nil); err != nil {
+				t.Fatalf("anonymous socket %d: %v", i+1, err)
+			}
+		}
+		_, resp, err := dialWS(t, s, nil)
+		if err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("one more anonymous socket from the address: %v %v", err, resp)
+		}
+	})
+}

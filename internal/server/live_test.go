@@ -530,7 +530,8 @@ func TestLiveTokenExpiryCuts(t *testing.T) {
 			db, dsn := openDB(t, dialect)
 			s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{Recheck: time.Hour}})
 			ws := s.NewWorkspace(t, "Expiring", "EXP")
-			expiresAt := time.Now().Add(700 * time.Millisecond).UTC()
+			// Time enough to open both subscriptions on a loaded machine.
+			expiresAt := time.Now().Add(3 * time.Second).UTC()
 			r := s.GraphQL(t, ws.AdminToken, `mutation($in: CreateTokenInput!) { createToken(input: $in) { secret } }`,
 				map[string]any{"in": map[string]any{"memberId": ws.ViewerID, "name": "short", "expiresAt": expiresAt.Format(time.RFC3339Nano)}})
 			var out struct {
