@@ -20,7 +20,6 @@ package core_test
 
 import (
 	"context"
-	"entgo.io/ent/dialect"
 	"errors"
 	"fmt"
 	"slices"
@@ -29,6 +28,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"entgo.io/ent/dialect"
 
 	"github.com/google/uuid"
 
@@ -73,7 +74,7 @@ func hooked(t *testing.T, db *database.DB, key string, opts ...core.Option) *fix
 	base := []core.Option{core.WithClock(func() time.Time { return clock })}
 	if db.Dialect == dialect.Postgres {
 		// As the server runs: field updates share the workspace lock.
-		base = append(base, core.WithAnnouncer(events.NewPostgresAnnouncer(nil)))
+		base = append(base, core.WithAnnouncer(events.NewPostgresAnnouncer(nil)), core.WithLockPolicy(core.SharedFieldUpdates))
 	}
 	f.svc = core.New(db.Client, append(base, opts...)...)
 	core.SetBeforeTx(f.svc, runInterleaving)
