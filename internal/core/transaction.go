@@ -20,6 +20,7 @@ import (
 	"github.com/procsvc/procsvc/ent/workspace"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/database"
+	"github.com/procsvc/procsvc/internal/tenancy"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -263,13 +264,14 @@ func lockWorkspace(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, mode 
 //
 // The read keeps its predicates (the tenancy interceptor's, and the
 // caller's workspace), so it returns the bump's row only for a workspace
-// the viewer may see; the tables the statement writes are scoped to
-// workspaceID here, past the interceptor.
+// the viewer may see; the writes in its WITH clause are past the
+// interceptor, so they confine themselves to workspaceID (internal/tenancy).
 func bumpStatement(workspaceID uuid.UUID, tallies tallyChange, notify func(b *sql.Builder, version string)) (finish func(*sql.Selector), talliesWanted int) {
 	keys := tallies.keys()
 	with := sql.ExprFunc(func(b *sql.Builder) {
 		b.WriteString(`WITH "bumped" AS (UPDATE "` + workspace.Table + `" SET "` + workspace.FieldVersion + `" = COALESCE("` +
-			workspace.FieldVersion + `", 0) + 1 WHERE "` + workspace.FieldID + `" = `).Arg(workspaceID).
+			workspace.FieldVersion + `", 0) + 1 WHERE `)
+		tenancy.WriteWhere(b, "", tenancy.WorkspacesColumn, workspaceID).
 			WriteString(` RETURNING "` + workspace.FieldVersion + `")`)
 		if len(keys) == 0 {
 			return
@@ -280,7 +282,8 @@ func bumpStatement(workspaceID uuid.UUID, tallies tallyChange, notify func(b *sq
 		for _, k := range keys {
 			b.WriteString(" WHEN ").Arg(k).WriteString(" THEN ").Arg(tallies[k])
 		}
-		b.WriteString(` ELSE 0 END FROM "bumped" WHERE ` + t + `"` + proceduretally.FieldWorkspaceID + `" = `).Arg(workspaceID).
+		b.WriteString(` ELSE 0 END FROM "bumped" WHERE `)
+		tenancy.WriteWhere(b, proceduretally.Table, tenancy.Column, workspaceID).
 			WriteString(` AND ` + t + `"` + proceduretally.FieldKey + `" IN (`)
 		for i, k := range keys {
 			if i > 0 {
@@ -385,11 +388,11 @@ func withActingRole(v *viewer.Viewer) func(*sql.Selector) {
 // actingMember holds: actingViewer's read, as a column of another read (a
 // scalar subquery; never NULL, which ent cannot scan from SQLite into an
 // untyped column). A subquery does not pass through the tenancy
-// interceptor, so it names v's workspace itself, as the interceptor would.
+// interceptor, so it confines itself to v's workspace (internal/tenancy).
 func actingRole(dialect string, v *viewer.Viewer) sql.Querier {
 	t := sql.Table(member.Table)
 	sel := sql.Dialect(dialect).Select(t.C(member.FieldRole)).From(t)
-	for _, p := range append(actingMember(v), member.WorkspaceID(v.WorkspaceID)) {
+	for _, p := range append(actingMember(v), tenancy.Where(tenancy.Column, v.WorkspaceID)) {
 		p(sel)
 	}
 	return sql.ExprFunc(func(b *sql.Builder) { b.WriteString("COALESCE((").Join(sel).WriteString("), '')") })
