@@ -287,9 +287,9 @@ func (s *Service) DeleteProcedure(ctx context.Context, id string, conds ...Preco
 
 // saveProcedure runs u, an UPDATE of the procedure p as read under the
 // workspace lock, and returns the row as u leaves it. It sends one
-// statement: the row is p with the values u sent (updatedProcedure), not
-// read back the way ent's UpdateOne does with a second statement, unless u
-// sent a value whose stored form may differ from it.
+// statement: the row is p with the values u sent (p.Applied), not read
+// back the way ent's UpdateOne does with a second statement, unless u sent
+// a value whose stored form may differ from it (sentExactly).
 // Errors: not_found (p is gone, which the workspace lock rules out).
 func saveProcedure(ctx context.Context, tx *ent.Tx, p *ent.Procedure, u *ent.ProcedureUpdate) (*ent.Procedure, error) {
 	n, err := u.Where(procedure.ID(p.ID)).Save(ctx)
@@ -299,93 +299,10 @@ func saveProcedure(ctx context.Context, tx *ent.Tx, p *ent.Procedure, u *ent.Pro
 	if n == 0 {
 		return nil, apperr.NotFoundf("procedure")
 	}
-	if after, ok := updatedProcedure(p, u.Mutation()); ok {
-		return after, nil
+	if m := u.Mutation(); sentExactly(m) {
+		if after, ok := p.Applied(m); ok {
+			return after, nil
+		}
 	}
 	return tx.Procedure.Get(ctx, p.ID)
-}
-
-// updatedProcedure is p with m's changes applied: the row an UPDATE of p
-// sending m stores. ok is false when m changes a field it does not know (a
-// field added to the schema since, an increment) or sends a value a
-// database may store differently (exactValue), and the row must be read
-// back. Only p's fields change: its edges, never loaded by a write, stay
-// empty.
-func updatedProcedure(p *ent.Procedure, m *ent.ProcedureMutation) (*ent.Procedure, bool) {
-	if len(m.AddedFields()) > 0 || len(m.AddedEdges()) > 0 || len(m.ClearedEdges()) > 0 {
-		return nil, false
-	}
-	after := *p
-	for _, f := range m.Fields() {
-		v, _ := m.Field(f)
-		if !exactValue(v) {
-			return nil, false
-		}
-		switch f {
-		case procedure.FieldUpdatedAt:
-			after.UpdatedAt, _ = m.UpdatedAt()
-		case procedure.FieldName:
-			after.Name, _ = m.Name()
-		case procedure.FieldPriority:
-			after.Priority, _ = m.Priority()
-		case procedure.FieldState:
-			after.State, _ = m.State()
-		case procedure.FieldContent:
-			c, _ := m.Content()
-			after.Content = &c
-		case procedure.FieldCategoryID:
-			id, _ := m.CategoryID()
-			after.CategoryID = &id
-		case procedure.FieldDoerID:
-			id, _ := m.DoerID()
-			after.DoerID = &id
-		case procedure.FieldProjectID:
-			after.ProjectID, _ = m.ProjectID()
-		case procedure.FieldProjectName:
-			after.ProjectName, _ = m.ProjectName()
-		case procedure.FieldPosition:
-			after.Position, _ = m.Position()
-		case procedure.FieldDueAt:
-			after.DueAt, _ = m.DueAt()
-		case procedure.FieldCaptureID:
-			c, _ := m.CaptureID()
-			after.CaptureID = &c
-		case procedure.FieldDisplayVideo:
-			after.DisplayVideo, _ = m.DisplayVideo()
-		case procedure.FieldIsFineTunedData:
-			after.IsFineTunedData, _ = m.IsFineTunedData()
-		default:
-			return nil, false
-		}
-	}
-	for _, f := range m.ClearedFields() {
-		switch f {
-		case procedure.FieldContent:
-			after.Content = nil
-		case procedure.FieldCategoryID:
-			after.CategoryID = nil
-		case procedure.FieldDoerID:
-			after.DoerID = nil
-		case procedure.FieldCaptureID:
-			after.CaptureID = nil
-		default:
-			return nil, false
-		}
-	}
-	return &after, true
-}
-
-// exactValue reports whether both databases store v as sent and read it
-// back equal: a time to the microsecond (PostgreSQL rounds finer ones), a
-// float other than -0 (SQLite reads it back as 0). Strings are stored as
-// sent (validation refuses what PostgreSQL would not store), and so are
-// ids, enums and booleans.
-func exactValue(v ent.Value) bool {
-	switch x := v.(type) {
-	case time.Time:
-		return x.Equal(x.Truncate(time.Microsecond))
-	case float64:
-		return x != 0 || !math.Signbit(x)
-	}
-	return true
 }
