@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -21,10 +20,6 @@ type Service struct {
 	// update: set, from the announcer, only under SharedFieldUpdates.
 	statements StatementAnnouncer
 	locks      LockPolicy
-	// beforeTx, when set, runs where a write waits for its workspace lock:
-	// after the checks made before the transaction, before it begins.
-	// Tests commit a concurrent change there (see export_test.go).
-	beforeTx func(ctx context.Context)
 }
 
 // Option configures a Service.

@@ -24,14 +24,14 @@ import (
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
-// inTx runs fn in a transaction that first bumps the workspace's version
-// (lockExclusive; see lockMode for the field updates that share the lock).
+// inTx runs fn in a transaction whose first statement takes the
+// workspace's lock exclusively and bumps its version (lockExclusive; see
+// lockMode for the field updates that share the lock).
 //
-// The bump is the transaction's first statement and takes the workspace
-// row's write lock, so writes inside one workspace are serialised (shortIds
-// and positions cannot race) and any cache keyed by the version is
-// invalidated atomically with the write. On PostgreSQL the UPDATE takes the
-// row lock, and every later statement (READ COMMITTED) sees what was
+// Writes inside one workspace are thus serialised (shortIds and positions
+// cannot race), and any cache keyed by the version is invalidated
+// atomically with the write. On PostgreSQL the lock is an advisory lock
+// (lockWorkspace), and every later statement (READ COMMITTED) sees what was
 // committed before it was granted. On SQLite the DSN sets _txlock=immediate,
 // so the transaction begins with BEGIN IMMEDIATE: the database's write lock
 // is taken before any read, and concurrent writers wait on busy_timeout
@@ -66,10 +66,18 @@ func (s *Service) inTx(ctx context.Context, v *viewer.Viewer, min viewer.Role, f
 // record, unwrapped from the transaction once it has committed.
 func stored[T interface{ Unwrap() T }](ctx context.Context, s *Service, v *viewer.Viewer, min viewer.Role,
 	write func(tx *ent.Tx, me *viewer.Viewer) (T, error)) (T, error) {
+	return unwrapped(func(keep func(T, error) error) error {
+		return s.inTx(ctx, v, min, func(tx *ent.Tx, me *viewer.Viewer) error { return keep(write(tx, me)) })
+	})
+}
+
+// unwrapped runs a transaction through run, which hands keep the record
+// its write stores, and returns that record unwrapped from the transaction
+// once it has committed.
+func unwrapped[T interface{ Unwrap() T }](run func(keep func(T, error) error) error) (T, error) {
 	var rec T
-	err := s.inTx(ctx, v, min, func(tx *ent.Tx, me *viewer.Viewer) error {
-		var err error
-		rec, err = write(tx, me)
+	err := run(func(r T, err error) error {
+		rec = r
 		return err
 	})
 	if err != nil {
@@ -120,17 +128,11 @@ func (s *Service) inProcedureTx(ctx context.Context, v *viewer.Viewer, mode lock
 // unwrapped from the transaction once it has committed (see stored).
 func storedOn[T interface{ Unwrap() T }](ctx context.Context, s *Service, v *viewer.Viewer, mode lockMode, where predicate.Procedure,
 	write func(tx *ent.Tx, me *viewer.Viewer, p *ent.Procedure) (T, error)) (T, error) {
-	var rec T
-	err := s.inProcedureTx(ctx, v, mode, where, func(tx *ent.Tx, me *viewer.Viewer, p *ent.Procedure) error {
-		var err error
-		rec, err = write(tx, me, p)
-		return err
+	return unwrapped(func(keep func(T, error) error) error {
+		return s.inProcedureTx(ctx, v, mode, where, func(tx *ent.Tx, me *viewer.Viewer, p *ent.Procedure) error {
+			return keep(write(tx, me, p))
+		})
 	})
-	if err != nil {
-		var none T
-		return none, err
-	}
-	return rec.Unwrap(), nil
 }
 
 // lockMode is how a write's transaction takes its workspace's lock.
@@ -166,9 +168,6 @@ const (
 // row, then its token's.
 func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, mode lockMode,
 	acting func(tx *ent.Tx) (*viewer.Viewer, error), fn func(tx *ent.Tx, me *viewer.Viewer) error) error {
-	if s.beforeTx != nil {
-		s.beforeTx(ctx)
-	}
 	tx, err := s.client.Tx(ctx)
 	if err != nil {
 		return apperr.Map(err)
