@@ -29,7 +29,7 @@ func TestLiveToolDeliversEveryEvent(t *testing.T) {
 				t.Fatal(err)
 			}
 			hub := events.NewHub(events.HubOptions{})
-			svc := core.New(db.Client, core.WithAnnouncer(server.Announcer(db, hub)))
+			svc := core.New(db.Client, core.WithAnnouncer(server.Announcer(db, hub)), core.WithLockPolicy(core.LockPolicyFor(db.Dialect)))
 			ts := httptest.NewServer(server.NewHandler(server.Deps{DB: db, Service: svc, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 				Hub: hub, Live: graph.LiveOptions{MaxPerToken: 50, WebSocketsPerToken: 50}}))
 			t.Cleanup(ts.Close)

@@ -225,5 +225,36 @@ func (_m *Comment) String() string {
 	return builder.String()
 }
 
+// Applied returns a copy of _m with the fields m sets and clears: the row
+// an UPDATE of _m sending m stores, if the database stores every value
+// as sent. ok is false when m does what only the stored row can tell: adds
+// to a number, appends to a list, changes an edge, or clears a field that
+// has no nil value. The copy shares _m's loaded edges.
+func (_m *Comment) Applied(m *CommentMutation) (_ *Comment, ok bool) {
+	if len(m.AddedFields()) > 0 || len(m.AddedEdges()) > 0 || len(m.RemovedEdges()) > 0 || len(m.ClearedEdges()) > 0 {
+		return nil, false
+	}
+	after := *_m
+	if v, set := m.CreatedAt(); set {
+		after.CreatedAt = v
+	}
+	if v, set := m.UpdatedAt(); set {
+		after.UpdatedAt = v
+	}
+	if v, set := m.WorkspaceID(); set {
+		after.WorkspaceID = v
+	}
+	if v, set := m.ProcedureID(); set {
+		after.ProcedureID = v
+	}
+	if v, set := m.AuthorID(); set {
+		after.AuthorID = v
+	}
+	if v, set := m.Text(); set {
+		after.Text = v
+	}
+	return &after, true
+}
+
 // Comments is a parsable slice of Comment.
 type Comments []*Comment

@@ -441,5 +441,87 @@ func (_m *Procedure) String() string {
 	return builder.String()
 }
 
+// Applied returns a copy of _m with the fields m sets and clears: the row
+// an UPDATE of _m sending m stores, if the database stores every value
+// as sent. ok is false when m does what only the stored row can tell: adds
+// to a number, appends to a list, changes an edge, or clears a field that
+// has no nil value. The copy shares _m's loaded edges.
+func (_m *Procedure) Applied(m *ProcedureMutation) (_ *Procedure, ok bool) {
+	if len(m.AddedFields()) > 0 || len(m.AddedEdges()) > 0 || len(m.RemovedEdges()) > 0 || len(m.ClearedEdges()) > 0 {
+		return nil, false
+	}
+	after := *_m
+	if v, set := m.CreatedAt(); set {
+		after.CreatedAt = v
+	}
+	if v, set := m.UpdatedAt(); set {
+		after.UpdatedAt = v
+	}
+	if v, set := m.WorkspaceID(); set {
+		after.WorkspaceID = v
+	}
+	if v, set := m.Number(); set {
+		after.Number = v
+	}
+	if v, set := m.ShortID(); set {
+		after.ShortID = v
+	}
+	if v, set := m.Name(); set {
+		after.Name = v
+	}
+	if v, set := m.Priority(); set {
+		after.Priority = v
+	}
+	if v, set := m.State(); set {
+		after.State = v
+	}
+	if v, set := m.Content(); set {
+		after.Content = &v
+	}
+	if m.ContentCleared() {
+		after.Content = nil
+	}
+	if v, set := m.CategoryID(); set {
+		after.CategoryID = &v
+	}
+	if m.CategoryIDCleared() {
+		after.CategoryID = nil
+	}
+	if v, set := m.DoerID(); set {
+		after.DoerID = &v
+	}
+	if m.DoerIDCleared() {
+		after.DoerID = nil
+	}
+	if v, set := m.CreatorID(); set {
+		after.CreatorID = v
+	}
+	if v, set := m.ProjectID(); set {
+		after.ProjectID = v
+	}
+	if v, set := m.ProjectName(); set {
+		after.ProjectName = v
+	}
+	if v, set := m.Position(); set {
+		after.Position = v
+	}
+	if v, set := m.DueAt(); set {
+		after.DueAt = v
+	}
+	if v, set := m.CaptureID(); set {
+		after.CaptureID = &v
+	}
+	if m.CaptureIDCleared() {
+		after.CaptureID = nil
+	}
+	if v, set := m.DisplayVideo(); set {
+		after.DisplayVideo = v
+	}
+	if v, set := m.IsFineTunedData(); set {
+		after.IsFineTunedData = v
+	}
+	return &after, true
+}
+
 // Procedures is a parsable slice of Procedure.
 type Procedures []*Procedure

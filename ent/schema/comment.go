@@ -2,6 +2,7 @@ package schema
 
 import (
 	"entgo.io/ent"
+	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
@@ -14,6 +15,10 @@ type Comment struct{ ent.Schema }
 
 // Mixin of the Comment.
 func (Comment) Mixin() []ent.Mixin { return []ent.Mixin{TenantMixin{}, TimeMixin{}} }
+
+// Annotations of the Comment: writes return the row an update leaves without
+// reading it back (Applied).
+func (Comment) Annotations() []schema.Annotation { return []schema.Annotation{AppliedUpdates{}} }
 
 // Fields of the Comment.
 func (Comment) Fields() []ent.Field {

@@ -11,7 +11,7 @@ import (
 	"entgo.io/ent/schema/mixin"
 
 	"github.com/procsvc/procsvc/ent/intercept"
-	"github.com/procsvc/procsvc/internal/viewer"
+	"github.com/procsvc/procsvc/internal/tenancy"
 )
 
 // nowUTC is the default of every timestamp: stored times are always UTC.
@@ -33,25 +33,19 @@ type wherer interface {
 	WhereP(...func(*sql.Selector))
 }
 
-// tenantColumn is the column that scopes a tenant-owned row.
-const tenantColumn = "workspace_id"
-
-// scopeToViewer restricts a query or mutation on a tenant-owned table to the
-// viewer's workspace. It fails closed: with neither a viewer nor the system
-// marker, nothing is read or written.
+// scopeToViewer restricts a query or mutation to the workspace ctx is
+// confined to (internal/tenancy), through column. It fails closed: with
+// neither a viewer nor the system marker, nothing is read or written.
 func scopeToViewer(ctx context.Context, column string, target any) error {
-	if viewer.IsSystem(ctx) {
-		return nil
-	}
-	v := viewer.FromContext(ctx)
-	if v == nil {
-		return viewer.ErrNoViewer
+	workspaceID, scoped, err := tenancy.Of(ctx)
+	if err != nil || !scoped {
+		return err
 	}
 	w, ok := target.(wherer)
 	if !ok {
 		return fmt.Errorf("tenancy: %T cannot be scoped", target)
 	}
-	w.WhereP(sql.FieldEQ(column, v.WorkspaceID))
+	w.WhereP(tenancy.Where(column, workspaceID))
 	return nil
 }
 
@@ -73,7 +67,7 @@ type TenantMixin struct{ mixin.Schema }
 
 // Interceptors of the TenantMixin.
 func (TenantMixin) Interceptors() []ent.Interceptor {
-	return []ent.Interceptor{tenantInterceptor(tenantColumn)}
+	return []ent.Interceptor{tenantInterceptor(tenancy.Column)}
 }
 
 // Hooks of the TenantMixin: creates are stamped with the viewer's workspace
@@ -81,23 +75,23 @@ func (TenantMixin) Interceptors() []ent.Interceptor {
 func (TenantMixin) Hooks() []ent.Hook {
 	return []ent.Hook{func(next ent.Mutator) ent.Mutator {
 		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
-			if viewer.IsSystem(ctx) {
+			workspaceID, scoped, err := tenancy.Of(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if !scoped {
 				return next.Mutate(ctx, m)
 			}
-			v := viewer.FromContext(ctx)
-			if v == nil {
-				return nil, viewer.ErrNoViewer
-			}
 			if m.Op().Is(ent.OpCreate) {
-				if got, ok := m.Field(tenantColumn); ok && got != v.WorkspaceID {
-					return nil, fmt.Errorf("tenancy: create in workspace %v by viewer of %v", got, v.WorkspaceID)
+				if got, ok := m.Field(tenancy.Column); ok && got != workspaceID {
+					return nil, fmt.Errorf("tenancy: create in workspace %v by viewer of %v", got, workspaceID)
 				}
-				if err := m.SetField(tenantColumn, v.WorkspaceID); err != nil {
+				if err := m.SetField(tenancy.Column, workspaceID); err != nil {
 					return nil, err
 				}
 				return next.Mutate(ctx, m)
 			}
-			if err := scopeToViewer(ctx, tenantColumn, m); err != nil {
+			if err := scopeToViewer(ctx, tenancy.Column, m); err != nil {
 				return nil, err
 			}
 			return next.Mutate(ctx, m)

@@ -3,6 +3,7 @@ package schema
 import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/entsql"
+	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
@@ -16,6 +17,10 @@ type Procedure struct{ ent.Schema }
 
 // Mixin of the Procedure.
 func (Procedure) Mixin() []ent.Mixin { return []ent.Mixin{TenantMixin{}, TimeMixin{}} }
+
+// Annotations of the Procedure: writes return the row an update leaves without
+// reading it back (Applied).
+func (Procedure) Annotations() []schema.Annotation { return []schema.Annotation{AppliedUpdates{}} }
 
 // Fields of the Procedure.
 func (Procedure) Fields() []ent.Field {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/procsvc/procsvc/internal/ids"
 	"github.com/procsvc/procsvc/internal/limits"
+	"github.com/procsvc/procsvc/internal/tenancy"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -43,7 +44,7 @@ func (Workspace) Edges() []ent.Edge {
 
 // Interceptors of the Workspace: a viewer sees only its own workspace.
 func (Workspace) Interceptors() []ent.Interceptor {
-	return []ent.Interceptor{tenantInterceptor("id")}
+	return []ent.Interceptor{tenantInterceptor(tenancy.WorkspacesColumn)}
 }
 
 // errWorkspaceLifecycle refuses creating or deleting a workspace outside the
@@ -61,7 +62,7 @@ func (Workspace) Hooks() []ent.Hook {
 			if m.Op().Is(ent.OpCreate) || m.Op().Is(ent.OpDelete) || m.Op().Is(ent.OpDeleteOne) {
 				return nil, errWorkspaceLifecycle
 			}
-			if err := scopeToViewer(ctx, "id", m); err != nil {
+			if err := scopeToViewer(ctx, tenancy.WorkspacesColumn, m); err != nil {
 				return nil, err
 			}
 			return next.Mutate(ctx, m)

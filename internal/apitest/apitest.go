@@ -34,7 +34,7 @@ func Start(t testing.TB, db *database.DB, opts ...core.Option) *Server {
 	// announcement inside each write. Nothing LISTENs here: subscription
 	// tests on PostgreSQL start their own listener (internal/server).
 	hub := events.NewHub(events.HubOptions{})
-	svc := core.New(db.Client, append([]core.Option{core.WithAnnouncer(server.Announcer(db, hub))}, opts...)...)
+	svc := core.New(db.Client, append([]core.Option{core.WithAnnouncer(server.Announcer(db, hub)), core.WithLockPolicy(core.LockPolicyFor(db.Dialect))}, opts...)...)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	// The response cache is on, as in production, so that every API test
 	// also proves that no write leaves a stale cached read behind.

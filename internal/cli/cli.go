@@ -195,7 +195,8 @@ func (d *dbFlags) open(ctx context.Context, env Env) (*database.DB, *core.Servic
 	// interval (--subscription-recheck).
 	var opts []core.Option
 	if db.Dialect == "postgres" {
-		opts = append(opts, core.WithAnnouncer(events.NewPostgresAnnouncer(events.NewHub(events.HubOptions{}))))
+		opts = append(opts, core.WithAnnouncer(events.NewPostgresAnnouncer(events.NewHub(events.HubOptions{}))),
+			core.WithLockPolicy(core.LockPolicyFor(db.Dialect)))
 	}
 	return db, core.New(db.Client, opts...), nil
 }

@@ -114,20 +114,22 @@ func (s *Service) UpdateComment(ctx context.Context, id, body string) (*ent.Comm
 
 // updatedComment is c, read before the write, as the UPDATE that sent m
 // left it, without reading it back: m sets the text and updatedAt (its
-// update default), the only fields of a comment that ever change; the
-// others are immutable, so c's are still the row's (the UPDATE matched it,
-// ids are never reused). nil when m sends anything else, or a time a
-// database may store differently (exactValue): the row is then read back.
+// update default), the only fields of a comment that ever change, so the
+// others of c, though read before the lock, are still the row's (the
+// UPDATE matched it, ids are never reused). nil when m leaves either
+// unset, or sends what Applied cannot know the stored form of
+// (sentExactly): the row is then read back.
 func updatedComment(c *ent.Comment, m *ent.CommentMutation) *ent.Comment {
-	text, okText := m.Text()
-	at, okAt := m.UpdatedAt()
-	if !okText || !okAt || len(m.Fields()) != 2 || len(m.ClearedFields()) > 0 || len(m.AddedFields()) > 0 ||
-		len(m.AddedEdges()) > 0 || len(m.ClearedEdges()) > 0 || !exactValue(at) {
+	_, okText := m.Text()
+	_, okAt := m.UpdatedAt()
+	if !okText || !okAt || !sentExactly(m) {
 		return nil
 	}
-	after := *c
-	after.Text, after.UpdatedAt = text, at
-	return &after
+	after, ok := c.Applied(m)
+	if !ok {
+		return nil
+	}
+	return after
 }
 
 // DeleteComment removes a comment.

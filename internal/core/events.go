@@ -1,12 +1,20 @@
 package core
 
+// What a committed write changed, and how it is announced: the Change and
+// its Facets, the Announcer, and the tallies kept with each procedure
+// write.
+
 import (
 	"context"
+	"time"
 
 	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/ent/workspace"
+	"github.com/procsvc/procsvc/internal/apperr"
 )
 
 // ChangeKind says what a committed write did.
@@ -44,6 +52,53 @@ type Change struct {
 	Reworded, Renamed bool
 }
 
+// Facets are the fields of a procedure that decide which lists hold it and
+// where: its column (project and state) and everything a list filters or
+// sorts by, except its text.
+type Facets struct {
+	ProjectID  uuid.UUID
+	State      procedure.State
+	Priority   procedure.Priority
+	CategoryID *uuid.UUID
+	DoerID     *uuid.UUID
+	DueAt      time.Time
+}
+
+// known reports whether f is complete (an announcement from an older
+// replica carries the column only).
+func (f *Facets) known() bool { return f != nil && f.Priority != "" }
+
+func facetsOf(p *ent.Procedure) *Facets {
+	return &Facets{ProjectID: p.ProjectID, State: p.State, Priority: p.Priority,
+		CategoryID: p.CategoryID, DoerID: p.DoerID, DueAt: p.DueAt.UTC()}
+}
+
+// equalText compares two optional texts.
+func equalText(a, b *string) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+// changeOf is what a procedure write did, announced as c and counted as
+// tallies: before is the row as of the lock (nil for a create), after the
+// row stored (nil for a delete).
+func changeOf(workspaceID uuid.UUID, kind ChangeKind, before, after *ent.Procedure) (Change, tallyChange) {
+	tallies := tallyChange{}
+	c := Change{WorkspaceID: workspaceID, Kind: kind}
+	if before != nil {
+		tallies.removed(before)
+		c.ProcedureID, c.Before = before.ID, facetsOf(before)
+	}
+	if after != nil {
+		tallies.added(after)
+		c.ProcedureID, c.After = after.ID, facetsOf(after)
+	}
+	if before != nil && after != nil {
+		c.Renamed = before.Name != after.Name
+		c.Reworded = c.Renamed || !equalText(before.Content, after.Content)
+	}
+	return c, tallies
+}
+
 // Announcer makes committed changes known to subscribers, on this replica
 // and on the others (internal/events).
 type Announcer interface {
@@ -67,8 +122,9 @@ func (s *Service) announce(ctx context.Context, tx *ent.Tx, c Change) error {
 // A StatementAnnouncer can also announce a change from inside a statement
 // core runs anyway: the version bump that ends a field update (lockShared),
 // so that the announcement costs no round trip of its own while the
-// workspace is held. Its notification is PostgreSQL SQL, inside a statement
-// only PostgreSQL runs: only a PostgreSQL deployment may be given one.
+// workspace is held. SharedFieldUpdates requires one (WithLockPolicy). Its
+// notification is PostgreSQL SQL, inside a statement only PostgreSQL runs:
+// only a PostgreSQL deployment may be given one.
 type StatementAnnouncer interface {
 	Announcer
 	// Notification returns what announces c from a statement: notify writes
@@ -78,4 +134,49 @@ type StatementAnnouncer interface {
 	// the change is announced as Announce would have (known if and only if
 	// tx commits).
 	Notification(c Change) (notify func(b *sql.Builder, version string), announced func(tx *ent.Tx, version int64), err error)
+}
+
+// procedureChanged keeps the tallies and announces a procedure write, in
+// its transaction: before is the row as of the lock (nil for a create),
+// after the row stored (nil for a delete).
+func (s *Service) procedureChanged(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, kind ChangeKind, before, after *ent.Procedure) error {
+	c, tallies := changeOf(workspaceID, kind, before, after)
+	if err := tallies.apply(ctx, tx, workspaceID); err != nil {
+		return err
+	}
+	return s.announce(ctx, tx, c)
+}
+
+// fieldsChanged ends a field update (lockShared) of before into after, on
+// PostgreSQL: one statement bumps the workspace's version, keeps the
+// tallies and announces the change through s.statements, so that the only
+// round trips a field update makes while it holds the workspace
+// exclusively are that statement and its commit.
+func (s *Service) fieldsChanged(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, before, after *ent.Procedure) error {
+	c, tallies := changeOf(workspaceID, ProcedureUpdated, before, after)
+	notify, announced, err := s.statements.Notification(c)
+	if err != nil {
+		return err
+	}
+	finish, keys := bumpStatement(workspaceID, tallies, notify)
+	var rows []struct {
+		Version  int64  `json:"version"`
+		Tallied  int64  `json:"tallied"`
+		Notified []byte `json:"notified"` // pg_notify returns void
+	}
+	if err := tx.Workspace.Query().Where(workspace.ID(workspaceID)).Modify(finish).Scan(ctx, &rows); err != nil {
+		return err
+	}
+	if len(rows) != 1 {
+		return apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
+	}
+	if rows[0].Tallied != int64(keys) {
+		// The workspace lacks its tally rows (see tallyChange.apply).
+		if err := rebuildTallies(ctx, tx.Client(), workspaceID); err != nil {
+			return err
+		}
+	}
+	version := rows[0].Version
+	announced(tx, version)
+	return nil
 }

@@ -240,29 +240,3 @@ func (l listRead) admits(p *Facets) bool {
 	}
 	return true
 }
-
-// Facets are the fields of a procedure that decide which lists hold it and
-// where: its column (project and state) and everything a list filters or
-// sorts by, except its text.
-type Facets struct {
-	ProjectID  uuid.UUID
-	State      procedure.State
-	Priority   procedure.Priority
-	CategoryID *uuid.UUID
-	DoerID     *uuid.UUID
-	DueAt      time.Time
-}
-
-// known reports whether f is complete (an announcement from an older
-// replica carries the column only).
-func (f *Facets) known() bool { return f != nil && f.Priority != "" }
-
-func facetsOf(p *ent.Procedure) *Facets {
-	return &Facets{ProjectID: p.ProjectID, State: p.State, Priority: p.Priority,
-		CategoryID: p.CategoryID, DoerID: p.DoerID, DueAt: p.DueAt.UTC()}
-}
-
-// equalText compares two optional texts.
-func equalText(a, b *string) bool {
-	return (a == nil) == (b == nil) && (a == nil || *a == *b)
-}

@@ -1,6 +1,6 @@
 package core
 
-// A procedure's place in its (project, state) column: appending, moving
+// A procedure's place in its (project, state) column: appending, placing
 // between neighbours, and renumbering a column whose gaps ran out.
 
 import (
@@ -13,7 +13,6 @@ import (
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/internal/apperr"
-	"github.com/procsvc/procsvc/internal/viewer"
 )
 
 // positionStep is the gap left between procedures appended to a column, so
@@ -36,74 +35,6 @@ func endOfColumn(ctx context.Context, c *ent.Client, projectID uuid.UUID, state 
 		return positionStep, nil
 	}
 	return math.Floor(ps[0]) + positionStep, nil
-}
-
-// MoveProcedure places a procedure in a column (its current state unless
-// state is given) between the procedures afterID (above) and beforeID
-// (below); with neither it goes to the end. When two neighbours leave no room
-// between them, the column is renumbered.
-// Errors: unauthenticated, forbidden, not_found, validation_failed.
-//
-// Like UpdateProcedure, it reads the procedure (its state, project and
-// updatedAt) inside the write's transaction, and before it only to answer
-// an invalid request.
-func (s *Service) MoveProcedure(ctx context.Context, id string, state *string, afterID, beforeID *string) (*ent.Procedure, error) {
-	v, where, err := procedureWrite(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	val := &apperr.Validation{}
-	var target *procedure.State
-	if state != nil {
-		validState(val, "state", *state)
-		st := procedure.State(*state)
-		target = &st
-	}
-	var after, before *uuid.UUID
-	if afterID != nil {
-		after = optionalID(val, "afterId", *afterID)
-	}
-	if beforeID != nil {
-		before = optionalID(val, "beforeId", *beforeID)
-	}
-	if val.Err() != nil {
-		p, err := findProcedure(ctx, s.client, where)
-		if err != nil {
-			return nil, err
-		}
-		notNextToItself(val, p.ID, after, before)
-		return nil, val.Err()
-	}
-	return storedOn(ctx, s, v, lockExclusive, where, func(tx *ent.Tx, _ *viewer.Viewer, p *ent.Procedure) (*ent.Procedure, error) {
-		val := &apperr.Validation{}
-		if notNextToItself(val, p.ID, after, before); val.Err() != nil {
-			return nil, val.Err()
-		}
-		column := p.State
-		if target != nil {
-			column = *target
-		}
-		pos, err := placeBetween(ctx, tx.Client(), p, column, after, before)
-		if err != nil {
-			return nil, err
-		}
-		moved, err := saveProcedure(ctx, tx, p, tx.Procedure.Update().SetState(column).SetPosition(pos).
-			SetUpdatedAt(nextUpdatedAt(p.UpdatedAt, s.now())))
-		if err != nil {
-			return nil, err
-		}
-		return moved, s.procedureChanged(ctx, tx, v.WorkspaceID, ProcedureMoved, p, moved)
-	})
-}
-
-// notNextToItself refuses placing procedure id next to itself.
-func notNextToItself(val *apperr.Validation, id uuid.UUID, after, before *uuid.UUID) {
-	if after != nil && *after == id {
-		val.Add("afterId", "a procedure cannot be placed next to itself")
-	}
-	if before != nil && *before == id {
-		val.Add("beforeId", "a procedure cannot be placed next to itself")
-	}
 }
 
 // minGap is the smallest gap placeBetween will split; below it the column is

@@ -13,14 +13,14 @@ package core_test
 //     what a sequential execution would: validation_failed naming the field,
 //     or not_found for the record written to.
 //
-// Deterministic interleavings use core.SetBeforeTx: the concurrent change is
+// Deterministic interleavings run the Service over a client whose
+// transactions first run a hook (hookedClient): the concurrent change is
 // committed exactly where the write waits for the lock (after its checks
-// made before the transaction). Free-running races use a logical clock read
+// made before the transaction, as it begins its transaction). Free-running races use a logical clock read
 // only under the lock, so that timestamps order the commits.
 
 import (
 	"context"
-	"entgo.io/ent/dialect"
 	"errors"
 	"fmt"
 	"slices"
@@ -29,6 +29,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"entgo.io/ent/dialect"
 
 	"github.com/google/uuid"
 
@@ -65,19 +67,35 @@ func runInterleaving(ctx context.Context) {
 	}
 }
 
-// hooked is setup whose Service runs interleavings and uses opts (a
-// clock, a generator) on top of the fixed test clock.
+// hooked is setup whose Service runs interleavings and barriers (runHooks)
+// and uses opts (a clock, a generator) on top of the fixed test clock.
 func hooked(t *testing.T, db *database.DB, key string, opts ...core.Option) *fixture {
 	t.Helper()
 	f := setup(t, db, key)
 	base := []core.Option{core.WithClock(func() time.Time { return clock })}
 	if db.Dialect == dialect.Postgres {
 		// As the server runs: field updates share the workspace lock.
-		base = append(base, core.WithAnnouncer(events.NewPostgresAnnouncer(nil)))
+		base = append(base, core.WithAnnouncer(events.NewPostgresAnnouncer(nil)), core.WithLockPolicy(core.SharedFieldUpdates))
 	}
-	f.svc = core.New(db.Client, append(base, opts...)...)
-	core.SetBeforeTx(f.svc, runInterleaving)
+	f.svc = core.New(hookedClient(db, runHooks), append(base, opts...)...)
 	return f
+}
+
+// hookedClient is a client of db whose every transaction first runs hook
+// with its context: a write of the core runs it where it waits for the
+// workspace lock, after the checks it makes before its transaction.
+func hookedClient(db *database.DB, hook func(context.Context)) *ent.Client {
+	return ent.NewClient(ent.Driver(hookedDriver{Driver: db.Driver(), hook: hook}))
+}
+
+type hookedDriver struct {
+	dialect.Driver
+	hook func(context.Context)
+}
+
+func (d hookedDriver) Tx(ctx context.Context) (dialect.Tx, error) {
+	d.hook(ctx)
+	return d.Driver.Tx(ctx)
 }
 
 // version is the workspace's write counter: every committed write bumps it
@@ -731,7 +749,6 @@ func runHooks(ctx context.Context) {
 func TestRemovalWhileWritesQueue(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {
 		f := hooked(t, db, "QUEUE")
-		core.SetBeforeTx(f.svc, runHooks)
 		const n = 12
 		svc := f.svc
 

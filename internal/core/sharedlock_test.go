@@ -25,10 +25,11 @@ import (
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
-// postgresService is a Service announcing as the server does on
-// PostgreSQL, which makes field updates share the workspace lock.
+// postgresService is a Service wired as the server is on PostgreSQL: its
+// announcer, and field updates sharing the workspace lock.
 func postgresService(db *database.DB) *core.Service {
-	return core.New(db.Client, core.WithClock(func() time.Time { return clock }), core.WithAnnouncer(events.NewPostgresAnnouncer(nil)))
+	return core.New(db.Client, core.WithClock(func() time.Time { return clock }), core.WithAnnouncer(events.NewPostgresAnnouncer(nil)),
+		core.WithLockPolicy(core.SharedFieldUpdates))
 }
 
 // lockGuard bounds every wait of these tests: reaching it is a failure (a
@@ -416,7 +417,8 @@ func TestFieldUpdateStatementsOnPostgres(t *testing.T) {
 	f := setup(t, db, "PGST")
 	l := &txLog{}
 	client := ent.NewClient(ent.Driver(dialect.DebugWithContext(db.Driver(), l.log)))
-	svc := core.New(client, core.WithClock(func() time.Time { return clock }), core.WithAnnouncer(events.NewPostgresAnnouncer(nil)))
+	svc := core.New(client, core.WithClock(func() time.Time { return clock }), core.WithAnnouncer(events.NewPostgresAnnouncer(nil)),
+		core.WithLockPolicy(core.SharedFieldUpdates))
 	p := f.newProcedure(t, "counted", "TODO", f.project)
 	ws := f.boot.Workspace.ID
 	want := []*regexp.Regexp{

@@ -10,7 +10,6 @@ import (
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/ent/proceduretally"
-	"github.com/procsvc/procsvc/ent/workspace"
 )
 
 // Tallies are the exact sizes of a workspace's largest procedure sets (all,
@@ -25,11 +24,14 @@ import (
 // tallyAll is the tally of every procedure of the workspace.
 const tallyAll = "all"
 
-func stateTally(s procedure.State) string       { return "state:" + string(s) }
+func stateTally(s procedure.State) string { return "state:" + string(s) }
+
 func priorityTally(p procedure.Priority) string { return "priority:" + string(p) }
+
 func talliesOf(p *ent.Procedure) [3]string {
 	return [3]string{tallyAll, stateTally(p.State), priorityTally(p.Priority)}
 }
+
 func tallyKeys() []string {
 	keys := []string{tallyAll}
 	for _, s := range procedure.StateValues() {
@@ -72,12 +74,6 @@ func (c tallyChange) removed(p *ent.Procedure) {
 	for _, k := range talliesOf(p) {
 		c[k]--
 	}
-}
-
-// replaced records before becoming after.
-func (c tallyChange) replaced(before, after *ent.Procedure) {
-	c.removed(before)
-	c.added(after)
 }
 
 // keys are the tallies c changes, sorted (a stable statement text). Tally
@@ -182,55 +178,4 @@ func (s *Service) tally(ctx context.Context, workspaceID uuid.UUID, key string) 
 		return 0, false, err
 	}
 	return ns[0], true, nil
-}
-
-// bumpStatement makes a read of the workspace fieldsChanged's statement on
-// PostgreSQL: the version bump, then the tallies' update, joined to the
-// bump's row so that no tally row is locked before the workspace's (see
-// lockedTx), then notify over the new version, once. The statement returns
-// one row (none if the workspace is gone): version, tallied (the tally rows
-// it updated, of talliesWanted) and notified.
-//
-// The read keeps its predicates (the tenancy interceptor's, and the
-// caller's workspace), so it returns the bump's row only for a workspace
-// the viewer may see; the tables the statement writes are scoped to
-// workspaceID here, past the interceptor.
-func bumpStatement(workspaceID uuid.UUID, tallies tallyChange, notify func(b *sql.Builder, version string)) (finish func(*sql.Selector), talliesWanted int) {
-	keys := tallies.keys()
-	with := sql.ExprFunc(func(b *sql.Builder) {
-		b.WriteString(`WITH "bumped" AS (UPDATE "` + workspace.Table + `" SET "` + workspace.FieldVersion + `" = COALESCE("` +
-			workspace.FieldVersion + `", 0) + 1 WHERE "` + workspace.FieldID + `" = `).Arg(workspaceID).
-			WriteString(` RETURNING "` + workspace.FieldVersion + `")`)
-		if len(keys) == 0 {
-			return
-		}
-		t := `"` + proceduretally.Table + `".`
-		b.WriteString(`, "tallied" AS (UPDATE "` + proceduretally.Table + `" SET "` + proceduretally.FieldCount + `" = ` +
-			t + `"` + proceduretally.FieldCount + `" + CASE ` + t + `"` + proceduretally.FieldKey + `"`)
-		for _, k := range keys {
-			b.WriteString(" WHEN ").Arg(k).WriteString(" THEN ").Arg(tallies[k])
-		}
-		b.WriteString(` ELSE 0 END FROM "bumped" WHERE ` + t + `"` + proceduretally.FieldWorkspaceID + `" = `).Arg(workspaceID).
-			WriteString(` AND ` + t + `"` + proceduretally.FieldKey + `" IN (`)
-		for i, k := range keys {
-			if i > 0 {
-				b.Comma()
-			}
-			b.Arg(k)
-		}
-		b.WriteString(`) RETURNING 1)`)
-	})
-	return func(s *sql.Selector) {
-		s.Prefix(with).AppendFromExpr(sql.Expr(`"bumped"`))
-		version := `"bumped"."` + workspace.FieldVersion + `"`
-		s.Select(version)
-		s.AppendSelectExprAs(sql.ExprFunc(func(b *sql.Builder) {
-			if len(keys) == 0 {
-				b.WriteString("0")
-				return
-			}
-			b.WriteString(`(SELECT count(*) FROM "tallied")`)
-		}), "tallied")
-		s.AppendSelectExprAs(sql.ExprFunc(func(b *sql.Builder) { notify(b, version) }), "notified")
-	}, len(keys)
 }

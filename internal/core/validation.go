@@ -1,26 +1,74 @@
 package core
 
-// Validation shared by the core's writes: enumerations, ids, text bounds
-// and references, each reporting into an apperr.Validation so that one
-// answer names every bad field.
+// Validation shared by every entity's writes and lists: required text,
+// bounds, enumerations and ids, each reporting into an apperr.Validation so
+// that one answer names every bad field.
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
-	"github.com/procsvc/procsvc/ent"
-	"github.com/procsvc/procsvc/ent/category"
-	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/procedure"
-	"github.com/procsvc/procsvc/ent/project"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/limits"
 )
+
+// Bounds of free-text fields, in characters: internal/limits, which the ent
+// schema enforces too.
+const (
+	MaxNameLen    = limits.Name
+	MaxTitleLen   = limits.Title
+	MaxContentLen = limits.Content
+	MaxCommentLen = limits.Comment
+)
+
+// text validates a required single-line text field: trimmed, non-empty,
+// storable, at most max characters.
+func text(val *apperr.Validation, field, s string, max int) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		val.Add(field, "is required")
+		return s
+	}
+	bounded(val, field, s, max)
+	return s
+}
+
+// bounded records an error under field when s cannot be stored (see
+// storable) or is longer than max characters. s may be empty.
+func bounded(val *apperr.Validation, field, s string, max int) {
+	if storable(val, field, s) && utf8.RuneCountInString(s) > max {
+		val.Add(field, "must be at most %d characters", max)
+	}
+}
+
+// storable reports a free-text value that PostgreSQL cannot store or compare
+// (invalid UTF-8, or a NUL character, which text columns refuse), recording
+// the error under field. SQLite would store it, so both databases refuse it
+// here alike.
+func storable(val *apperr.Validation, field, s string) bool {
+	switch {
+	case !utf8.ValidString(s):
+		val.Add(field, "must be valid UTF-8")
+	case strings.ContainsRune(s, 0):
+		val.Add(field, "must not contain NUL characters")
+	default:
+		return true
+	}
+	return false
+}
+
+// searchTerm validates a list's search parameter, trimmed: a
+// case-insensitive substring of at most MaxTitleLen characters.
+func searchTerm(val *apperr.Validation, s string) string {
+	s = strings.TrimSpace(s)
+	bounded(val, "search", s, MaxTitleLen)
+	return s
+}
 
 // oneOf records an error under field unless s is one of allowed.
 func oneOf[T ~string](val *apperr.Validation, field, s string, allowed ...T) {
@@ -83,100 +131,6 @@ func requiredID(val *apperr.Validation, field, s string) uuid.UUID {
 	return uuid.Nil
 }
 
-// contentText normalises create's content: a string is kept, null is no
-// content, and any other JSON value is stored as its compact JSON text.
-func contentText(val *apperr.Validation, v any) *string {
-	var s string
-	switch c := v.(type) {
-	case nil:
-		return nil
-	case string:
-		s = c
-	case *string:
-		if c == nil {
-			return nil
-		}
-		s = *c
-	case json.RawMessage:
-		trimmed := bytes.TrimSpace(c)
-		switch {
-		case len(trimmed) == 0 || string(trimmed) == "null":
-			return nil
-		case trimmed[0] == '"':
-			if err := json.Unmarshal(trimmed, &s); err != nil {
-				val.Add("content", "must be a string or a JSON value")
-				return nil
-			}
-		default:
-			var buf bytes.Buffer
-			if err := json.Compact(&buf, trimmed); err != nil {
-				val.Add("content", "must be a string or a JSON value")
-				return nil
-			}
-			s = buf.String()
-		}
-	default:
-		b, err := json.Marshal(c)
-		if err != nil {
-			val.Add("content", "must be a string or a JSON value")
-			return nil
-		}
-		s = string(b)
-	}
-	validContent(val, s)
-	return &s
-}
-
-func validContent(val *apperr.Validation, s string) { bounded(val, "content", s, MaxContentLen) }
-
-func validCaptureID(val *apperr.Validation, s string) { bounded(val, "captureId", s, MaxTitleLen) }
-
-// checkRefs confirms that the referenced category, doer (a current member)
-// and project exist in the viewer's workspace (the tenancy interceptor hides
-// all others), naming every offending field otherwise. It returns the
-// project's name, which procedures keep a copy of for sorting.
-//
-// Writes run it with tx.Client() inside their transaction, after the
-// workspace lock: a category or project deleted, or a doer removed, while
-// the write waited is then refused like a sequential execution would refuse
-// it (validation_failed naming the field), never stored (a removed doer) or
-// answered as a bare foreign-key conflict, and the project name copied is
-// the name as of the write. It may also run before the transaction to fail
-// fast ahead of costly work (content generation), never instead.
-func checkRefs(ctx context.Context, c *ent.Client, categoryID, doerID, projectID *uuid.UUID) (projectName string, err error) {
-	val := &apperr.Validation{}
-	if categoryID != nil {
-		ok, err := c.Category.Query().Where(category.ID(*categoryID)).Exist(ctx)
-		if err != nil {
-			return "", apperr.Map(err)
-		}
-		if !ok {
-			val.Add("categoryId", "no such category in this workspace")
-		}
-	}
-	if doerID != nil {
-		ok, err := c.Member.Query().Where(member.ID(*doerID), member.RemovedAtIsNil()).Exist(ctx)
-		if err != nil {
-			return "", apperr.Map(err)
-		}
-		if !ok {
-			val.Add("doerId", "no such member in this workspace")
-		}
-	}
-	if projectID != nil {
-		names, err := c.Project.Query().Where(project.ID(*projectID)).Select(project.FieldName).Strings(ctx)
-		if err != nil {
-			return "", apperr.Map(err)
-		}
-		if len(names) == 0 {
-			val.Add("projectId", "no such project in this workspace")
-		} else {
-			projectName = names[0]
-		}
-	}
-	return projectName, val.Err()
-}
-
 // clearableID validates an optional reference: null or "" clears it.
 func clearableID(val *apperr.Validation, field string, o Optional[string]) Optional[uuid.UUID] {
 	switch {
@@ -190,3 +144,5 @@ func clearableID(val *apperr.Validation, field string, o Optional[string]) Optio
 	}
 	return Optional[uuid.UUID]{}
 }
+
+func validCaptureID(val *apperr.Validation, s string) { bounded(val, "captureId", s, MaxTitleLen) }

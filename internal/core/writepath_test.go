@@ -319,7 +319,7 @@ func benchWorkspace(b *testing.B, d string) (*core.Service, context.Context, *co
 	if d == dialect.Postgres {
 		announcer = events.NewPostgresAnnouncer(hub)
 	}
-	svc := core.New(db.Client, core.WithAnnouncer(announcer))
+	svc := core.New(db.Client, core.WithAnnouncer(announcer), core.WithLockPolicy(core.LockPolicyFor(d)))
 	boot, err := svc.CreateWorkspace(context.Background(), core.NewWorkspace{Name: "Bench", Key: "BEN", AdminName: "Admin", AdminEmail: "admin@example.com"})
 	if err != nil {
 		b.Fatal(err)

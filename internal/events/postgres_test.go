@@ -79,7 +79,7 @@ func (env *pgEnv) listen(t *testing.T, name string, log *slog.Logger) *instance 
 }
 
 func (env *pgEnv) service() *core.Service {
-	return core.New(env.db.Client, core.WithAnnouncer(statementFailAfter{env.ann}))
+	return core.New(env.db.Client, core.WithAnnouncer(statementFailAfter{env.ann}), core.WithLockPolicy(core.SharedFieldUpdates))
 }
 
 // TestPostgresTwoInstances writes through one service and checks that both

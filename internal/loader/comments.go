@@ -14,7 +14,7 @@ import (
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/limits"
-	"github.com/procsvc/procsvc/internal/viewer"
+	"github.com/procsvc/procsvc/internal/tenancy"
 )
 
 // A page's comments are its largest edge, read afresh by every list: ent's
@@ -32,9 +32,9 @@ import (
 // request shows (a window function numbers each procedure's comments), and
 // it stops reading once the text it read passes the request's bound.
 //
-// Tenancy is the tenant interceptor's, by hand: the statement is scoped to
-// the viewer's workspace, a context without a viewer reads nothing, and
-// the system context (no tenancy) is left to ent.
+// Tenancy is internal/tenancy's, as the tenant interceptor applies it: the
+// statement is confined to the viewer's workspace, a context without a
+// viewer reads nothing, and the system context (no tenancy) is left to ent.
 
 // CommentWindow names which of a procedure's comments, oldest first, a read
 // or a view takes: its First oldest and its Last newest (a procedure with
@@ -149,7 +149,7 @@ func newCommentReader(db *database.DB) *commentReader {
 	// (n); the window keeps the first and the last of them.
 	inner := "SELECT " + list + `, ROW_NUMBER() OVER (PARTITION BY "` + comment.FieldProcedureID + `" ORDER BY "` +
 		comment.FieldCreatedAt + `", "` + comment.FieldID + `") AS "rn", COUNT(*) OVER (PARTITION BY "` +
-		comment.FieldProcedureID + `") AS "n" FROM "` + comment.Table + `" WHERE "` + comment.FieldWorkspaceID + `" = `
+		comment.FieldProcedureID + `") AS "n" FROM "` + comment.Table + `" WHERE "` + tenancy.Column + `" = `
 	outer := func(inner string, first, last string) string {
 		return "SELECT " + list + `, "n" FROM (` + inner + `) AS "c" WHERE "rn" <= ` + first + ` OR "rn" > "n" - ` + last +
 			` ORDER BY "` + comment.FieldProcedureID + `", "rn"`
@@ -167,12 +167,9 @@ func newCommentReader(db *database.DB) *commentReader {
 // payload_too_large once their text passes budget. ok is false for the
 // system context, which this reader does not serve.
 func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWindow, budget *textBudget) (pages map[uuid.UUID]*commentPage, ok bool, err error) {
-	if viewer.IsSystem(ctx) {
-		return nil, false, nil
-	}
-	v := viewer.FromContext(ctx)
-	if v == nil {
-		return nil, true, viewer.ErrNoViewer
+	workspaceID, scoped, err := tenancy.Of(ctx)
+	if err != nil || !scoped {
+		return nil, scoped, err
 	}
 	w = w.normal()
 	var (
@@ -180,13 +177,13 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 		args  []any
 	)
 	if r.db.Dialect == dialect.Postgres {
-		query, args = r.pgQuery, []any{v.WorkspaceID, uuidArray(keys), w.First, w.Last}
+		query, args = r.pgQuery, []any{workspaceID, uuidArray(keys), w.First, w.Last}
 	} else {
 		var q strings.Builder
 		q.Grow(len(r.sqliteHead) + len(r.sqliteTail) + 2*len(keys))
 		q.WriteString(r.sqliteHead)
 		args = make([]any, 0, 3+len(keys))
-		args = append(args, v.WorkspaceID)
+		args = append(args, workspaceID)
 		for i, k := range keys {
 			if i > 0 {
 				q.WriteByte(',')

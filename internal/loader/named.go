@@ -17,7 +17,7 @@ import (
 	"github.com/procsvc/procsvc/ent/project"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/ids"
-	"github.com/procsvc/procsvc/internal/viewer"
+	"github.com/procsvc/procsvc/internal/tenancy"
 )
 
 // A page names categories, members and projects: small rows of three
@@ -27,9 +27,9 @@ import (
 // TestNamedColumns fails when the schema gains one;
 // TestNamedAsEntReadsThem compares what it reads with ent's own read.
 //
-// Tenancy is the tenant interceptor's, by hand: each branch is scoped to the
-// viewer's workspace, a context without a viewer reads nothing, and the
-// system context (no tenancy) is left to ent.
+// Tenancy is internal/tenancy's, as the tenant interceptor applies it: each
+// branch is confined to the viewer's workspace, a context without a viewer
+// reads nothing, and the system context (no tenancy) is left to ent.
 
 // namedKeys are ids of the three edges.
 type namedKeys struct {
@@ -107,12 +107,9 @@ func newNamedReader(db *database.DB) *namedReader {
 // read returns the records of k that ctx's viewer can see, answering every
 // key. ok is false for the system context, which this reader does not serve.
 func (r *namedReader) read(ctx context.Context, k namedKeys) (found named, ok bool, err error) {
-	if viewer.IsSystem(ctx) {
-		return named{}, false, nil
-	}
-	v := viewer.FromContext(ctx)
-	if v == nil {
-		return named{}, true, viewer.ErrNoViewer
+	workspaceID, scoped, err := tenancy.Of(ctx)
+	if err != nil || !scoped {
+		return named{}, scoped, err
 	}
 	var (
 		q    strings.Builder
@@ -120,7 +117,7 @@ func (r *namedReader) read(ctx context.Context, k namedKeys) (found named, ok bo
 	)
 	pg := r.db.Dialect == dialect.Postgres
 	if pg {
-		args = append(args, v.WorkspaceID)
+		args = append(args, workspaceID)
 	}
 	for _, b := range []struct {
 		kind int
@@ -137,11 +134,11 @@ func (r *namedReader) read(ctx context.Context, k namedKeys) (found named, ok bo
 			// One uuid[] parameter: the statement's text does not
 			// depend on how many ids, so it is prepared once.
 			args = append(args, uuidArray(b.keys))
-			q.WriteString(` WHERE "workspace_id" = $1 AND "id" = ANY($` + strconv.Itoa(len(args)) + `::uuid[])`)
+			q.WriteString(` WHERE "` + tenancy.Column + `" = $1 AND "id" = ANY($` + strconv.Itoa(len(args)) + `::uuid[])`)
 			continue
 		}
-		args = append(args, v.WorkspaceID)
-		q.WriteString(` WHERE "workspace_id" = ? AND "id" IN (?`)
+		args = append(args, workspaceID)
+		q.WriteString(` WHERE "` + tenancy.Column + `" = ? AND "id" IN (?`)
 		q.WriteString(strings.Repeat(",?", len(b.keys)-1))
 		q.WriteString(")")
 		for _, id := range b.keys {

@@ -61,7 +61,7 @@ func startLive(t testing.TB, db *database.DB, cfg liveConfig) *liveServer {
 	if cfg.live.Buffer == 0 {
 		cfg.live.Buffer = cfg.buffer
 	}
-	svc := core.New(db.Client, core.WithAnnouncer(server.Announcer(db, hub)))
+	svc := core.New(db.Client, core.WithAnnouncer(server.Announcer(db, hub)), core.WithLockPolicy(core.LockPolicyFor(db.Dialect)))
 	if db.Dialect == "postgres" {
 		l, err := events.Listen(context.Background(), cfg.dsn, hub, nil)
 		if err != nil {

@@ -576,7 +576,7 @@ func TestLiveAccessLostAsItOpens(t *testing.T) {
 			ws := setup.NewWorkspace(t, "Racing", "RAC")
 			hub := events.NewHub(events.HubOptions{})
 			t.Cleanup(hub.Close)
-			svc := core.New(db.Client, core.WithAnnouncer(server.Announcer(db, hub)))
+			svc := core.New(db.Client, core.WithAnnouncer(server.Announcer(db, hub)), core.WithLockPolicy(core.LockPolicyFor(db.Dialect)))
 			if db.Dialect == "postgres" {
 				l, err := events.Listen(context.Background(), dsn, hub, nil)
 				if err != nil {

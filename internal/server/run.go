@@ -59,7 +59,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	// subscription is missed.
 	hub := events.NewHub(events.HubOptions{Buffer: cfg.Live.Buffer})
 	defer hub.Close()
-	svc := core.New(db.Client, core.WithGenerator(gen), core.WithAnnouncer(Announcer(db, hub)))
+	svc := core.New(db.Client, core.WithGenerator(gen), core.WithAnnouncer(Announcer(db, hub)),
+		core.WithLockPolicy(core.LockPolicyFor(db.Dialect)))
 	if db.Dialect == "postgres" {
 		listener, err := events.Listen(ctx, cfg.DatabaseURL, hub, log)
 		if err != nil {

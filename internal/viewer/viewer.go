@@ -1,7 +1,7 @@
 // Package viewer carries the authenticated caller through a request's context.
 //
-// The ent schema reads it to enforce tenancy below every resolver and handler:
-// a query or mutation made with a viewer sees only the viewer's workspace, and
+// Tenancy (internal/tenancy) reads it below every resolver and handler: a
+// query or mutation made with a viewer sees only the viewer's workspace, and
 // one made with neither a viewer nor the system marker fails closed.
 package viewer
 

@@ -1,0 +1,427 @@
+package core
+
+// The write transaction: the workspace lock and version bump that begin
+// it, the acting member's re-check under the lock, and the helpers that run
+// a write in it and hand back what it stored.
+
+import (
+	"context"
+	"fmt"
+
+	"entgo.io/ent/dialect"
+	"entgo.io/ent/dialect/sql"
+	"github.com/google/uuid"
+
+	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/ent/member"
+	"github.com/procsvc/procsvc/ent/predicate"
+	"github.com/procsvc/procsvc/ent/proceduretally"
+	"github.com/procsvc/procsvc/ent/token"
+	"github.com/procsvc/procsvc/ent/workspace"
+	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/database"
+	"github.com/procsvc/procsvc/internal/tenancy"
+	"github.com/procsvc/procsvc/internal/viewer"
+)
+
+// inTx runs fn in a transaction whose first statement takes the
+// workspace's lock exclusively and bumps its version (lockExclusive; see
+// lockMode for the field updates that share the lock).
+//
+// Writes inside one workspace are thus serialised (shortIds and positions
+// cannot race), and any cache keyed by the version is invalidated
+// atomically with the write. On PostgreSQL the lock is an advisory lock
+// (lockWorkspace), and every later statement (READ COMMITTED) sees what was
+// committed before it was granted. On SQLite the DSN sets _txlock=immediate,
+// so the transaction begins with BEGIN IMMEDIATE: the database's write lock
+// is taken before any read, and concurrent writers wait on busy_timeout
+// instead of failing (see internal/database).
+//
+// After the lock, the transaction's second statement re-reads the acting
+// member (and, for a token viewer, the token): a member removed or a token
+// revoked while the request waited answers disconnected, like
+// authentication would now; a member whose role fell below min answers
+// forbidden. fn receives the viewer with the role as of the lock. The
+// re-read is a statement of its own (actingViewer), or a subquery of the
+// first read a write needs anyway (actingRole: the workspace's numbering for
+// inNumberingTx, the procedure written for inProcedureTx), which saves that
+// write a round trip made while it holds the lock. It is never folded into
+// the lock statement itself: on PostgreSQL that statement's snapshot
+// predates the wait for the lock, so it would read the member as it was
+// before the writes it waited for.
+//
+// Everything a write stores must be derived from what fn reads through tx,
+// never from rows read before inTx: updatedAt (nextUpdatedAt of the row as
+// of the lock), state and project for positions, preconditions, and the
+// references a body names (checkRefs in the transaction). Reads made before
+// inTx only answer early (not_found, validation) and may be stale by the
+// time the lock is granted.
+func (s *Service) inTx(ctx context.Context, v *viewer.Viewer, min viewer.Role, fn func(tx *ent.Tx, me *viewer.Viewer) error) error {
+	return s.lockedTx(ctx, v, lockExclusive,
+		func(tx *ent.Tx) (*viewer.Viewer, error) { return actingViewer(ctx, tx, v, min) },
+		func(tx *ent.Tx, me *viewer.Viewer) error { return fn(tx, me) })
+}
+
+// stored is inTx for a write that returns the record it stores: write's
+// record, unwrapped from the transaction once it has committed.
+func stored[T interface{ Unwrap() T }](ctx context.Context, s *Service, v *viewer.Viewer, min viewer.Role,
+	write func(tx *ent.Tx, me *viewer.Viewer) (T, error)) (T, error) {
+	return unwrapped(func(keep func(T, error) error) error {
+		return s.inTx(ctx, v, min, func(tx *ent.Tx, me *viewer.Viewer) error { return keep(write(tx, me)) })
+	})
+}
+
+// unwrapped runs a transaction through run, which hands keep the record
+// its write stores, and returns that record unwrapped from the transaction
+// once it has committed.
+func unwrapped[T interface{ Unwrap() T }](run func(keep func(T, error) error) error) (T, error) {
+	var rec T
+	err := run(func(r T, err error) error {
+		rec = r
+		return err
+	})
+	if err != nil {
+		var none T
+		return none, err
+	}
+	return rec.Unwrap(), nil
+}
+
+// inNumberingTx is inTx for a write that hands out the workspace's next
+// procedure number: the same first statement also adds one to procedure_seq,
+// and fn receives the workspace's key and new procedure_seq as of it (a
+// rolled-back write hands nothing out; a committed number is never reused).
+// The acting member is re-read by the statement that reads them.
+func (s *Service) inNumberingTx(ctx context.Context, v *viewer.Viewer, min viewer.Role, fn func(tx *ent.Tx, me *viewer.Viewer, ws *ent.Workspace) error) error {
+	var ws *ent.Workspace
+	return s.lockedTx(ctx, v, lockNumbering,
+		func(tx *ent.Tx) (me *viewer.Viewer, err error) {
+			q := tx.Workspace.Query().Where(workspace.ID(v.WorkspaceID))
+			q.Select(workspace.FieldKey, workspace.FieldProcedureSeq).Modify(withActingRole(v))
+			if ws, err = q.Only(ctx); err != nil {
+				return nil, err
+			}
+			return actingAs(v, min, ws.Value)
+		},
+		func(tx *ent.Tx, me *viewer.Viewer) error { return fn(tx, me, ws) })
+}
+
+// inProcedureTx is inTx, for a MEMBER at least, of a write on the procedure
+// where selects: the transaction's second statement reads the procedure and
+// re-checks the acting member together (actingProcedure), and fn receives
+// both as of the workspace lock, taken as mode says (lockExclusive, or
+// lockShared for UpdateProcedure's field updates, which then lock the
+// procedure's row too and must end with fieldsChanged).
+// Errors: those of inTx, then not_found.
+func (s *Service) inProcedureTx(ctx context.Context, v *viewer.Viewer, mode lockMode, where predicate.Procedure,
+	fn func(tx *ent.Tx, me *viewer.Viewer, p *ent.Procedure) error) error {
+	var p *ent.Procedure
+	return s.lockedTx(ctx, v, mode,
+		func(tx *ent.Tx) (me *viewer.Viewer, err error) {
+			me, p, err = actingProcedure(ctx, tx, v, viewer.RoleMember, where, mode == lockShared)
+			return me, err
+		},
+		func(tx *ent.Tx, me *viewer.Viewer) error { return fn(tx, me, p) })
+}
+
+// storedOn is inProcedureTx for a write that returns the record it stores,
+// unwrapped from the transaction once it has committed (see stored).
+func storedOn[T interface{ Unwrap() T }](ctx context.Context, s *Service, v *viewer.Viewer, mode lockMode, where predicate.Procedure,
+	write func(tx *ent.Tx, me *viewer.Viewer, p *ent.Procedure) (T, error)) (T, error) {
+	return unwrapped(func(keep func(T, error) error) error {
+		return s.inProcedureTx(ctx, v, mode, where, func(tx *ent.Tx, me *viewer.Viewer, p *ent.Procedure) error {
+			return keep(write(tx, me, p))
+		})
+	})
+}
+
+// lockMode is how a write's transaction takes its workspace's lock.
+type lockMode uint8
+
+const (
+	// lockExclusive: the workspace's lock is held exclusively until
+	// commit (lockWorkspace), and the version is bumped at once; no other
+	// write of the workspace runs meanwhile.
+	lockExclusive lockMode = iota
+	// lockNumbering is lockExclusive that also adds one to procedure_seq.
+	lockNumbering
+	// lockShared is for a write of one procedure's fields that reads no
+	// other procedure (UpdateProcedure on PostgreSQL, unless it places the
+	// procedure at the end of a column). It holds the workspace's lock
+	// shared — excluding every exclusive write but not other shared ones —
+	// then locks its procedure's row, and bumps the version only in its
+	// last statement (fieldsChanged), so shared writes of a workspace queue
+	// for each other only from there to their commit.
+	lockShared
+)
+
+// lockedTx runs a write's transaction: the lock statement (see lockMode),
+// then acting, which must re-read the acting member in the transaction's
+// next statement (see inTx) and returns the viewer as of the lock, then fn.
+// It commits only if both succeed.
+//
+// Deadlock-free: an exclusive write holds the workspace's lock before any
+// row and excludes every other write; shared writes hold the lock shared,
+// then at most one procedure row, then (the bump) the workspace row, which
+// one of them holds at a time, and then the tally rows, which nothing takes
+// first. The token bookkeeping (internal/auth) takes only the workspace
+// row, then its token's.
+func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, mode lockMode,
+	acting func(tx *ent.Tx) (*viewer.Viewer, error), fn func(tx *ent.Tx, me *viewer.Viewer) error) error {
+	tx, err := s.client.Tx(ctx)
+	if err != nil {
+		return apperr.Map(err)
+	}
+	err = func() error {
+		if err := lockWorkspace(ctx, tx, v.WorkspaceID, mode); err != nil {
+			return err
+		}
+		me, err := acting(tx)
+		if err != nil {
+			return err
+		}
+		return fn(tx, me)
+	}()
+	if err != nil {
+		_ = tx.Rollback()
+		return apperr.Map(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return apperr.Map(err)
+	}
+	return nil
+}
+
+// lockWorkspace takes the workspace's lock as mode says, in a write
+// transaction's first statement, which also bumps its version unless mode
+// is lockShared (whose last statement bumps it: fieldsChanged). A missing
+// workspace answers disconnected.
+//
+// On PostgreSQL the lock is a transaction-level advisory lock keyed by the
+// workspace (database.WorkspaceLockKey), shared for lockShared and
+// exclusive otherwise. Unlike row locks, PostgreSQL queues advisory lock
+// requests fairly: a shared request waits behind an exclusive one already
+// waiting, so a stream of field updates cannot starve a move or a member's
+// removal (a row's FOR KEY SHARE would be granted past a waiting FOR
+// UPDATE), and a write waits once, for as long as lock_timeout allows. An
+// exclusive write takes it in a CTE of its bump, which PostgreSQL runs as
+// a one-time filter before it reads, let alone locks, the workspace row.
+// The bump takes that row, which orders the bumps of field updates and of
+// the token bookkeeping (internal/auth). On SQLite the transaction's BEGIN
+// IMMEDIATE is the lock.
+func lockWorkspace(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, mode lockMode) error {
+	key := database.WorkspaceLockKey(workspaceID)
+	if mode == lockShared {
+		var rows []struct {
+			ID     uuid.UUID `json:"id"`
+			Locked []byte    `json:"locked"` // pg_advisory_xact_lock_shared returns void
+		}
+		err := tx.Workspace.Query().Where(workspace.ID(workspaceID)).Modify(func(s *sql.Selector) {
+			s.Select(s.C(workspace.FieldID))
+			if s.Dialect() == dialect.Postgres {
+				s.AppendSelectExprAs(sql.ExprFunc(func(b *sql.Builder) {
+					b.WriteString("pg_advisory_xact_lock_shared(").Arg(key).WriteString(")")
+				}), "locked")
+			}
+		}).Scan(ctx, &rows)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
+		}
+		return nil
+	}
+	bump := tx.Workspace.Update().Where(workspace.ID(workspaceID)).AddVersion(1)
+	if mode == lockNumbering {
+		bump.AddProcedureSeq(1)
+	}
+	n, err := bump.Modify(func(u *sql.UpdateBuilder) {
+		if u.Dialect() != dialect.Postgres {
+			return
+		}
+		u.Prefix(sql.ExprFunc(func(b *sql.Builder) {
+			b.WriteString(`WITH "workspace_lock" AS MATERIALIZED (SELECT pg_advisory_xact_lock(`).Arg(key).WriteString("))")
+		}))
+		u.Where(sql.Exists(sql.Expr(`SELECT 1 FROM "workspace_lock"`)))
+	}).Save(ctx)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
+	}
+	return nil
+}
+
+// bumpStatement makes a read of the workspace fieldsChanged's statement on
+// PostgreSQL: the version bump, then the tallies' update, joined to the
+// bump's row so that no tally row is locked before the workspace's (see
+// lockedTx), then notify over the new version, once. The statement returns
+// one row (none if the workspace is gone): version, tallied (the tally rows
+// it updated, of talliesWanted) and notified.
+//
+// The read keeps its predicates (the tenancy interceptor's, and the
+// caller's workspace), so it returns the bump's row only for a workspace
+// the viewer may see; the writes in its WITH clause are past the
+// interceptor, so they confine themselves to workspaceID (internal/tenancy).
+func bumpStatement(workspaceID uuid.UUID, tallies tallyChange, notify func(b *sql.Builder, version string)) (finish func(*sql.Selector), talliesWanted int) {
+	keys := tallies.keys()
+	with := sql.ExprFunc(func(b *sql.Builder) {
+		b.WriteString(`WITH "bumped" AS (UPDATE "` + workspace.Table + `" SET "` + workspace.FieldVersion + `" = COALESCE("` +
+			workspace.FieldVersion + `", 0) + 1 WHERE `)
+		tenancy.WriteWhere(b, "", tenancy.WorkspacesColumn, workspaceID).
+			WriteString(` RETURNING "` + workspace.FieldVersion + `")`)
+		if len(keys) == 0 {
+			return
+		}
+		t := `"` + proceduretally.Table + `".`
+		b.WriteString(`, "tallied" AS (UPDATE "` + proceduretally.Table + `" SET "` + proceduretally.FieldCount + `" = ` +
+			t + `"` + proceduretally.FieldCount + `" + CASE ` + t + `"` + proceduretally.FieldKey + `"`)
+		for _, k := range keys {
+			b.WriteString(" WHEN ").Arg(k).WriteString(" THEN ").Arg(tallies[k])
+		}
+		b.WriteString(` ELSE 0 END FROM "bumped" WHERE `)
+		tenancy.WriteWhere(b, proceduretally.Table, tenancy.Column, workspaceID).
+			WriteString(` AND ` + t + `"` + proceduretally.FieldKey + `" IN (`)
+		for i, k := range keys {
+			if i > 0 {
+				b.Comma()
+			}
+			b.Arg(k)
+		}
+		b.WriteString(`) RETURNING 1)`)
+	})
+	return func(s *sql.Selector) {
+		s.Prefix(with).AppendFromExpr(sql.Expr(`"bumped"`))
+		version := `"bumped"."` + workspace.FieldVersion + `"`
+		s.Select(version)
+		s.AppendSelectExprAs(sql.ExprFunc(func(b *sql.Builder) {
+			if len(keys) == 0 {
+				b.WriteString("0")
+				return
+			}
+			b.WriteString(`(SELECT count(*) FROM "tallied")`)
+		}), "tallied")
+		s.AppendSelectExprAs(sql.ExprFunc(func(b *sql.Builder) { notify(b, version) }), "notified")
+	}, len(keys)
+}
+
+// actingViewer re-reads v's member (and token, when v has one) inside a
+// write transaction, in one statement: the member must still belong to the
+// workspace with a role of at least min, and the token must not be revoked.
+// Errors: disconnected (removed member, revoked token), forbidden.
+func actingViewer(ctx context.Context, tx *ent.Tx, v *viewer.Viewer, min viewer.Role) (*viewer.Viewer, error) {
+	roles, err := tx.Member.Query().Where(actingMember(v)...).Select(member.FieldRole).Strings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return actingAs(v, min, func(string) (ent.Value, error) {
+		if len(roles) == 0 {
+			return nil, nil
+		}
+		return roles[0], nil
+	})
+}
+
+// actingProcedure reads, in one statement of a write's transaction after
+// the workspace lock, the procedure where selects and the acting viewer
+// (actingRole: the re-check actingViewer makes, with the same answers). When
+// no procedure matches, the row that would carry the role is missing: the
+// member is then re-read alone, so that a disconnected or forbidden viewer
+// is answered as such before not_found, as when the two were read apart.
+// With lockRow the read also locks the procedure's row until commit (on
+// PostgreSQL FOR NO KEY UPDATE, what its UPDATE takes anyway; a shared
+// workspace lock does not serialise writes of one procedure).
+//
+// Under a shared lock the member is still read as of the lock: every write
+// that changes members or tokens is exclusive, so none commits between the
+// lock and this statement, and this statement's snapshot is taken after the
+// lock was granted. A wait for the procedure's row (another shared write of
+// it) re-reads the row as that write committed it.
+// Errors: disconnected, forbidden, not_found.
+func actingProcedure(ctx context.Context, tx *ent.Tx, v *viewer.Viewer, min viewer.Role, where predicate.Procedure, lockRow bool) (*viewer.Viewer, *ent.Procedure, error) {
+	q := tx.Procedure.Query().Where(where)
+	q.Modify(withActingRole(v), func(s *sql.Selector) {
+		if lockRow && s.Dialect() == dialect.Postgres {
+			s.For(sql.LockNoKeyUpdate)
+		}
+	})
+	p, err := q.Only(ctx)
+	if ent.IsNotFound(err) {
+		if _, err := actingViewer(ctx, tx, v, min); err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, apperr.NotFoundf("procedure")
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	me, err := actingAs(v, min, p.Value)
+	if err != nil {
+		return nil, nil, err
+	}
+	return me, p, nil
+}
+
+// actingMember selects v's member if it is still the acting member: not
+// removed, and (for a token viewer) holding v's token unrevoked.
+func actingMember(v *viewer.Viewer) []predicate.Member {
+	ps := []predicate.Member{member.ID(v.MemberID), member.RemovedAtIsNil()}
+	if v.TokenID != uuid.Nil {
+		ps = append(ps, member.HasTokensWith(token.ID(v.TokenID), token.RevokedAtIsNil()))
+	}
+	return ps
+}
+
+// actingRoleColumn is the column under which a read carries actingRole.
+const actingRoleColumn = "acting_role"
+
+// withActingRole adds actingRole to a read of the write's transaction: a
+// query modifier, read back with actingAs(v, min, row.Value).
+func withActingRole(v *viewer.Viewer) func(*sql.Selector) {
+	return func(s *sql.Selector) { s.AppendSelectExprAs(actingRole(s.Dialect(), v), actingRoleColumn) }
+}
+
+// actingRole is v's role as of the statement that runs it, or empty unless
+// actingMember holds: actingViewer's read, as a column of another read (a
+// scalar subquery; never NULL, which ent cannot scan from SQLite into an
+// untyped column). A subquery does not pass through the tenancy
+// interceptor, so it confines itself to v's workspace (internal/tenancy).
+func actingRole(dialect string, v *viewer.Viewer) sql.Querier {
+	t := sql.Table(member.Table)
+	sel := sql.Dialect(dialect).Select(t.C(member.FieldRole)).From(t)
+	for _, p := range append(actingMember(v), tenancy.Where(tenancy.Column, v.WorkspaceID)) {
+		p(sel)
+	}
+	return sql.ExprFunc(func(b *sql.Builder) { b.WriteString("COALESCE((").Join(sel).WriteString("), '')") })
+}
+
+// actingAs is v with the role value reads under actingRoleColumn (nil or
+// empty: no acting member). Errors: disconnected (removed member, revoked
+// token), forbidden (a role below min).
+func actingAs(v *viewer.Viewer, min viewer.Role, value func(string) (ent.Value, error)) (*viewer.Viewer, error) {
+	raw, err := value(actingRoleColumn)
+	if err != nil {
+		return nil, err
+	}
+	var role string
+	switch r := raw.(type) {
+	case nil:
+	case string:
+		role = r
+	case []byte:
+		role = string(r)
+	default:
+		return nil, fmt.Errorf("core: acting role read as %T", raw)
+	}
+	if role == "" {
+		return nil, apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
+	}
+	me := *v
+	me.Role = viewer.Role(role)
+	if !me.Role.AtLeast(min) {
+		return nil, apperr.New(apperr.Forbidden, "this action needs the %s role", min)
+	}
+	return &me, nil
+}
