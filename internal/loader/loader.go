@@ -482,8 +482,8 @@ func (f *fetchers) readNamed(ctx context.Context, k namedKeys) (named, error) {
 
 // Snapshot is what a request's loaders have primed, detached from the
 // request: a live-update event reads its procedure's edges once and every
-// subscriber of the workspace renders from them (graph/subscription.go). Its
-// maps are never written after Export.
+// subscriber of the workspace renders from them (graph/live). Its maps are
+// never written after Export.
 type Snapshot struct {
 	categories map[uuid.UUID]*ent.Category
 	members    map[uuid.UUID]*ent.Member
@@ -537,7 +537,7 @@ func (s *Snapshot) Size() int {
 // after it find s's records as if they had been primed by this request.
 // s is only read (each loader copies what it takes), so one Snapshot may
 // seed many requests at once.
-func Seed(ctx context.Context, s *Snapshot) {
+func (s *Snapshot) Seed(ctx context.Context) {
 	l := from(ctx)
 	l.mu.Lock()
 	defer l.mu.Unlock()

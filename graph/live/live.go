@@ -1,4 +1,4 @@
-package graph
+package live
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
-// The defaults of LiveOptions (docs/api.md, "Live updates").
+// The defaults of Options (docs/api.md, "Live updates").
 const (
 	DefaultSubscriptionsPerToken  = 20
 	DefaultWebSocketsPerToken     = 20
@@ -38,10 +38,10 @@ const (
 	DefaultOperationsPerSocket = 16
 )
 
-// LiveOptions configure live updates: the procedureEvents subscription over
+// Options configure live updates: the procedureEvents subscription over
 // WebSocket and Server-Sent Events (docs/api.md, "Live updates"). Zero
 // values take the defaults above.
-type LiveOptions struct {
+type Options struct {
 	// Hub delivers this replica's committed changes; the core's announcer
 	// must feed it (internal/events).
 	Hub *events.Hub
@@ -128,8 +128,9 @@ type LiveOptions struct {
 // run the same operation (group.go), and keeps what their events read and
 // rendered for the subscribers that have not been sent them yet.
 type Live struct {
-	opts LiveOptions
-	// present renders an error as the executor's error presenter does.
+	opts Options
+	// present renders an error as the executor's error presenter does
+	// (SetErrorPresenter).
 	present func(ctx context.Context, err error) *gqlerror.Error
 
 	mu            sync.Mutex
@@ -156,8 +157,8 @@ type Live struct {
 	groupIDs atomic.Uint64
 }
 
-// NewLive returns the live updates of opts.
-func NewLive(opts LiveOptions) *Live {
+// New returns the live updates of opts.
+func New(opts Options) *Live {
 	if opts.MaxPerToken <= 0 {
 		opts.MaxPerToken = DefaultSubscriptionsPerToken
 	}
@@ -215,13 +216,11 @@ func NewLive(opts LiveOptions) *Live {
 	}
 }
 
-type liveKey struct{}
-
-// liveFrom returns the Live that serves ctx's subscription (set on a
-// group's context, see group.go), nil for an operation that is not one.
-func liveFrom(ctx context.Context) *Live {
-	l, _ := ctx.Value(liveKey{}).(*Live)
-	return l
+// SetErrorPresenter has l render its errors as the executor's error
+// presenter does: the executor's constructor gives it, before l serves
+// anything.
+func (l *Live) SetErrorPresenter(present func(ctx context.Context, err error) *gqlerror.Error) {
+	l.present = present
 }
 
 // Why a subscription ends on its own, besides its credential.
@@ -342,7 +341,7 @@ type Stats struct {
 	// once per group.
 	Subscriptions, Groups int
 	// CachedBytes is what the caches of reads and renderings hold
-	// (at most LiveOptions.CacheBytes).
+	// (at most Options.CacheBytes).
 	CachedBytes int64
 	// Rendered counts the events rendered since the Live started: once
 	// per event and group, whatever the group's size.

@@ -1,4 +1,4 @@
-package graph
+package live
 
 import (
 	"context"
@@ -148,7 +148,7 @@ func (panicExec) DispatchError(ctx context.Context, list gqlerror.List) *graphql
 // subscribers an internal error for that event.
 func TestLivePanicsAreContained(t *testing.T) {
 	v := &viewer.Viewer{WorkspaceID: uuid.New(), TokenID: uuid.New(), Role: viewer.RoleViewer}
-	l := NewLive(LiveOptions{
+	l := New(Options{
 		Authenticate: func(_ context.Context, credential string) (*viewer.Viewer, error) {
 			if credential == "Bearer panic" {
 				panic("authentication panic")

@@ -1,4 +1,4 @@
-package graph
+package gqlhttp
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/procsvc/procsvc/graph"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/limits"
 )
@@ -53,7 +54,7 @@ var connectionPageSizes = map[string]int{
 var listElements = map[string]func(args map[string]any) int{
 	"Procedure.comments": func(args map[string]any) int {
 		for _, name := range []string{"first", "last"} {
-			if n, ok := asInt(args[name]); ok {
+			if n, ok := graph.IntArgument(args[name]); ok {
 				// A view out of 1..limits.CommentsPerProcedure is refused
 				// before this runs (pageSizeLimit).
 				return clampElements(n, limits.CommentsPerProcedure)
@@ -167,7 +168,7 @@ func (c *costWalk) field(f *ast.Field) (int, *gqlerror.Error) {
 // for, else def.
 func connectionPage(args map[string]any, def int) int {
 	for _, name := range []string{"first", "last"} {
-		if n, ok := asInt(args[name]); ok {
+		if n, ok := graph.IntArgument(args[name]); ok {
 			return clampElements(n, MaxPageSize)
 		}
 	}
