@@ -96,7 +96,7 @@ func TestComplexity(t *testing.T) {
 }
 
 // TestEveryListIsPriced: a list field added to the schema must be given a
-// rule (complexity.go), or it would be priced as one element.
+// rule (gqlhttp/complexity.go), or it would be priced as one element.
 func TestEveryListIsPriced(t *testing.T) {
 	priced := map[string]bool{
 		"Procedure.comments": true, "Query.nodes": true, "Query.tokens": true,

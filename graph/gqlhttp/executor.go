@@ -107,7 +107,7 @@ func NewExecutor(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, lv *li
 		return gerr
 	}
 	srv.SetErrorPresenter(present)
-	// Every response within its bound in bytes (bound.go).
+	// Every response within its bound in bytes (response_bound.go).
 	srv.AroundResponses(boundResponses(r.ResponseBytes(), present))
 	srv.AroundRootFields(boundMutationFields)
 	if lv != nil {

@@ -23,10 +23,7 @@ import (
 // and status; it writes from the request's goroutine alone, each write
 // bounded by Options.WriteTimeout, and starts no goroutine, so nothing
 // of the stream outlives its handler.
-type sse struct {
-	live     *Live
-	writeErr middleware.ErrorWriter
-}
+type sse struct{ transport }
 
 var _ graphql.Transport = sse{}
 
@@ -53,8 +50,7 @@ func (t sse) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecut
 		t.once(w, ctx, exec, oc)
 		return
 	}
-	if err := l.admit(); err != nil {
-		t.writeErr(w, r, err)
+	if !t.connect(w, r) {
 		return
 	}
 	defer l.dismiss()

@@ -19,7 +19,26 @@ import (
 // request too). writeErr answers the refusals they make before an
 // operation runs (the live connections at their cap, say).
 func (l *Live) Transports(writeErr middleware.ErrorWriter) []graphql.Transport {
-	return []graphql.Transport{webSocket{live: l, writeErr: writeErr}, sse{live: l, writeErr: writeErr}}
+	t := transport{live: l, writeErr: writeErr}
+	return []graphql.Transport{webSocket{t}, sse{t}}
+}
+
+// transport is what both live transports hold: the Live they serve and the
+// writer of the refusals they answer before an operation runs.
+type transport struct {
+	live     *Live
+	writeErr middleware.ErrorWriter
+}
+
+// connect takes one of the replica's live connections for r, or answers
+// the refusal (unavailable) and returns false. The caller calls
+// t.live.dismiss once the connection ends.
+func (t transport) connect(w http.ResponseWriter, r *http.Request) bool {
+	if err := t.live.admit(); err != nil {
+		t.writeErr(w, r, err)
+		return false
+	}
+	return true
 }
 
 // WebSocketRoute labels a WebSocket's request in logs and metrics: its

@@ -50,10 +50,7 @@ const maxOperationID = 128
 // goroutine a socket starts ends
 // before its handler returns; a panic in an operation ends that operation
 // with an internal error, anywhere else the socket (1011).
-type webSocket struct {
-	live     *Live
-	writeErr middleware.ErrorWriter
-}
+type webSocket struct{ transport }
 
 var _ graphql.Transport = webSocket{}
 
@@ -61,8 +58,7 @@ func (t webSocket) Supports(r *http.Request) bool { return IsWebSocket(r) }
 
 func (t webSocket) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	l := t.live
-	if err := l.admit(); err != nil {
-		t.writeErr(w, r, err)
+	if !t.connect(w, r) {
 		return
 	}
 	defer l.dismiss()

@@ -1,6 +1,6 @@
 package live
 
-// The operations a WebSocket carries (live_ws.go is the connection): each
+// The operations a WebSocket carries (websocket.go is the connection): each
 // subscribe message runs on a goroutine of its own, re-authenticated,
 // charged and bounded as an HTTP request is, its id free again once it ends.
 
