@@ -9,7 +9,6 @@ import (
 	"context"
 
 	"github.com/99designs/gqlgen/graphql"
-
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/graph/generated"
 	"github.com/procsvc/procsvc/graph/live"
