@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/procsvc/procsvc/bench"
-	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/dbtest"
 	"github.com/procsvc/procsvc/internal/events"
@@ -31,7 +31,7 @@ func TestLiveToolDeliversEveryEvent(t *testing.T) {
 			hub := events.NewHub(events.HubOptions{})
 			svc := core.New(db.Client, core.WithAnnouncer(server.Announcer(db, hub)), core.WithLockPolicy(core.LockPolicyFor(db.Dialect)))
 			ts := httptest.NewServer(server.NewHandler(server.Deps{DB: db, Service: svc, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-				Hub: hub, Live: graph.LiveOptions{MaxPerToken: 50, WebSocketsPerToken: 50}}))
+				Hub: hub, Live: live.Options{MaxPerToken: 50, WebSocketsPerToken: 50}}))
 			t.Cleanup(ts.Close)
 			// Before the server closes (cleanups run last first): ends the streams.
 			t.Cleanup(hub.Close)

@@ -25,7 +25,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 
-	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/graph/gqlhttp"
 	"github.com/procsvc/procsvc/internal/apitest"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/database"
@@ -309,24 +309,24 @@ func TestGraphQLHostileDocuments(t *testing.T) {
 			{"FanOut20", fanOut(20), "validation_failed", fields},
 			{"FanOut28", fanOut(28), "validation_failed", fields},
 			{"FanOut60", fanOut(60), "validation_failed", fields},
-			{"RepeatedFieldsOverRepeats", repeatedFields(over(graph.MaxFieldRepeats)), "validation_failed", repeats},
+			{"RepeatedFieldsOverRepeats", repeatedFields(over(gqlhttp.MaxFieldRepeats)), "validation_failed", repeats},
 			{"RepeatedFields1000", repeatedFields(1000), "validation_failed", fields},
 			{"RepeatedFields14000", repeatedFields(14000), "validation_failed", fields},
 			{"Typename100", typenames(100), "validation_failed", repeats},
 			{"Typename1000", typenames(1000), "validation_failed", repeats},
 			{"Typename14000", typenames(14000), "validation_failed", fields},
-			{"InlineFragmentsOverLimit", inlineFragments(over(graph.MaxInlineFragments)), "validation_failed", inlines},
+			{"InlineFragmentsOverLimit", inlineFragments(over(gqlhttp.MaxInlineFragments)), "validation_failed", inlines},
 			{"InlineFragments1000", inlineFragments(1000), "validation_failed", fields},
 			{"InlineFragments12000", inlineFragments(12000), "bad_request", tokens},
-			{"AliasesOverLimit", aliasedViewers(over(graph.MaxAliases)), "validation_failed", aliases},
+			{"AliasesOverLimit", aliasedViewers(over(gqlhttp.MaxAliases)), "validation_failed", aliases},
 			{"Aliases1000", aliasedViewers(1000), "validation_failed", fields},
-			{"SpreadsOverLimit", spreadFragments(over(graph.MaxFragmentSpreads)), "validation_failed", spreads},
+			{"SpreadsOverLimit", spreadFragments(over(gqlhttp.MaxFragmentSpreads)), "validation_failed", spreads},
 			{"ChainedFragments", chainedFragments(40, 125), "validation_failed", selections},
 			{"OperationsSharingAFragment", operationsSharing(50, 100), "validation_failed", selections},
 			{"FragmentCycle", "{ viewer { ...A } } fragment A on Member { id ...B } fragment B on Member { ...A }", "validation_failed", "spreads itself"},
 			{"DuplicateFragment", "{ viewer { ...F } } fragment F on Member { id } fragment F on Member { " + strings.Repeat("id ", 5000) + "}", "validation_failed", "only one fragment"},
-			{"Tokens", repeatedFields(graph.MaxTokens), "bad_request", tokens},
-			{"MutationAliasesOverLimit", mutationAliases(over(graph.MaxMutationRootFields), "hostile a"), "validation_failed", rootFields},
+			{"Tokens", repeatedFields(gqlhttp.MaxTokens), "bad_request", tokens},
+			{"MutationAliasesOverLimit", mutationAliases(over(gqlhttp.MaxMutationRootFields), "hostile a"), "validation_failed", rootFields},
 			{"MutationAliases100", mutationAliases(100, "hostile b"), "validation_failed", rootFields},
 			{"MutationAliases900", mutationAliases(900, "hostile c"), "validation_failed", rootFields},
 		}
@@ -387,20 +387,20 @@ func TestGraphQLHostileDocuments(t *testing.T) {
 			wantRefused(t, postTimed(t, s, w.AdminToken, "{ viewer { password } }"), "validation_failed", "password")
 		})
 		t.Run("DepthRefusedWithoutData", func(t *testing.T) {
-			wantRefused(t, postTimed(t, s, w.AdminToken, deepIntrospection(graph.MaxDepth+1)), "validation_failed", "deep")
+			wantRefused(t, postTimed(t, s, w.AdminToken, deepIntrospection(gqlhttp.MaxDepth+1)), "validation_failed", "deep")
 		})
 		t.Run("ComplexityRefusedWith400", func(t *testing.T) {
-			wantRefused(t, postTimed(t, s, w.AdminToken, aliasedLists(graph.MaxComplexity/100+1)), "validation_failed", "complex")
+			wantRefused(t, postTimed(t, s, w.AdminToken, aliasedLists(gqlhttp.MaxComplexity/100+1)), "validation_failed", "complex")
 		})
 
 		// What ordinary clients send still runs.
 		passing := []struct{ name, query string }{
 			{"PlaygroundIntrospection", playgroundIntrospection()},
 			{"FullProceduresPage", fullPage},
-			{"FieldRepeatsAtLimit", repeatedFields(graph.MaxFieldRepeats)},
-			{"AliasesAtLimit", aliasedViewers(graph.MaxAliases)},
-			{"InlineFragmentsAtLimit", inlineFragments(graph.MaxInlineFragments)},
-			{"SpreadsAtLimit", spreadFragments(graph.MaxFragmentSpreads)},
+			{"FieldRepeatsAtLimit", repeatedFields(gqlhttp.MaxFieldRepeats)},
+			{"AliasesAtLimit", aliasedViewers(gqlhttp.MaxAliases)},
+			{"InlineFragmentsAtLimit", inlineFragments(gqlhttp.MaxInlineFragments)},
+			{"SpreadsAtLimit", spreadFragments(gqlhttp.MaxFragmentSpreads)},
 			{"FanOut4", fanOut(4)},
 			{"ChainedFragmentsShort", chainedFragments(5, 25)},
 		}
@@ -417,11 +417,11 @@ func TestGraphQLHostileDocuments(t *testing.T) {
 		}
 		t.Run("MutationRootFieldsAtLimit", func(t *testing.T) {
 			before := categories(t)
-			r := postTimed(t, s, w.AdminToken, mutationAliases(graph.MaxMutationRootFields, "hostile ok"))
+			r := postTimed(t, s, w.AdminToken, mutationAliases(gqlhttp.MaxMutationRootFields, "hostile ok"))
 			if r.Status != http.StatusOK || len(r.Errors) > 0 {
 				t.Fatalf("status %d: %+v", r.Status, r.Errors)
 			}
-			if after := categories(t); after != before+graph.MaxMutationRootFields {
+			if after := categories(t); after != before+gqlhttp.MaxMutationRootFields {
 				t.Fatalf("%d categories, then %d", before, after)
 			}
 		})
@@ -432,13 +432,13 @@ func TestGraphQLHostileDocuments(t *testing.T) {
 // request's context has ended (the client left, or the deadline passed).
 func TestCheckDocumentStopsWithItsRequest(t *testing.T) {
 	// Within every limit, and a few hundred selections to walk.
-	q := spreadFragments(graph.MaxFragmentSpreads)
-	if err := graph.CheckDocument(context.Background(), q); err != nil {
+	q := spreadFragments(gqlhttp.MaxFragmentSpreads)
+	if err := gqlhttp.CheckDocument(context.Background(), q); err != nil {
 		t.Fatalf("live request: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := graph.CheckDocument(ctx, q)
+	err := gqlhttp.CheckDocument(ctx, q)
 	if err == nil || apperr.CodeOf(err) != apperr.Unavailable {
 		t.Fatalf("ended request: %v", err)
 	}
@@ -527,7 +527,7 @@ func TestSubscriptionSelectsOneRootField(t *testing.T) {
 		`subscription { ...E } fragment E on Subscription { e: procedureEvents { kind } }`,
 		`subscription { procedureEvents { kind } ... on Subscription { procedureEvents { procedureId } } }`,
 	} {
-		if err := graph.CheckDocument(context.Background(), q); err != nil {
+		if err := gqlhttp.CheckDocument(context.Background(), q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/procsvc/procsvc/graph"
 	"github.com/procsvc/procsvc/graph/generated"
+	"github.com/procsvc/procsvc/graph/gqlhttp"
 	"github.com/procsvc/procsvc/internal/apitest"
 	"github.com/procsvc/procsvc/internal/dbtest"
 )
@@ -30,7 +31,7 @@ func complexity(t *testing.T, query string, vars map[string]any) int {
 	if err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
-	n, gerr := graph.Complexity(context.Background(), &graphql.OperationContext{Doc: doc, Variables: vars}, doc.Operations[0])
+	n, gerr := gqlhttp.Complexity(context.Background(), &graphql.OperationContext{Doc: doc, Variables: vars}, doc.Operations[0])
 	if gerr != nil {
 		t.Fatal(gerr)
 	}
@@ -95,7 +96,7 @@ func TestComplexity(t *testing.T) {
 }
 
 // TestEveryListIsPriced: a list field added to the schema must be given a
-// rule (complexity.go), or it would be priced as one element.
+// rule (gqlhttp/complexity.go), or it would be priced as one element.
 func TestEveryListIsPriced(t *testing.T) {
 	priced := map[string]bool{
 		"Procedure.comments": true, "Query.nodes": true, "Query.tokens": true,
@@ -116,7 +117,7 @@ func TestEveryListIsPriced(t *testing.T) {
 		}
 	}
 	// A priced list answers its most elements.
-	if got := complexity(t, `{ tokens { id } }`, nil); got != graph.MaxPageSize {
+	if got := complexity(t, `{ tokens { id } }`, nil); got != gqlhttp.MaxPageSize {
 		t.Fatalf("tokens: %d", got)
 	}
 }

@@ -236,7 +236,7 @@ func commentViewOf(args map[string]any) (loader.CommentWindow, error) {
 		if !ok || v == nil {
 			return nil
 		}
-		n, ok := asInt(v)
+		n, ok := IntArgument(v)
 		if !ok || n < math.MinInt32 || n > math.MaxInt32 {
 			n = -1
 		}

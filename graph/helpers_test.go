@@ -19,7 +19,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/graph/gqlhttp"
 	"github.com/procsvc/procsvc/internal/apitest"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
@@ -484,7 +484,7 @@ func namedIDs(ns []named) []string {
 // testNamedList checks a name-sorted list: order by name then id, search
 // (case-insensitive on what match says), totalCount and Relay pagination.
 func testNamedList(t *testing.T, s *apitest.Server, token, field string, match func(n named, q string) bool, searches ...string) {
-	all := listNamed(t, s, token, field, obj("first", graph.MaxPageSize))
+	all := listNamed(t, s, token, field, obj("first", gqlhttp.MaxPageSize))
 	if all.TotalCount != len(all.Nodes) || all.TotalCount < 4 {
 		t.Fatalf("%s: totalCount %d, %d nodes; the test needs at least 4", field, all.TotalCount, len(all.Nodes))
 	}
@@ -572,7 +572,7 @@ func testNamedList(t *testing.T, s *apitest.Server, token, field string, match f
 		vars  map[string]any
 		field string
 	}{
-		{"ErrFirstTooLarge", obj("first", graph.MaxPageSize+1), "first"},
+		{"ErrFirstTooLarge", obj("first", gqlhttp.MaxPageSize+1), "first"},
 		{"ErrLastNegative", obj("last", -2), "last"},
 		{"ErrAfterNotCursor", obj("after", "nope"), "after"},
 		{"ErrSearchTooLong", obj("search", strings.Repeat("q", core.MaxTitleLen+1)), "search"},

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/graph/gqlhttp"
 	"github.com/procsvc/procsvc/internal/apitest"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
@@ -129,7 +129,7 @@ func TestMembers(t *testing.T) {
 			if got := getMember(t, id); got.RemovedAt == nil {
 				t.Fatalf("member(id) of a removed member: %s", dump(got))
 			}
-			for _, m := range listNamed(t, s, w.ViewToken, "members", obj("first", graph.MaxPageSize)).Nodes {
+			for _, m := range listNamed(t, s, w.ViewToken, "members", obj("first", gqlhttp.MaxPageSize)).Nodes {
 				if m.ID == id {
 					t.Fatal("a removed member is still listed")
 				}

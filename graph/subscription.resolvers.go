@@ -8,8 +8,10 @@ package graph
 import (
 	"context"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/graph/generated"
+	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/graph/model"
 )
 
@@ -20,7 +22,7 @@ func (r *procedureEventResolver) Procedure(ctx context.Context, obj *model.Proce
 
 // ProcedureEvents is the resolver for the procedureEvents field.
 func (r *subscriptionResolver) ProcedureEvents(ctx context.Context, filter *model.ProcedureEventFilter) (<-chan *model.ProcedureEvent, error) {
-	return liveFrom(ctx).procedureEvents(ctx, r.Service, filter)
+	return live.ProcedureEvents(ctx, r.Service, filter, eventSelection(graphql.GetOperationContext(ctx)))
 }
 
 // ProcedureEvent returns generated.ProcedureEventResolver implementation.

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/graph/gqlhttp"
 	"github.com/procsvc/procsvc/internal/apitest"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
@@ -144,9 +144,9 @@ func TestTransport(t *testing.T) {
 			{"ErrVariableRequiredMissing", `{"query": "query($id: ID!) { procedure(id: $id) { id } }"}`, "validation_failed", []string{"id"}},
 			{"ErrUnknownOperationName", `{"query": "query A { viewer { id } }", "operationName": "B"}`, "", nil},
 			{"ErrAmbiguousOperation", `{"query": "query A { viewer { id } } query B { workspace { id } }"}`, "", nil},
-			{"ErrDepthOverLimit", `{"query": ` + quote(deepIntrospection(graph.MaxDepth+1)) + `}`, "validation_failed", nil},
-			{"ErrComplexityOverLimit", `{"query": ` + quote(aliasedLists(graph.MaxComplexity/100+1)) + `}`, "validation_failed", nil},
-			{"ErrComplexityNodes", `{"query": ` + quote(aliasedNodes(graph.MaxComplexity/100+1, w.ProjectID)) + `}`, "validation_failed", nil},
+			{"ErrDepthOverLimit", `{"query": ` + quote(deepIntrospection(gqlhttp.MaxDepth+1)) + `}`, "validation_failed", nil},
+			{"ErrComplexityOverLimit", `{"query": ` + quote(aliasedLists(gqlhttp.MaxComplexity/100+1)) + `}`, "validation_failed", nil},
+			{"ErrComplexityNodes", `{"query": ` + quote(aliasedNodes(gqlhttp.MaxComplexity/100+1, w.ProjectID)) + `}`, "validation_failed", nil},
 		}
 		for _, tc := range gqlCases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -172,13 +172,13 @@ func TestTransport(t *testing.T) {
 			})
 		}
 		t.Run("DepthAtLimit", func(t *testing.T) {
-			r := rawGraphQL(t, s, "POST", "/graphql", auth, "application/json", []byte(`{"query": `+quote(deepIntrospection(graph.MaxDepth))+`}`))
+			r := rawGraphQL(t, s, "POST", "/graphql", auth, "application/json", []byte(`{"query": `+quote(deepIntrospection(gqlhttp.MaxDepth))+`}`))
 			if len(r.Errors) > 0 {
 				t.Fatalf("%+v", r.Errors)
 			}
 		})
 		t.Run("ComplexityUnderLimit", func(t *testing.T) {
-			n := graph.MaxComplexity/(100+1) - 1
+			n := gqlhttp.MaxComplexity/(100+1) - 1
 			r := rawGraphQL(t, s, "POST", "/graphql", auth, "application/json", []byte(`{"query": `+quote(aliasedLists(n))+`}`))
 			if len(r.Errors) > 0 {
 				t.Fatalf("%d lists of 100: %+v", n, r.Errors)
@@ -207,7 +207,7 @@ func TestTransport(t *testing.T) {
 			if len(r.Errors) > 0 {
 				t.Fatalf("%+v", r.Errors)
 			}
-			for _, q := range []string{aliasedLists(graph.MaxComplexity/100 + 1), deepIntrospection(graph.MaxDepth + 1)} {
+			for _, q := range []string{aliasedLists(gqlhttp.MaxComplexity/100 + 1), deepIntrospection(gqlhttp.MaxDepth + 1)} {
 				n, r := cost(fresh(), q)
 				wantError(t, r, "validation_failed")
 				if n != base {

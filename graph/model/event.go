@@ -1,8 +1,9 @@
 package model
 
 import (
+	"context"
+
 	"github.com/procsvc/procsvc/ent"
-	"github.com/procsvc/procsvc/internal/loader"
 )
 
 // ProcedureEvent is one delivered live-update event (graph/subscription.graphqls).
@@ -19,5 +20,13 @@ type ProcedureEvent struct {
 	WorkspaceVersion int `json:"workspaceVersion"`
 	// Edges are Procedure's category, doer, project and comments (with their
 	// authors), read with it; rendering seeds its loaders with them.
-	Edges *loader.Snapshot `json:"-"`
+	Edges EventEdges `json:"-"`
+}
+
+// EventEdges are the edges read once with an event's procedure (a
+// *loader.Snapshot): Seed puts them into the dataloaders of the context
+// rendering the event. An interface, so that the GraphQL model does not
+// depend on how the dataloaders hold them.
+type EventEdges interface {
+	Seed(ctx context.Context)
 }

@@ -21,16 +21,12 @@ func MarshalTime(t time.Time) graphql.Marshaler { return timeValue(t) }
 
 // timeValue and uuidValue are the scalars' marshalers. A list page writes
 // hundreds of them: each costs its one boxing into graphql.Marshaler and
-// writes straight into the response buffer (see write), where a closure
+// writes straight into the response buffer (see writeQuoted), where a closure
 // would add an allocation for its text.
 type timeValue time.Time
 
 func (t timeValue) MarshalGQL(w io.Writer) {
-	write(w, func(b []byte) []byte {
-		b = append(b, '"')
-		b = AppendTime(b, time.Time(t))
-		return append(b, '"')
-	})
+	writeQuoted(w, func(b []byte) []byte { return AppendTime(b, time.Time(t)) })
 }
 
 // AppendTime appends t in the form MarshalTime quotes.
@@ -55,26 +51,27 @@ func MarshalUUID(id uuid.UUID) graphql.Marshaler { return uuidValue(id) }
 type uuidValue uuid.UUID
 
 func (id uuidValue) MarshalGQL(w io.Writer) {
-	write(w, func(b []byte) []byte {
-		b = append(b, '"')
-		b = AppendUUID(b, uuid.UUID(id))
-		return append(b, '"')
-	})
+	writeQuoted(w, func(b []byte) []byte { return AppendUUID(b, uuid.UUID(id)) })
 }
 
 // AppendUUID appends id's canonical form (what id.String returns), the text
 // MarshalUUID quotes.
 func AppendUUID(b []byte, id uuid.UUID) []byte { return ids.AppendText(b, id) }
 
-// write appends what text renders to the spare capacity of gqlgen's response
-// buffer, or to a stack buffer for any other writer.
-func write(w io.Writer, text func([]byte) []byte) {
+// writeQuoted writes what text appends, as a JSON string (text holds
+// nothing to escape), into the spare capacity of gqlgen's response buffer,
+// or through a stack buffer for any other writer.
+func writeQuoted(w io.Writer, text func([]byte) []byte) {
+	quoted := func(b []byte) []byte {
+		b = append(b, '"')
+		return append(text(b), '"')
+	}
 	if buf, ok := w.(*bytes.Buffer); ok {
-		buf.Write(text(buf.AvailableBuffer()))
+		buf.Write(quoted(buf.AvailableBuffer()))
 		return
 	}
 	var scratch [64]byte
-	_, _ = w.Write(text(scratch[:0]))
+	_, _ = w.Write(quoted(scratch[:0]))
 }
 
 // UnmarshalUUID parses a canonical UUID string.

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vektah/gqlparser/v2/ast"
-
 	"github.com/procsvc/procsvc/internal/apperr"
 )
 
@@ -64,17 +62,19 @@ func (s *Store) deferClaim(ctx context.Context, key, fingerprint string, keyErr 
 }
 
 // ClaimDeferred claims the key deferred in ctx (Store.Defer), if any, for
-// the operation op of doc about to run. Call it once the operation has
-// passed every check and has been charged, before it runs anything. An
-// operation other than a mutation writes nothing: its key is not claimed.
-// It returns nil when the operation may run; otherwise the operation must
+// a mutation about to run: call it once the operation has passed every
+// check and has been charged, before it runs anything (an operation that
+// writes nothing claims no key). holdsSecret reports whether the
+// mutation's answer carries a bearer secret, which is never kept; it is
+// asked only when a key is claimed. It returns nil when the operation may
+// run; otherwise the operation must
 // not run, and its transport answers Deferred.Answer instead: the recorded
 // response, or the claim's refusal (409 conflict, or validation_failed for
 // a malformed key) or failure. A second call for the same context is
 // answered as the first.
-func ClaimDeferred(ctx context.Context, doc *ast.QueryDocument, op *ast.OperationDefinition) error {
+func ClaimDeferred(ctx context.Context, holdsSecret func() bool) error {
 	d, _ := ctx.Value(deferredKey{}).(*Deferred)
-	if d == nil || op == nil || op.Operation != ast.Mutation {
+	if d == nil {
 		return nil
 	}
 	d.mu.Lock()
@@ -90,7 +90,7 @@ func ClaimDeferred(ctx context.Context, doc *ast.QueryDocument, op *ast.Operatio
 		d.err = d.keyErr
 		return errAnswered
 	}
-	d.secret = selectsSecret(doc, op.SelectionSet, map[string]bool{})
+	d.secret = holdsSecret()
 	// The claim is not cut short by the client leaving (see Store.serve).
 	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()

@@ -8,13 +8,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"regexp"
 	"time"
 
-	"github.com/vektah/gqlparser/v2/ast"
-
 	"github.com/procsvc/procsvc/internal/apperr"
-	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/middleware"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
@@ -28,10 +24,6 @@ const (
 	// MaxKeyLength bounds a key, in characters (printable ASCII).
 	MaxKeyLength = 255
 )
-
-// graphqlPath is the GraphQL endpoint, whose POSTs are keyed only when they
-// run a mutation: their claim is deferred to the executor (ClaimDeferred).
-const graphqlPath = "/graphql"
 
 // MaxStoredBody bounds a recorded response body, in bytes (1 MiB). A larger
 // response is answered in full but not kept: its key is completed with a
@@ -49,19 +41,6 @@ const MaxStoredBody = 1 << 20
 // larger is not kept, and its key is freed, since a refusal wrote nothing
 // and running its retry is safe.
 const MaxStoredRefusal = 4 << 10
-
-// secretFields are the GraphQL root fields whose result carries a bearer
-// secret (CreateTokenPayload.secret). Their response is never kept (secrets
-// are stored only as SHA-256 hashes): the key is completed with a marker,
-// and a retry is answered 409 conflict (see errHeldSecret). A response
-// holding a string shaped like a secret (auth.SecretPrefix followed by 43
-// base64url characters) is not kept either, whatever ran: a persisted query
-// sent by hash alone does not show its root fields.
-var secretFields = map[string]bool{"createToken": true}
-
-// secretShape matches a bearer secret as a JSON string: auth.NewSecret's
-// (with a 6-character checksum) or an older release's (without).
-var secretShape = regexp.MustCompile(`"` + auth.SecretPrefix + `[A-Za-z0-9_-]{43}(?:[0-9A-Za-z]{6})?"`)
 
 // handlerMargin is the share of the lock timeout by which a keyed request's
 // handler must be done before its claim may be taken over (10%, at most
@@ -82,16 +61,17 @@ const recordTimeout = 5 * time.Second
 // authentication (keys belong to the viewer's workspace) and after the rate
 // limit's middleware. A nil Store disables it.
 //
-// Keyed are REST POST, PUT, PATCH and DELETE requests and GraphQL POSTs that
-// run a mutation; on any other request the header is ignored. A request
+// Keyed are POST, PUT, PATCH and DELETE requests, except that a request
+// Options.Deferred tells (a GraphQL POST) is keyed only when its executor
+// finds it runs a mutation; on any other request the header is ignored. A request
 // without the header, or whose body is over the server's limit (refused by
 // the handler, which then runs nothing), passes through untouched.
 //
 // A REST request's key is claimed before its handler runs (the rate limit
 // has been charged). A GraphQL request's operation, and its cost, are known
-// only to the executor: its claim is deferred (Store.Defer), and the
-// executor makes it once the operation has passed every check and been
-// charged (ClaimDeferred). A GraphQL request refused before that (a
+// only to the executor: its claim is deferred (Options.Deferred,
+// Store.Defer), and the executor makes it once the operation has passed
+// every check and been charged (ClaimDeferred). A GraphQL request refused before that (a
 // document that does not parse or validate, a limit, the rate limit, a
 // persisted-query miss) touches no table and leaves its key free; so does a
 // query sent with a key.
@@ -107,10 +87,16 @@ func (s *Store) Middleware(writeErr middleware.ErrorWriter) func(http.Handler) h
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			values := r.Header.Values(Header)
-			graphql := r.URL.Path == graphqlPath
 			v := viewer.FromContext(r.Context())
-			if len(values) == 0 || v == nil || !keyedMethod(r.Method, graphql) {
+			if len(values) == 0 || v == nil || !keyedMethod(r.Method) {
 				next.ServeHTTP(w, r)
+				return
+			}
+			key, err := checkKey(values)
+			if payload, deferred := s.deferredPayload(r); deferred {
+				// A malformed key refuses a mutation only: the
+				// executor tells.
+				s.serveDeferred(w, r, next, writeErr, key, Fingerprint(v, r.Method, r.URL.RequestURI(), payload), err)
 				return
 			}
 			body, ok := readBody(r)
@@ -118,18 +104,7 @@ func (s *Store) Middleware(writeErr middleware.ErrorWriter) func(http.Handler) h
 				next.ServeHTTP(w, r)
 				return
 			}
-			key, err := checkKey(values)
-			payload := body
-			if graphql {
-				payload = graphQLBody(body)
-			}
-			fp := Fingerprint(v, r.Method, r.URL.RequestURI(), payload)
-			if graphql {
-				// A malformed key refuses a mutation only: the
-				// executor tells.
-				s.serveDeferred(w, r, next, writeErr, key, fp, err)
-				return
-			}
+			fp := Fingerprint(v, r.Method, r.URL.RequestURI(), body)
 			if err != nil {
 				writeErr(w, r, err)
 				return
@@ -137,6 +112,15 @@ func (s *Store) Middleware(writeErr middleware.ErrorWriter) func(http.Handler) h
 			s.serve(w, r, next, writeErr, key, fp)
 		})
 	}
+}
+
+// deferredPayload returns what r's fingerprint covers when its claim is
+// deferred to its executor (Options.Deferred).
+func (s *Store) deferredPayload(r *http.Request) ([]byte, bool) {
+	if s.deferred == nil {
+		return nil, false
+	}
+	return s.deferred(r)
 }
 
 func (s *Store) serve(w http.ResponseWriter, r *http.Request, next http.Handler, writeErr middleware.ErrorWriter, key, fp string) {
@@ -253,7 +237,7 @@ func (s *Store) finish(reqCtx context.Context, claim *Claim, resp Response, over
 		// Too large to keep, and possibly committed (a 5xx or 429 is never
 		// this large): a retry must not run it again.
 		kept, err = claim.complete(ctx, Response{Status: resp.Status, ContentType: markerTooLarge, Body: []byte{}})
-	case secret || secretShape.Match(resp.Body):
+	case secret || (s.holdsSecret != nil && s.holdsSecret(resp.Body)):
 		kept, err = claim.complete(ctx, Response{Status: resp.Status, ContentType: markerSecret, Body: []byte{}})
 	default:
 		kept, err = claim.Complete(ctx, resp)
@@ -342,10 +326,7 @@ func writeReplay(w http.ResponseWriter, resp *Response) {
 }
 
 // keyedMethod reports whether a request of method may be keyed.
-func keyedMethod(method string, graphql bool) bool {
-	if graphql {
-		return method == http.MethodPost
-	}
+func keyedMethod(method string) bool {
 	switch method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 		return true
@@ -386,54 +367,6 @@ func readBody(r *http.Request) (body []byte, ok bool) {
 	return b, true
 }
 
-// GraphQLPayload is what a GraphQL request's fingerprint covers: its query,
-// operation name and variables, as values, however the request spelled them
-// (white space, key order, escapes) and whichever transport carried it (a
-// POST's body, a WebSocket's subscribe message), so that a retry is the
-// same request over either. Its extensions count only when it has no query
-// text (a persisted query sent by hash alone, which they name).
-func GraphQLPayload(query, operationName string, variables, extensions map[string]any) []byte {
-	canonical := struct {
-		Query         string         `json:"query"`
-		OperationName string         `json:"operationName"`
-		Variables     map[string]any `json:"variables"`
-		Extensions    map[string]any `json:"extensions,omitempty"`
-	}{Query: query, OperationName: operationName}
-	if len(variables) > 0 {
-		canonical.Variables = variables // none and {} alike
-	}
-	if query == "" {
-		canonical.Extensions = extensions
-	}
-	// json.Marshal writes maps' keys in order, and numbers decoded as
-	// json.Number as they were sent.
-	b, err := json.Marshal(canonical)
-	if err != nil {
-		return nil
-	}
-	return b
-}
-
-// graphQLBody is GraphQLPayload of a GraphQL POST's body; a body that does
-// not decode (refused before anything runs) is fingerprinted as it is.
-func graphQLBody(body []byte) []byte {
-	var req struct {
-		Query         string         `json:"query"`
-		OperationName string         `json:"operationName"`
-		Variables     map[string]any `json:"variables"`
-		Extensions    map[string]any `json:"extensions"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&req); err != nil {
-		return body
-	}
-	if p := GraphQLPayload(req.Query, req.OperationName, req.Variables, req.Extensions); p != nil {
-		return p
-	}
-	return body
-}
-
 // readCloser reads from Reader and closes Closer.
 type readCloser struct {
 	io.Reader
@@ -458,33 +391,6 @@ func Fingerprint(v *viewer.Viewer, method, target string, payload []byte) string
 	h.Write([]byte{0})
 	h.Write(payload)
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// selectsSecret reports whether set selects a field of secretFields,
-// directly or through inline fragments and fragment spreads (seen guards
-// against cycles, which the validator refuses anyway).
-func selectsSecret(doc *ast.QueryDocument, set ast.SelectionSet, seen map[string]bool) bool {
-	for _, sel := range set {
-		switch sel := sel.(type) {
-		case *ast.Field:
-			if secretFields[sel.Name] {
-				return true
-			}
-		case *ast.InlineFragment:
-			if selectsSecret(doc, sel.SelectionSet, seen) {
-				return true
-			}
-		case *ast.FragmentSpread:
-			if seen[sel.Name] {
-				continue
-			}
-			seen[sel.Name] = true
-			if f := doc.Fragments.ForName(sel.Name); f != nil && selectsSecret(doc, f.SelectionSet, seen) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // recorder passes the response through and keeps what a replay needs. Under

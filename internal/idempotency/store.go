@@ -27,6 +27,7 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"net/http"
 	"slices"
 	"time"
 
@@ -75,6 +76,19 @@ type Options struct {
 	// Purged, if set, is told the outcome of each background purge
 	// (StartPurger) once it is over.
 	Purged func(deleted int, err error)
+	// Deferred tells the requests whose claim their handler defers to its
+	// executor (Store.Defer), which alone knows whether they write: it
+	// returns the payload such a request's fingerprint covers, and true.
+	// The GraphQL face gives it for its POSTs (nil: every keyed request is
+	// claimed before its handler runs).
+	Deferred func(r *http.Request) (payload []byte, ok bool)
+	// HoldsSecret reports whether a response body holds a bearer secret,
+	// which is never kept (secrets are stored only as hashes): the key is
+	// completed with a marker, and a retry is answered 409 conflict (see
+	// markerSecret). It covers what no executor tells (a persisted query
+	// sent by hash alone does not show its root fields, and REST creates
+	// tokens too). Nil: no body is taken for one.
+	HoldsSecret func(body []byte) bool
 }
 
 // Store records keys in the database.
@@ -86,12 +100,14 @@ type Store struct {
 	workspaceBytes int64
 	log            *slog.Logger
 	purged         func(deleted int, err error)
+	deferred       func(r *http.Request) ([]byte, bool)
+	holdsSecret    func(body []byte) bool
 }
 
 // New returns a Store over client.
 func New(client *ent.Client, o Options) *Store {
 	s := &Store{client: client, ttl: o.TTL, lockTimeout: o.LockTimeout, maxBody: o.MaxBody, workspaceBytes: o.WorkspaceBytes,
-		log: o.Log, purged: o.Purged}
+		log: o.Log, purged: o.Purged, deferred: o.Deferred, holdsSecret: o.HoldsSecret}
 	if s.maxBody <= 0 {
 		s.maxBody = MaxStoredBody
 	}

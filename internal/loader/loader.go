@@ -17,7 +17,6 @@ package loader
 import (
 	"context"
 	"maps"
-	"net/http"
 	"sync"
 
 	"github.com/google/uuid"
@@ -68,7 +67,7 @@ type fetchers struct {
 	maxCommentText int
 }
 
-// Option tunes the loaders of Middleware.
+// Option tunes the loaders of a Source.
 type Option func(*fetchers)
 
 // MaxCommentText bounds the comment text, in bytes, that one request's
@@ -177,9 +176,11 @@ type Source struct{ f *fetchers }
 // New returns the Source of loaders reading through db.
 func New(db *database.DB, opts ...Option) *Source { return &Source{f: newFetchers(db, opts...)} }
 
-// Into returns ctx with fresh loaders of its own: nothing cached by the
-// loaders of another context is seen through them, and what they read of
-// comment text is counted afresh against the response bound. The reads are
+// Into returns ctx with fresh loaders of its own, for one request or any
+// other unit of work (a live-update event's rendering, which has no HTTP
+// request): nothing cached by the loaders of another context is seen
+// through them, and what they read of comment text is counted afresh
+// against the response bound. The reads are
 // scoped to the viewer's workspace by ent's tenancy interceptor, through
 // the context of each read (or by hand, for the statements comments.go and
 // named.go write).
@@ -188,25 +189,10 @@ func (s *Source) Into(ctx context.Context) context.Context {
 	return context.WithValue(ctx, ctxKey{}, l)
 }
 
-// Middleware gives every request fresh loaders, as gqlgen's dataloader
-// example does. It is installed after authentication, so that refused
-// requests build none.
-func (s *Source) Middleware(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(s.Into(r.Context())))
-	})
-}
-
-// Middleware gives every request fresh loaders reading through db: a
-// Source's Middleware, for a handler that needs no other loaders.
-func Middleware(db *database.DB, opts ...Option) func(http.Handler) http.Handler {
-	return New(db, opts...).Middleware
-}
-
 func from(ctx context.Context) *Loaders {
 	l, _ := ctx.Value(ctxKey{}).(*Loaders)
 	if l == nil {
-		panic("loader: no loaders in context; wrap the handler with loader.Middleware")
+		panic("loader: no loaders in context; give it a Source's Into (loader.Middleware over HTTP)")
 	}
 	return l
 }
@@ -482,8 +468,8 @@ func (f *fetchers) readNamed(ctx context.Context, k namedKeys) (named, error) {
 
 // Snapshot is what a request's loaders have primed, detached from the
 // request: a live-update event reads its procedure's edges once and every
-// subscriber of the workspace renders from them (graph/subscription.go). Its
-// maps are never written after Export.
+// subscriber of the workspace renders from them (graph/live). Its maps are
+// never written after Export.
 type Snapshot struct {
 	categories map[uuid.UUID]*ent.Category
 	members    map[uuid.UUID]*ent.Member
@@ -537,7 +523,7 @@ func (s *Snapshot) Size() int {
 // after it find s's records as if they had been primed by this request.
 // s is only read (each loader copies what it takes), so one Snapshot may
 // seed many requests at once.
-func Seed(ctx context.Context, s *Snapshot) {
+func (s *Snapshot) Seed(ctx context.Context) {
 	l := from(ctx)
 	l.mu.Lock()
 	defer l.mu.Unlock()

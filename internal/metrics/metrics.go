@@ -145,7 +145,7 @@ func (m *Metrics) OperationLabel(name string) string {
 	return name
 }
 
-// graphQLRoutePrefix is the prefix graph.NewServer gives the route of an executed
+// graphQLRoutePrefix is the prefix gqlhttp.NewExecutor gives the route of an executed
 // GraphQL operation ("graphql:" + OperationLabel); GraphQLRoute is the route
 // every GraphQL request shares when operation names are not labels (the
 // same label as a request refused before the executor ran).

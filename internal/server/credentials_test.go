@@ -23,7 +23,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 
-	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/internal/apitest"
 	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/core"
@@ -155,8 +155,8 @@ func TestFailedAuthenticationsLimitedPerAddress(t *testing.T) {
 			}
 		}
 		var ce websocket.CloseError
-		if err := initWebSocket(t, s, w.AdminToken); !errors.As(err, &ce) || ce.Code != graph.CloseTooManyRequests || !strings.Contains(ce.Reason, "rate_limited") {
-			t.Fatalf("WebSocket past the burst: %v, want a close with %d naming rate_limited", err, graph.CloseTooManyRequests)
+		if err := initWebSocket(t, s, w.AdminToken); !errors.As(err, &ce) || ce.Code != live.CloseTooManyRequests || !strings.Contains(ce.Reason, "rate_limited") {
+			t.Fatalf("WebSocket past the burst: %v, want a close with %d naming rate_limited", err, live.CloseTooManyRequests)
 		}
 		if got := db.Statements() - n; got != 0 {
 			t.Fatalf("refusals past the burst cost %d statements, want 0", got)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/internal/dbtest"
 )
 
@@ -31,7 +31,7 @@ func BenchmarkLiveFanOut(b *testing.B) {
 
 func benchFanOut(b *testing.B, subscribers int) {
 	db := dbtest.Open(b, "sqlite")
-	s := startLive(b, db, liveConfig{live: graph.LiveOptions{MaxPerToken: subscribers}})
+	s := startLive(b, db, liveConfig{live: live.Options{MaxPerToken: subscribers}})
 	ws := s.NewWorkspace(b, "Fan", "FAN")
 	id := createProcedure(b, s, ws, ws.MemberToken, "Fan", "")
 

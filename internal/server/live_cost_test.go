@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/internal/dbtest"
 )
 
@@ -50,7 +50,7 @@ func TestLiveMemoryIsBounded(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			db, dsn := openDB(t, dialect)
 			const bound = 4 << 20
-			s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{CacheBytes: bound}})
+			s := startLive(t, db, liveConfig{dsn: dsn, live: live.Options{CacheBytes: bound}})
 			ws := s.NewWorkspace(t, "Heavy", "HVY")
 			id := createProcedure(t, s, ws, ws.MemberToken, "Heavy", "")
 			addComments(t, s, ws.MemberToken, id, 100, 20_000)
@@ -119,7 +119,7 @@ func TestLiveRendersOncePerOperation(t *testing.T) {
 	for _, dialect := range dbtest.Dialects(t) {
 		t.Run(dialect, func(t *testing.T) {
 			db, dsn := openDB(t, dialect)
-			s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{MaxPerToken: 40}})
+			s := startLive(t, db, liveConfig{dsn: dsn, live: live.Options{MaxPerToken: 40}})
 			ws := s.NewWorkspace(t, "Shared", "SHR")
 			id := createProcedure(t, s, ws, ws.MemberToken, "Shared", "")
 			type sub struct {
@@ -188,7 +188,7 @@ func TestLiveRendersOncePerOperation(t *testing.T) {
 // while another subscriber of a running operation is not.
 func TestLiveOperationsPerWorkspace(t *testing.T) {
 	db, dsn := openDB(t, "sqlite")
-	s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{OperationsPerWorkspace: 2}})
+	s := startLive(t, db, liveConfig{dsn: dsn, live: live.Options{OperationsPerWorkspace: 2}})
 	ws := s.NewWorkspace(t, "Operations", "OPS")
 	other := s.NewWorkspace(t, "Elsewhere", "ELS")
 	open := func(token string, vars map[string]any) (int, string) {
@@ -284,7 +284,7 @@ func TestLiveStreamWritesArePaced(t *testing.T) {
 	} {
 		t.Run(tc.interval.String(), func(t *testing.T) {
 			db, dsn := openDB(t, "sqlite")
-			s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{FlushInterval: tc.interval}})
+			s := startLive(t, db, liveConfig{dsn: dsn, live: live.Options{FlushInterval: tc.interval}})
 			ws := s.NewWorkspace(t, "Paced", "PAC")
 			id := createProcedure(t, s, ws, ws.MemberToken, "Paced", "")
 			// The handler is served in process, to count its writes.

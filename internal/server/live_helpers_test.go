@@ -20,7 +20,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 
-	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/internal/apitest"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
@@ -38,7 +38,7 @@ const waitFor = 10 * time.Second
 type liveServer struct {
 	*apitest.Server
 	Hub  *events.Hub
-	Live *graph.Live
+	Live *live.Live
 	// Handler is what the server serves, for tests that call it in
 	// process.
 	Handler http.Handler
@@ -46,7 +46,7 @@ type liveServer struct {
 
 type liveConfig struct {
 	buffer int
-	live   graph.LiveOptions
+	live   live.Options
 	// dsn, on PostgreSQL, is what the replica LISTENs through.
 	dsn string
 	// maxResponse bounds each response and event (0: the default).

@@ -15,7 +15,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 
-	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/internal/dbtest"
 )
 
@@ -53,7 +53,7 @@ func initPayload(token string) json.RawMessage {
 
 func TestLiveWebSocketProtocol(t *testing.T) {
 	db, dsn := openDB(t, "sqlite")
-	s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{InitTimeout: 200 * time.Millisecond}})
+	s := startLive(t, db, liveConfig{dsn: dsn, live: live.Options{InitTimeout: 200 * time.Millisecond}})
 	ws := s.NewWorkspace(t, "Protocol", "PRO")
 
 	closes := []struct {
@@ -61,37 +61,37 @@ func TestLiveWebSocketProtocol(t *testing.T) {
 		do   func(w *wsClient)
 		want websocket.StatusCode
 	}{
-		{"InvalidJSON", func(w *wsClient) { w.sendRaw(`{"type":`) }, graph.CloseBadMessage},
-		{"NoType", func(w *wsClient) { w.sendRaw(`{"id":"1"}`) }, graph.CloseBadMessage},
-		{"UnknownType", func(w *wsClient) { w.sendRaw(`{"type":"start"}`) }, graph.CloseBadMessage},
+		{"InvalidJSON", func(w *wsClient) { w.sendRaw(`{"type":`) }, live.CloseBadMessage},
+		{"NoType", func(w *wsClient) { w.sendRaw(`{"id":"1"}`) }, live.CloseBadMessage},
+		{"UnknownType", func(w *wsClient) { w.sendRaw(`{"type":"start"}`) }, live.CloseBadMessage},
 		{"BinaryMessage", func(w *wsClient) {
 			_ = w.c.Write(context.Background(), websocket.MessageBinary, []byte(`{"type":"connection_init"}`))
-		}, graph.CloseBadMessage},
-		{"SubscribeBeforeInit", func(w *wsClient) { w.subscribe("1", subscribeEvents, nil) }, graph.CloseUnauthorized},
-		{"NoInit", func(w *wsClient) {}, graph.CloseInitTimeout},
+		}, live.CloseBadMessage},
+		{"SubscribeBeforeInit", func(w *wsClient) { w.subscribe("1", subscribeEvents, nil) }, live.CloseUnauthorized},
+		{"NoInit", func(w *wsClient) {}, live.CloseInitTimeout},
 		{"SecondInit", func(w *wsClient) {
 			w.send(wsMsg{Type: "connection_init", Payload: initPayload(ws.ViewToken)})
 			if m := w.recv(); m.Type != "connection_ack" {
 				t.Fatalf("got %s", m.Type)
 			}
 			w.send(wsMsg{Type: "connection_init", Payload: initPayload(ws.ViewToken)})
-		}, graph.CloseTooManyRequests},
+		}, live.CloseTooManyRequests},
 		{"DuplicateID", func(w *wsClient) {
 			w.send(wsMsg{Type: "connection_init", Payload: initPayload(ws.ViewToken)})
 			w.recv()
 			w.subscribe("same", subscribeEvents, nil)
 			w.subscribe("same", subscribeEvents, nil)
-		}, graph.CloseDuplicateID},
+		}, live.CloseDuplicateID},
 		{"SubscribeWithoutID", func(w *wsClient) {
 			w.send(wsMsg{Type: "connection_init", Payload: initPayload(ws.ViewToken)})
 			w.recv()
 			w.subscribe("", subscribeEvents, nil)
-		}, graph.CloseBadMessage},
+		}, live.CloseBadMessage},
 		{"SubscribeWithoutQuery", func(w *wsClient) {
 			w.send(wsMsg{Type: "connection_init", Payload: initPayload(ws.ViewToken)})
 			w.recv()
 			w.send(wsMsg{ID: "1", Type: "subscribe", Payload: mustJSON(map[string]any{"variables": map[string]any{}})})
-		}, graph.CloseBadMessage},
+		}, live.CloseBadMessage},
 	}
 	for _, tt := range closes {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,7 +215,7 @@ func TestLiveWebSocketProtocol(t *testing.T) {
 		w.send(wsMsg{ID: "1", Type: "stop"})
 		ready(t, s, 0)
 		w.send(wsMsg{Type: "connection_terminate"})
-		if code := w.waitClosed(); code != graph.CloseNormal {
+		if code := w.waitClosed(); code != live.CloseNormal {
 			t.Fatalf("closed with %d", code)
 		}
 	})
@@ -226,7 +226,7 @@ func TestLiveWebSocketProtocol(t *testing.T) {
 // graphql-ws has no pong of its own, so WebSocket pings find it out.
 func TestLiveSilentPeersAreCut(t *testing.T) {
 	db, dsn := openDB(t, "sqlite")
-	s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{KeepAlive: 100 * time.Millisecond}})
+	s := startLive(t, db, liveConfig{dsn: dsn, live: live.Options{KeepAlive: 100 * time.Millisecond}})
 	ws := s.NewWorkspace(t, "Silent", "SIL")
 	for _, protocol := range []string{"graphql-transport-ws", "graphql-ws"} {
 		t.Run(protocol, func(t *testing.T) {
@@ -265,12 +265,12 @@ func TestLiveConnectionBounds(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			db, dsn := openDB(t, dialect)
 			t.Run("WebSocketsPerToken", func(t *testing.T) {
-				s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{WebSocketsPerToken: 2}})
+				s := startLive(t, db, liveConfig{dsn: dsn, live: live.Options{WebSocketsPerToken: 2}})
 				ws := s.NewWorkspace(t, "Sockets", "SOC")
 				a, b := openWS(t, s, ws.ViewToken), openWS(t, s, ws.ViewToken)
 				c := connectWS(t, s, ws.ViewToken)
-				if code := c.waitClosed(); code != graph.CloseTooManyRequests {
-					t.Fatalf("third socket closed with %d, want %d", code, graph.CloseTooManyRequests)
+				if code := c.waitClosed(); code != live.CloseTooManyRequests {
+					t.Fatalf("third socket closed with %d, want %d", code, live.CloseTooManyRequests)
 				}
 				// Another token of the workspace has sockets of its own.
 				openWS(t, s, ws.MemberToken)
@@ -281,7 +281,7 @@ func TestLiveConnectionBounds(t *testing.T) {
 				_ = b
 			})
 			t.Run("MaxConnections", func(t *testing.T) {
-				s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{MaxConnections: 2}})
+				s := startLive(t, db, liveConfig{dsn: dsn, live: live.Options{MaxConnections: 2}})
 				ws := s.NewWorkspace(t, "Full", "FUL")
 				openWS(t, s, ws.ViewToken)
 				if _, status, body := postSSE(t, s, ws.ViewToken, subscribeEvents, nil); status != http.StatusOK {

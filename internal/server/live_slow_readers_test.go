@@ -23,7 +23,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/internal/apitest"
 	"github.com/procsvc/procsvc/internal/dbtest"
 )
@@ -105,13 +105,13 @@ func TestLiveStalledReadersAreCut(t *testing.T) {
 					// Keep-alives as often as they come, so that one is always
 					// waiting behind a stuck write; a long recheck and buffer,
 					// so that only the write deadline can cut a stalled reader.
-					s := startLive(t, db, liveConfig{dsn: dsn, buffer: 1000, live: graph.LiveOptions{
+					s := startLive(t, db, liveConfig{dsn: dsn, buffer: 1000, live: live.Options{
 						KeepAlive: 5 * time.Millisecond, WriteTimeout: 300 * time.Millisecond, Recheck: time.Hour, MaxPerToken: 20,
 					}})
 					if transport == "WebSocket" {
 						// A WebSocket whose pings go unanswered is cut by the
 						// keep-alive: here only the write deadline may.
-						s = startLive(t, db, liveConfig{dsn: dsn, buffer: 1000, live: graph.LiveOptions{
+						s = startLive(t, db, liveConfig{dsn: dsn, buffer: 1000, live: live.Options{
 							KeepAlive: time.Hour, WriteTimeout: 300 * time.Millisecond, Recheck: time.Hour, MaxPerToken: 20,
 						}})
 					}
@@ -171,7 +171,7 @@ func stalledReadersCut(t *testing.T, s *liveServer, ws *apitest.Workspace, trans
 // events is full or a write times out.
 func TestLiveSlowSubscriberBytes(t *testing.T) {
 	db, dsn := openDB(t, "sqlite")
-	s := startLive(t, db, liveConfig{dsn: dsn, buffer: 1000, live: graph.LiveOptions{
+	s := startLive(t, db, liveConfig{dsn: dsn, buffer: 1000, live: live.Options{
 		QueueBytes: 256 << 10, WriteTimeout: time.Minute, KeepAlive: time.Hour, Recheck: time.Hour,
 	}})
 	ws := s.NewWorkspace(t, "Lagging", "LAG")
@@ -193,7 +193,7 @@ func TestLiveSlowSubscriberBytes(t *testing.T) {
 func TestLiveAnonymousSockets(t *testing.T) {
 	db, dsn := openDB(t, "sqlite")
 	t.Run("HalfTheConnections", func(t *testing.T) {
-		s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{MaxConnections: 4, InitTimeout: time.Minute}})
+		s := startLive(t, db, liveConfig{dsn: dsn, live: live.Options{MaxConnections: 4, InitTimeout: time.Minute}})
 		ws := s.NewWorkspace(t, "Anonymous", "ANO")
 		var anonymous []*websocket.Conn
 		for range 2 {
@@ -216,8 +216,8 @@ func TestLiveAnonymousSockets(t *testing.T) {
 		openWS(t, s, ws.ViewToken)
 	})
 	t.Run("PerAddress", func(t *testing.T) {
-		s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{MaxConnections: 1000, InitTimeout: time.Minute}})
-		for i := range graph.MaxAnonymousSocketsPerAddress {
+		s := startLive(t, db, liveConfig{dsn: dsn, live: live.Options{MaxConnections: 1000, InitTimeout: time.Minute}})
+		for i := range live.MaxAnonymousSocketsPerAddress {
 			if _, _, err := dialWS(t, s, nil); err != nil {
 				t.Fatalf("anonymous socket %d: %v", i+1, err)
 			}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/graph/gqlhttp"
+	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/internal/apitest"
 	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/core"
@@ -47,7 +49,7 @@ func TestLiveUpdates(t *testing.T) {
 			db, dsn := openDB(t, dialect)
 			// Each case has a server (a hub) of its own, so that it can
 			// tell when its subscriptions are open (ready).
-			cfg := liveConfig{dsn: dsn, live: graph.LiveOptions{MaxPerToken: 3}}
+			cfg := liveConfig{dsn: dsn, live: live.Options{MaxPerToken: 3}}
 			setup := startLive(t, db, cfg)
 			ws := setup.NewWorkspace(t, "Live", "LIV")
 			other := setup.NewWorkspace(t, "Other", "OTH")
@@ -155,8 +157,8 @@ func TestLiveUpdates(t *testing.T) {
 				for name, token := range map[string]string{"Unknown": "pms_" + strings.Repeat("x", 43), "Malformed": "short"} {
 					t.Run(name, func(t *testing.T) {
 						c := connectWS(t, s, token)
-						if code := c.waitClosed(); code != graph.CloseForbidden {
-							t.Fatalf("closed with %d, want %d", code, graph.CloseForbidden)
+						if code := c.waitClosed(); code != live.CloseForbidden {
+							t.Fatalf("closed with %d, want %d", code, live.CloseForbidden)
 						}
 					})
 				}
@@ -285,8 +287,8 @@ func TestLiveUpdates(t *testing.T) {
 				}
 				start := time.Now()
 				gql(t, s, lose.AdminToken, `mutation($id: ID!) { revokeToken(id: $id) { id } }`, map[string]any{"id": viewerToken})
-				if code := c.waitClosed(); code != graph.CloseForbidden {
-					t.Fatalf("closed with %d, want %d", code, graph.CloseForbidden)
+				if code := c.waitClosed(); code != live.CloseForbidden {
+					t.Fatalf("closed with %d, want %d", code, live.CloseForbidden)
 				}
 				t.Logf("WebSocket of a revoked token closed in %s", time.Since(start).Round(time.Millisecond))
 				var last []byte
@@ -307,8 +309,8 @@ func TestLiveUpdates(t *testing.T) {
 				createProcedure(t, s, lose, lose.AdminToken, "Before", "")
 				c.next("1")
 				gql(t, s, lose.AdminToken, `mutation($id: ID!) { removeMember(id: $id) { id } }`, map[string]any{"id": lose.MemberID})
-				if code := c.waitClosed(); code != graph.CloseForbidden {
-					t.Fatalf("closed with %d, want %d", code, graph.CloseForbidden)
+				if code := c.waitClosed(); code != live.CloseForbidden {
+					t.Fatalf("closed with %d, want %d", code, live.CloseForbidden)
 				}
 			})
 		})
@@ -321,7 +323,7 @@ func TestLiveRecheck(t *testing.T) {
 	for _, dialect := range dbtest.Dialects(t) {
 		t.Run(dialect, func(t *testing.T) {
 			db, dsn := openDB(t, dialect)
-			s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{Recheck: 200 * time.Millisecond}})
+			s := startLive(t, db, liveConfig{dsn: dsn, live: live.Options{Recheck: 200 * time.Millisecond}})
 			ws := s.NewWorkspace(t, "Recheck", "REC")
 			c := openWS(t, s, ws.ViewToken)
 			c.subscribe("1", subscribeEvents, nil)
@@ -332,8 +334,8 @@ func TestLiveRecheck(t *testing.T) {
 			if _, err := db.SQL.ExecContext(context.Background(), "UPDATE tokens SET revoked_at = created_at WHERE member_id = "+placeholder(dialect), ws.ViewerID); err != nil {
 				t.Fatal(err)
 			}
-			if code := c.waitClosed(); code != graph.CloseForbidden {
-				t.Fatalf("closed with %d, want %d", code, graph.CloseForbidden)
+			if code := c.waitClosed(); code != live.CloseForbidden {
+				t.Fatalf("closed with %d, want %d", code, live.CloseForbidden)
 			}
 			t.Logf("cut %s after an unannounced revocation (re-check every 200ms)", time.Since(start).Round(time.Millisecond))
 		})
@@ -528,7 +530,7 @@ func TestLiveTokenExpiryCuts(t *testing.T) {
 	for _, dialect := range dbtest.Dialects(t) {
 		t.Run(dialect, func(t *testing.T) {
 			db, dsn := openDB(t, dialect)
-			s := startLive(t, db, liveConfig{dsn: dsn, live: graph.LiveOptions{Recheck: time.Hour}})
+			s := startLive(t, db, liveConfig{dsn: dsn, live: live.Options{Recheck: time.Hour}})
 			ws := s.NewWorkspace(t, "Expiring", "EXP")
 			// Time enough to open both subscriptions on a loaded machine.
 			expiresAt := time.Now().Add(3 * time.Second).UTC()
@@ -545,8 +547,8 @@ func TestLiveTokenExpiryCuts(t *testing.T) {
 				t.Fatalf("SSE: %d %s", status, body)
 			}
 			ready(t, s, 2)
-			if code := c.waitClosed(); code != graph.CloseForbidden {
-				t.Fatalf("closed with %d, want %d", code, graph.CloseForbidden)
+			if code := c.waitClosed(); code != live.CloseForbidden {
+				t.Fatalf("closed with %d, want %d", code, live.CloseForbidden)
 			}
 			var last []byte
 			for b := st.next(); b != nil; b = st.next() {
@@ -610,16 +612,16 @@ func TestLiveAccessLostAsItOpens(t *testing.T) {
 					}
 				}
 			}
-			live := graph.NewLive(graph.LiveOptions{Hub: hub, Authenticate: authn.Authenticate, Loaders: source.Into})
-			h := graph.NewHandler(graph.NewResolver(svc), log, metrics.New(db.SQL),
-				graph.Middleware{Authenticate: authenticate, Requests: authenticated(false), Streams: authenticated(true)}, live)
+			lv := live.New(live.Options{Hub: hub, Authenticate: authn.Authenticate, Loaders: source.Into})
+			h := gqlhttp.NewHandler(graph.NewResolver(svc), log, metrics.New(db.SQL),
+				gqlhttp.Middleware{Authenticate: authenticate, Requests: authenticated(false), Streams: authenticated(true)}, lv)
 			ts := httptest.NewServer(middleware.WithRequestID(h))
 			t.Cleanup(ts.Close)
-			s := &liveServer{Server: &apitest.Server{URL: ts.URL, DB: db, Service: svc, HTTP: ts.Client()}, Hub: hub, Live: live}
+			s := &liveServer{Server: &apitest.Server{URL: ts.URL, DB: db, Service: svc, HTTP: ts.Client()}, Hub: hub, Live: lv}
 			if _, status, body := postSSE(t, s, ws.MemberToken, subscribeEvents, nil); status != http.StatusBadRequest || !strings.Contains(string(body), `"disconnected"`) {
 				t.Fatalf("a subscription of a member removed as it opened: %d %s", status, body)
 			}
-			if st := live.Stats(); st.Subscriptions != 0 || st.Groups != 0 || hub.Subscribers() != 0 {
+			if st := lv.Stats(); st.Subscriptions != 0 || st.Groups != 0 || hub.Subscribers() != 0 {
 				t.Fatalf("the refused subscription holds %+v, %d hub subscriptions", st, hub.Subscribers())
 			}
 		})

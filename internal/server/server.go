@@ -11,6 +11,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/graph/gqlhttp"
+	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/config"
@@ -56,7 +58,7 @@ type Deps struct {
 	Hub *events.Hub
 	// Live tunes subscriptions; its Hub, Authenticate, Limiter and Loaders
 	// are set from the fields above.
-	Live graph.LiveOptions
+	Live live.Options
 	// Auth configures authentication: the failure limit of client
 	// addresses (auth.WithFailureLimit; none without it).
 	Auth []auth.Option
@@ -84,7 +86,7 @@ func Announcer(db *database.DB, hub *events.Hub) core.Announcer {
 // (for their figures: what they hold open and in memory).
 type Handler struct {
 	http.Handler
-	Live *graph.Live
+	Live *live.Live
 }
 
 // NewHandler returns procsvc's whole HTTP surface.
@@ -109,8 +111,11 @@ func NewHandler(d Deps) *Handler {
 		d.Hub.Observe(func(e events.Event) { cache.Observe(e.Change, e.Version) })
 	}
 	cached := cache.Middleware(func(ctx context.Context, route string) { middleware.Info(ctx).Route = route })
+	// GraphQL POSTs are keyed as the GraphQL face says (only mutations,
+	// claimed by the executor); no face's answer holding a token's secret
+	// is kept.
 	idem := idempotency.New(d.DB.Client, idempotency.Options{TTL: d.IdempotencyTTL, LockTimeout: d.RequestTimeout,
-		WorkspaceBytes: d.IdempotencyWorkspaceBytes, Log: d.Log})
+		WorkspaceBytes: d.IdempotencyWorkspaceBytes, Log: d.Log, Deferred: gqlhttp.KeyedRequest, HoldsSecret: auth.HoldsSecret})
 	// Each face answers authentication failures in its own shape.
 	authenticate := func(writeErr middleware.ErrorWriter) func(http.Handler) http.Handler {
 		return middleware.Authenticate(authn, writeErr)
@@ -141,24 +146,24 @@ func NewHandler(d Deps) *Handler {
 		limit := d.RateLimit.PerOperation(writeErr)
 		return func(h http.Handler) http.Handler { return limit(loaders(h)) }
 	}
-	live := d.Live
-	live.Hub = d.Hub
-	if live.Hub == nil {
-		live.Hub = events.NewHub(events.HubOptions{})
+	liveOpts := d.Live
+	liveOpts.Hub = d.Hub
+	if liveOpts.Hub == nil {
+		liveOpts.Hub = events.NewHub(events.HubOptions{})
 	}
-	live.Authenticate, live.Limiter, live.Loaders, live.Idempotency = authn.Authenticate, d.RateLimit, source.Into, idem
-	if live.RequestTimeout == 0 {
-		live.RequestTimeout = requestDeadline(d.RequestTimeout)
+	liveOpts.Authenticate, liveOpts.Limiter, liveOpts.Loaders, liveOpts.Idempotency = authn.Authenticate, d.RateLimit, source.Into, idem
+	if liveOpts.RequestTimeout == 0 {
+		liveOpts.RequestTimeout = requestDeadline(d.RequestTimeout)
 	}
-	if live.Log == nil {
-		live.Log = d.Log
+	if liveOpts.Log == nil {
+		liveOpts.Log = d.Log
 	}
 
-	lives := graph.NewLive(live)
+	lives := live.New(liveOpts)
 	registerLiveMetrics(d.Metrics, lives)
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", graph.NewHandler(resolver, d.Log, d.Metrics,
-		graph.Middleware{Authenticate: authenticate, Requests: requests(d.RateLimit.PerOperation), Streams: streams}, lives))
+	mux.Handle("/graphql", gqlhttp.NewHandler(resolver, d.Log, d.Metrics,
+		gqlhttp.Middleware{Authenticate: authenticate, Requests: requests(d.RateLimit.PerOperation), Streams: streams}, lives))
 	api := rest.New(resolver, d.Log)
 	api.Register(mux, authenticated(d.RateLimit.PerRequest)(restErr))
 	pg := playground.Handler()
@@ -198,18 +203,18 @@ func NewHandler(d Deps) *Handler {
 }
 
 // registerLiveMetrics exposes what live updates hold.
-func registerLiveMetrics(m *metrics.Metrics, l *graph.Live) {
-	stat := func(f func(graph.Stats) float64) func() float64 { return func() float64 { return f(l.Stats()) } }
+func registerLiveMetrics(m *metrics.Metrics, l *live.Live) {
+	stat := func(f func(live.Stats) float64) func() float64 { return func() float64 { return f(l.Stats()) } }
 	m.Gauge("procsvc_live_connections", "Open WebSockets and Server-Sent Events streams (at most --max-live-connections).",
-		stat(func(s graph.Stats) float64 { return float64(s.Connections) }))
+		stat(func(s live.Stats) float64 { return float64(s.Connections) }))
 	m.Gauge("procsvc_live_subscriptions", "Open subscriptions.",
-		stat(func(s graph.Stats) float64 { return float64(s.Subscriptions) }))
+		stat(func(s live.Stats) float64 { return float64(s.Subscriptions) }))
 	m.Gauge("procsvc_live_groups", "Distinct operations the open subscriptions run; each event is rendered once per group.",
-		stat(func(s graph.Stats) float64 { return float64(s.Groups) }))
+		stat(func(s live.Stats) float64 { return float64(s.Groups) }))
 	m.Gauge("procsvc_live_cache_bytes", "Bytes of events' reads and renderings kept for subscribers (at most --live-cache-mb).",
-		stat(func(s graph.Stats) float64 { return float64(s.CachedBytes) }))
+		stat(func(s live.Stats) float64 { return float64(s.CachedBytes) }))
 	m.Counter("procsvc_live_renders_total", "Events rendered for subscribers, once per event and group.",
-		stat(func(s graph.Stats) float64 { return float64(s.Rendered) }))
+		stat(func(s live.Stats) float64 { return float64(s.Rendered) }))
 }
 
 // NewRateLimiter returns the per-token rate limiter c configures, nil when

@@ -1,8 +1,7 @@
-package graph
+package live
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -20,7 +19,7 @@ import (
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
-// The defaults of LiveOptions (docs/api.md, "Live updates").
+// The defaults of Options (docs/api.md, "Live updates").
 const (
 	DefaultSubscriptionsPerToken  = 20
 	DefaultWebSocketsPerToken     = 20
@@ -38,10 +37,10 @@ const (
 	DefaultOperationsPerSocket = 16
 )
 
-// LiveOptions configure live updates: the procedureEvents subscription over
+// Options configure live updates: the procedureEvents subscription over
 // WebSocket and Server-Sent Events (docs/api.md, "Live updates"). Zero
 // values take the defaults above.
-type LiveOptions struct {
+type Options struct {
 	// Hub delivers this replica's committed changes; the core's announcer
 	// must feed it (internal/events).
 	Hub *events.Hub
@@ -128,8 +127,9 @@ type LiveOptions struct {
 // run the same operation (group.go), and keeps what their events read and
 // rendered for the subscribers that have not been sent them yet.
 type Live struct {
-	opts LiveOptions
-	// present renders an error as the executor's error presenter does.
+	opts Options
+	// present renders an error as the executor's error presenter does
+	// (SetErrorPresenter).
 	present func(ctx context.Context, err error) *gqlerror.Error
 
 	mu            sync.Mutex
@@ -156,44 +156,20 @@ type Live struct {
 	groupIDs atomic.Uint64
 }
 
-// NewLive returns the live updates of opts.
-func NewLive(opts LiveOptions) *Live {
-	if opts.MaxPerToken <= 0 {
-		opts.MaxPerToken = DefaultSubscriptionsPerToken
-	}
-	if opts.Buffer <= 0 {
-		opts.Buffer = events.DefaultBuffer
-	}
-	if opts.QueueBytes <= 0 {
-		opts.QueueBytes = DefaultQueueBytes
-	}
-	if opts.WebSocketsPerToken <= 0 {
-		opts.WebSocketsPerToken = DefaultWebSocketsPerToken
-	}
-	if opts.MaxConnections <= 0 {
-		opts.MaxConnections = DefaultMaxConnections
-	}
-	if opts.OperationsPerWorkspace <= 0 {
-		opts.OperationsPerWorkspace = DefaultOperationsPerWorkspace
-	}
-	if opts.OperationsPerSocket <= 0 {
-		opts.OperationsPerSocket = DefaultOperationsPerSocket
-	}
-	if opts.Recheck <= 0 {
-		opts.Recheck = DefaultRecheck
-	}
-	if opts.KeepAlive <= 0 {
-		opts.KeepAlive = DefaultKeepAlive
-	}
-	if opts.WriteTimeout <= 0 {
-		opts.WriteTimeout = DefaultWriteTimeout
-	}
-	if opts.InitTimeout <= 0 {
-		opts.InitTimeout = DefaultInitTimeout
-	}
-	if opts.CacheBytes <= 0 {
-		opts.CacheBytes = DefaultCacheBytes
-	}
+// New returns the live updates of opts.
+func New(opts Options) *Live {
+	orDefault(&opts.MaxPerToken, DefaultSubscriptionsPerToken)
+	orDefault(&opts.Buffer, events.DefaultBuffer)
+	orDefault(&opts.QueueBytes, DefaultQueueBytes)
+	orDefault(&opts.WebSocketsPerToken, DefaultWebSocketsPerToken)
+	orDefault(&opts.MaxConnections, DefaultMaxConnections)
+	orDefault(&opts.OperationsPerWorkspace, DefaultOperationsPerWorkspace)
+	orDefault(&opts.OperationsPerSocket, DefaultOperationsPerSocket)
+	orDefault(&opts.Recheck, DefaultRecheck)
+	orDefault(&opts.KeepAlive, DefaultKeepAlive)
+	orDefault(&opts.WriteTimeout, DefaultWriteTimeout)
+	orDefault(&opts.InitTimeout, DefaultInitTimeout)
+	orDefault(&opts.CacheBytes, DefaultCacheBytes)
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
@@ -215,13 +191,18 @@ func NewLive(opts LiveOptions) *Live {
 	}
 }
 
-type liveKey struct{}
+// SetErrorPresenter has l render its errors as the executor's error
+// presenter does: the executor's constructor gives it, before l serves
+// anything.
+func (l *Live) SetErrorPresenter(present func(ctx context.Context, err error) *gqlerror.Error) {
+	l.present = present
+}
 
-// liveFrom returns the Live that serves ctx's subscription (set on a
-// group's context, see group.go), nil for an operation that is not one.
-func liveFrom(ctx context.Context) *Live {
-	l, _ := ctx.Value(liveKey{}).(*Live)
-	return l
+// orDefault sets *v to def when it is not positive: an option left zero.
+func orDefault[T int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // Why a subscription ends on its own, besides its credential.
@@ -342,7 +323,7 @@ type Stats struct {
 	// once per group.
 	Subscriptions, Groups int
 	// CachedBytes is what the caches of reads and renderings hold
-	// (at most LiveOptions.CacheBytes).
+	// (at most Options.CacheBytes).
 	CachedBytes int64
 	// Rendered counts the events rendered since the Live started: once
 	// per event and group, whatever the group's size.
@@ -392,97 +373,4 @@ func lostAccess(err error) bool {
 type checkKey struct {
 	credential string
 	seq        uint64
-}
-
-// flight is one computation shared by everyone who asks for its key while
-// it runs or while it is kept; done is closed when val and err are set.
-type flight[V any] struct {
-	done chan struct{}
-	val  V
-	err  error
-	size int64
-}
-
-// flights runs each key's computation once and keeps finished results,
-// oldest dropped first, while their sizes add up to at most max bytes. A
-// result larger than max is handed to those waiting for it and not kept.
-// What a caller holds after get stays valid when it is dropped.
-type flights[K comparable, V any] struct {
-	max int64
-
-	mu    sync.Mutex
-	used  int64
-	m     map[K]*flight[V]
-	order []K // kept keys, oldest first
-}
-
-func newFlights[K comparable, V any](max int64) *flights[K, V] {
-	return &flights[K, V]{max: max, m: map[K]*flight[V]{}}
-}
-
-// get returns k's result: kept, being computed by another caller (waited
-// for, unless ctx ends first), or computed now by compute, which returns
-// the result's size in bytes. A failed computation is not kept.
-func (c *flights[K, V]) get(ctx context.Context, k K, compute func() (V, int64, error)) (V, error) {
-	c.mu.Lock()
-	f, found := c.m[k]
-	if !found {
-		f = &flight[V]{done: make(chan struct{})}
-		c.m[k] = f
-	}
-	c.mu.Unlock()
-	if found {
-		select {
-		case <-f.done:
-			return f.val, f.err
-		case <-ctx.Done():
-			var zero V
-			return zero, ctx.Err()
-		}
-	}
-	c.compute(f, compute)
-	c.finish(k, f)
-	return f.val, f.err
-}
-
-// compute runs fn for f; a panic becomes f's error (internal, logged where
-// it is presented with its stack-free value), for every caller of get.
-func (c *flights[K, V]) compute(f *flight[V], fn func() (V, int64, error)) {
-	defer func() {
-		if p := recover(); p != nil {
-			var zero V
-			f.val, f.size = zero, 0
-			f.err = &apperr.Error{Code: apperr.Internal, Message: "internal error", Err: fmt.Errorf("panic: %v", p)}
-		}
-	}()
-	f.val, f.size, f.err = fn()
-}
-
-func (c *flights[K, V]) finish(k K, f *flight[V]) {
-	close(f.done)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if f.err != nil || f.size > c.max {
-		delete(c.m, k)
-		return
-	}
-	c.used += f.size
-	c.order = append(c.order, k)
-	for c.used > c.max && len(c.order) > 0 {
-		old := c.order[0]
-		c.order[0] = *new(K)
-		c.order = c.order[1:]
-		c.used -= c.m[old].size
-		delete(c.m, old)
-	}
-	if cap(c.order) > 64 && len(c.order) < cap(c.order)/4 {
-		c.order = append([]K(nil), c.order...)
-	}
-}
-
-// bytes returns the size of what c keeps.
-func (c *flights[K, V]) bytes() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.used
 }

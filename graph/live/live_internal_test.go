@@ -1,4 +1,4 @@
-package graph
+package live
 
 import (
 	"context"
@@ -148,7 +148,7 @@ func (panicExec) DispatchError(ctx context.Context, list gqlerror.List) *graphql
 // subscribers an internal error for that event.
 func TestLivePanicsAreContained(t *testing.T) {
 	v := &viewer.Viewer{WorkspaceID: uuid.New(), TokenID: uuid.New(), Role: viewer.RoleViewer}
-	l := NewLive(LiveOptions{
+	l := New(Options{
 		Authenticate: func(_ context.Context, credential string) (*viewer.Viewer, error) {
 			if credential == "Bearer panic" {
 				panic("authentication panic")
@@ -157,10 +157,10 @@ func TestLivePanicsAreContained(t *testing.T) {
 		},
 		Loaders: func(ctx context.Context) context.Context { return ctx },
 	})
-	l.present = func(_ context.Context, err error) *gqlerror.Error {
+	l.SetErrorPresenter(func(_ context.Context, err error) *gqlerror.Error {
 		return &gqlerror.Error{Message: apperr.From(err).Message, Extensions: map[string]any{"code": string(apperr.CodeOf(err))}}
-	}
-	ws := webSocket{live: l, writeErr: func(w http.ResponseWriter, _ *http.Request, err error) { http.Error(w, err.Error(), 500) }}
+	})
+	ws := webSocket{transport{live: l, writeErr: func(w http.ResponseWriter, _ *http.Request, err error) { http.Error(w, err.Error(), 500) }}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ws.Do(w, r, panicExec{}) }))
 	t.Cleanup(srv.Close)
 	dial := func(t *testing.T, token string) *websocket.Conn {

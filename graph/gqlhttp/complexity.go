@@ -1,4 +1,4 @@
-package graph
+package gqlhttp
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/procsvc/procsvc/graph"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/limits"
 )
@@ -19,7 +20,7 @@ import (
 // that, so that nested lists multiply and a list costs its page size. A
 // scalar or enum field costs nothing beyond its object: it is a column of a
 // row already read, and what the fields of a page add up to in bytes is
-// the response bound's to limit (bound.go). The most elements of a list
+// the response bound's to limit (response_bound.go). The most elements of a list
 // are:
 //
 //   - a connection's edges and nodes: its page size, first or last, else its
@@ -53,7 +54,7 @@ var connectionPageSizes = map[string]int{
 var listElements = map[string]func(args map[string]any) int{
 	"Procedure.comments": func(args map[string]any) int {
 		for _, name := range []string{"first", "last"} {
-			if n, ok := asInt(args[name]); ok {
+			if n, ok := graph.IntArgument(args[name]); ok {
 				// A view out of 1..limits.CommentsPerProcedure is refused
 				// before this runs (pageSizeLimit).
 				return clampElements(n, limits.CommentsPerProcedure)
@@ -167,7 +168,7 @@ func (c *costWalk) field(f *ast.Field) (int, *gqlerror.Error) {
 // for, else def.
 func connectionPage(args map[string]any, def int) int {
 	for _, name := range []string{"first", "last"} {
-		if n, ok := asInt(args[name]); ok {
+		if n, ok := graph.IntArgument(args[name]); ok {
 			return clampElements(n, MaxPageSize)
 		}
 	}

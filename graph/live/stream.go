@@ -1,4 +1,4 @@
-package graph
+package live
 
 import (
 	"context"
@@ -22,7 +22,7 @@ type stream struct {
 	g          *group
 	credential string
 	v          *viewer.Viewer
-	// queue holds what the group handed the stream (LiveOptions.Buffer at
+	// queue holds what the group handed the stream (Options.Buffer at
 	// most); the group closes it when it ends the stream, ended saying why
 	// (set before the close).
 	queue chan streamEvent

@@ -1,8 +1,7 @@
-package graph
+package gqlhttp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"github.com/vektah/gqlparser/v2/parser"
 
+	"github.com/procsvc/procsvc/graph"
 	"github.com/procsvc/procsvc/internal/apperr"
 )
 
@@ -481,7 +481,7 @@ func (h heights) fragment(name string) (int, *gqlerror.Error) {
 }
 
 // pageSizeLimit refuses first/last above max on any field, and the
-// arguments checkArguments refuses, before any resolver (and so any SQL)
+// arguments graph.CheckArguments refuses, before any resolver (and so any SQL)
 // runs.
 type pageSizeLimit struct{ max int }
 
@@ -519,13 +519,13 @@ func (p pageSizes) check(set ast.SelectionSet) *gqlerror.Error {
 		case *ast.Field:
 			args := s.ArgumentMap(p.vars)
 			for _, name := range []string{"first", "last"} {
-				if n, ok := asInt(args[name]); ok && n > int64(p.max) {
+				if n, ok := graph.IntArgument(args[name]); ok && n > int64(p.max) {
 					err := limitError("%s: %s may be at most %d", s.Name, name, p.max)
 					err.Extensions["fields"] = []apperr.FieldError{{Field: name, Message: fmt.Sprintf("must be at most %d", p.max)}}
 					return err
 				}
 			}
-			if err := checkArguments(s, args); err != nil {
+			if err := graph.CheckArguments(s, args); err != nil {
 				ae := apperr.From(err)
 				gerr := limitError("%s: %s", s.Name, ae.Message)
 				gerr.Extensions["fields"] = ae.Fields
@@ -551,48 +551,4 @@ func (p pageSizes) check(set ast.SelectionSet) *gqlerror.Error {
 		}
 	}
 	return nil
-}
-
-// checkArguments checks the arguments of the fields whose arguments bound
-// what they render: a procedure's comments (commentView) and the ids of
-// nodes (checkNodeIDs).
-func checkArguments(f *ast.Field, args map[string]any) error {
-	if f.ObjectDefinition == nil {
-		return nil
-	}
-	switch f.ObjectDefinition.Name + "." + f.Name {
-	case "Procedure.comments":
-		_, err := commentViewOf(args)
-		return err
-	case "Query.nodes":
-		list, ok := args["ids"].([]any)
-		if !ok {
-			return nil
-		}
-		idList := make([]string, 0, len(list))
-		for _, id := range list {
-			if s, ok := id.(string); ok {
-				idList = append(idList, s)
-			}
-		}
-		return checkNodeIDs(idList)
-	}
-	return nil
-}
-
-// asInt reads an Int argument, whether it came inline or through variables
-// (decoded as json.Number).
-func asInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return n, true
-	case int:
-		return int64(n), true
-	case float64:
-		return int64(n), true
-	case json.Number:
-		i, err := n.Int64()
-		return i, err == nil
-	}
-	return 0, false
 }

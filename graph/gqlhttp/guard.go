@@ -1,4 +1,4 @@
-package graph
+package gqlhttp
 
 import (
 	"bytes"
@@ -17,8 +17,10 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
 
+	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/graph/gqlrequest"
+	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/internal/apperr"
-	"github.com/procsvc/procsvc/internal/jsontext"
 	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/middleware"
 )
@@ -41,60 +43,27 @@ type Middleware struct {
 }
 
 // NewHandler returns the whole of /graphql over HTTP: the transport guard,
-// then mw's middleware, then the executor of NewServer. With live it also
+// then mw's middleware, then the executor of NewExecutor. With live it also
 // serves subscriptions: WebSockets (which authenticate in connection_init,
 // so they skip mw) and Server-Sent Events (through mw.Streams).
-func NewHandler(r *Resolver, log *slog.Logger, m *metrics.Metrics, mw Middleware, live *Live) http.Handler {
+func NewHandler(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, mw Middleware, lv *live.Live) http.Handler {
 	writeErr := graphqlError(log)
 	documents := lru.New[*ast.QueryDocument](1000)
-	exec := NewServer(r, log, m, live, documents)
+	exec := NewExecutor(r, log, m, lv, documents)
 	g := &guard{writeErr: writeErr, documents: documents, requests: mw.Requests(writeErr)(exec)}
 	g.authenticated = mw.Authenticate(writeErr)(http.HandlerFunc(g.serveAuthenticated))
-	if live != nil {
+	if lv != nil {
 		g.streams = mw.Streams(writeErr)(exec)
 		g.sockets = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if err := checkOrigin(r, live.opts.Origins); err != nil {
+			if err := lv.CheckOrigin(r); err != nil {
 				writeErr(w, r, err)
 				return
 			}
-			middleware.Info(r.Context()).Route = webSocketRoute
+			middleware.Info(r.Context()).Route = live.WebSocketRoute
 			exec.ServeHTTP(w, r)
 		})
 	}
 	return g
-}
-
-// extensions are a GraphQL error's extensions for body: the code, request id
-// and fields of docs/design.md §6's body.
-func extensions(body middleware.ErrorBody) map[string]any {
-	ext := map[string]any{"code": string(body.Code), "requestId": body.RequestID}
-	if len(body.Fields) > 0 {
-		ext["fields"] = body.Fields
-	}
-	return ext
-}
-
-// graphqlError answers err in GraphQL's response shape, with docs/design.md
-// §6's code and request id in extensions, for failures before the executor
-// runs (authentication, transport).
-func graphqlError(log *slog.Logger) middleware.ErrorWriter {
-	return func(w http.ResponseWriter, r *http.Request, err error) {
-		body := middleware.Body(r.Context(), log, err)
-		// The request was not executed, so the body has no data key
-		// (GraphQL over HTTP).
-		middleware.WriteErrorJSON(w, body.Code, map[string]any{
-			"errors": []map[string]any{{"message": body.Message, "extensions": extensions(body)}},
-		})
-	}
-}
-
-// graphqlRequest is the GraphQL-over-HTTP POST body, typed strictly so that
-// a malformed body is refused with a clear message before gqlgen sees it.
-type graphqlRequest struct {
-	Query         string         `json:"query"`
-	OperationName string         `json:"operationName"`
-	Variables     map[string]any `json:"variables"`
-	Extensions    map[string]any `json:"extensions"`
 }
 
 // guard routes /graphql's requests and enforces the transport rules gqlgen
@@ -107,12 +76,14 @@ type graphqlRequest struct {
 //  2. Authentication (Middleware.Authenticate): a request without a usable
 //     token is refused before its body is read, whatever the body.
 //  3. The body (at most 1 MiB, one JSON object with a query) or the GET
-//     parameters are read and checked.
+//     parameters are read and checked. A POST's request, decoded once, is
+//     handed on in the context (gqlrequest.FromContext): its
+//     Idempotency-Key fingerprint is made of it.
 //  4. A subscription whose client accepts text/event-stream is streamed
 //     (streams); every other request, queries and mutations whatever
 //     their Accept header, goes through requests and is answered in the
 //     negotiated media type (negotiate): JSON, or one Server-Sent Event
-//     (eventFramer).
+//     (live.EventFramer).
 //
 // Without live updates (nil sockets and streams) nothing is streamed.
 type guard struct {
@@ -125,7 +96,7 @@ type guard struct {
 }
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if g.sockets != nil && isWebSocket(r) {
+	if g.sockets != nil && live.IsWebSocket(r) {
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", "GET")
 			g.writeErr(w, r, apperr.New(apperr.MethodNotAllowed, "a WebSocket is opened with GET"))
@@ -172,19 +143,21 @@ func (g *guard) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 		g.writeErr(w, r, apperr.New(apperr.BadRequest, "the request body could not be read"))
 		return
 	}
-	req, err := decodeGraphQLRequest(raw)
+	req, err := gqlrequest.Decode(raw)
 	if err != nil {
 		g.writeErr(w, r, err)
 		return
 	}
+	// gqlgen's POST transport reads the body again.
 	r.Body = io.NopCloser(bytes.NewReader(raw))
 	r.ContentLength = int64(len(raw))
+	r = r.WithContext(gqlrequest.NewContext(r.Context(), req))
 	if g.streams != nil && n.eventStream && g.subscribes(r.Context(), req) {
 		// A stream outlives the request deadline; its work is bounded
 		// per event instead.
 		ctx, cancel := middleware.WithoutDeadline(r.Context())
 		defer cancel()
-		g.streams.ServeHTTP(&statusMapper{ResponseWriter: w}, r.WithContext(markStreamRequest(ctx)))
+		g.streams.ServeHTTP(&statusMapper{ResponseWriter: w}, r.WithContext(live.WithStreamRequest(ctx)))
 		return
 	}
 	if n.media != mediaEventStream {
@@ -193,14 +166,14 @@ func (g *guard) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 	}
 	// The response is made (and an Idempotency-Key's replay stored) as
 	// JSON, then framed.
-	framer := &eventFramer{ResponseWriter: w}
+	framer := &live.EventFramer{ResponseWriter: w}
 	g.requests.ServeHTTP(&statusMapper{ResponseWriter: framer}, withAccept(r, mediaJSON))
-	framer.end()
+	framer.End()
 }
 
 // serveGet serves a GET request: queries only, answered as JSON.
 func (g *guard) serveGet(w http.ResponseWriter, r *http.Request, n negotiation) {
-	if err := checkGraphQLGet(r); err != nil {
+	if err := g.checkGet(r); err != nil {
 		if apperr.CodeOf(err) == apperr.MethodNotAllowed {
 			w.Header().Set("Allow", "POST")
 		}
@@ -220,25 +193,36 @@ func (g *guard) serveGet(w http.ResponseWriter, r *http.Request, n negotiation) 
 	}}, withAccept(r, media))
 }
 
-// subscribes reports whether req runs a subscription. A document the
-// executor parsed and validated before is looked up rather than parsed,
-// and one that does not say "subscription" cannot run one; the rest is
-// parsed once, within MaxTokens. A document that does not parse, or whose
-// operation is only known to the executor (a persisted query sent by hash
-// alone), is not streamed: the executor refuses or runs it as usual.
-func (g *guard) subscribes(ctx context.Context, req graphqlRequest) bool {
+// subscribes reports whether req runs a subscription. A document that
+// does not say "subscription" cannot run one. A document that does not
+// parse, or whose operation is only known to the executor (a persisted
+// query sent by hash alone), is not streamed: the executor refuses or runs
+// it as usual.
+func (g *guard) subscribes(ctx context.Context, req *gqlrequest.Request) bool {
 	if !strings.Contains(req.Query, "subscription") {
 		return false
 	}
-	doc, ok := g.documents.Get(ctx, req.Query)
-	if !ok {
-		var err error
-		if doc, err = parser.ParseQueryWithTokenLimit(&ast.Source{Input: req.Query}, MaxTokens); err != nil {
-			return false
-		}
+	doc := g.document(ctx, req.Query)
+	if doc == nil {
+		return false
 	}
 	op := doc.Operations.ForName(req.OperationName)
 	return op != nil && op.Operation == ast.Subscription
+}
+
+// document returns query's document, to learn which operation a request
+// runs: the executor's, when it parsed and validated query before, else
+// parsed here within MaxTokens; nil when it does not parse (the executor
+// reports why, or refuses a document over the token limit).
+func (g *guard) document(ctx context.Context, query string) *ast.QueryDocument {
+	if doc, ok := g.documents.Get(ctx, query); ok {
+		return doc
+	}
+	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: query}, MaxTokens)
+	if err != nil {
+		return nil
+	}
+	return doc
 }
 
 // withAccept returns r as the executor should see it: asking for media
@@ -254,125 +238,9 @@ func withAccept(r *http.Request, media string) *http.Request {
 	return r2
 }
 
-// decodeGraphQLRequest decodes and checks a POST body. Errors: bad_request,
-// validation_failed (text that is not valid Unicode, see checkText).
-func decodeGraphQLRequest(raw []byte) (graphqlRequest, error) {
-	var req graphqlRequest
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return req, apperr.New(apperr.BadRequest, "the request body must be a JSON object with a query")
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	if err := dec.Decode(&req); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			return req, apperr.New(apperr.BadRequest, "field %q has the wrong type: expected %s", typeErr.Field, typeErr.Type.String())
-		}
-		return req, apperr.New(apperr.BadRequest, "the request body is not valid JSON")
-	}
-	if dec.More() {
-		return req, apperr.New(apperr.BadRequest, "the request body must hold exactly one JSON object")
-	}
-	if req.Query == "" && req.Extensions["persistedQuery"] == nil {
-		return req, apperr.New(apperr.BadRequest, "the request has no query")
-	}
-	return req, checkText(trimmed, req.Query)
-}
-
-// checkText refuses text that is not valid Unicode (bytes that are not
-// UTF-8, unpaired surrogate escapes such as "\ud800") in a request's JSON
-// (variables above all) or in its document's string literals: decoding
-// would silently turn it into U+FFFD. Errors: validation_failed naming the
-// input field, as gqlgen's own coercion errors name it.
-func checkText(body []byte, query string) error {
-	var bad *jsontext.Error
-	if errors.As(jsontext.Check(body), &bad) || errors.As(jsontext.CheckGraphQL(query), &bad) {
-		field := bad.Name()
-		if field == "" {
-			field = "query"
-		}
-		return apperr.Invalid(field, "%s", bad.Message())
-	}
-	return nil
-}
-
-// statusMapper answers gqlgen's 422 (a document that does not parse or
-// validate, or an operation over a limit) with 400, as docs/api.md says;
-// the body already carries the code. Every 4xx gqlgen answers is for a
-// request it did not execute, whose body gets no data key (GraphQL over
-// HTTP).
-type statusMapper struct {
-	http.ResponseWriter
-	notExecuted bool
-}
-
-func (s *statusMapper) WriteHeader(code int) {
-	if code == http.StatusUnprocessableEntity {
-		code = http.StatusBadRequest
-	}
-	s.notExecuted = code >= 400 && code < 500
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusMapper) Write(b []byte) (int, error) {
-	if !s.notExecuted {
-		return s.ResponseWriter.Write(b)
-	}
-	if _, err := s.ResponseWriter.Write(withoutData(b)); err != nil {
-		return 0, err
-	}
-	return len(b), nil
-}
-
-func (s *statusMapper) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
-// withoutData drops the data key of a GraphQL response body that gqlgen
-// writes (in one piece) for a request it did not execute. Anything else is
-// returned as it is.
-func withoutData(b []byte) []byte {
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(b, &body); err != nil {
-		return b
-	}
-	if _, ok := body["data"]; !ok {
-		return b
-	}
-	delete(body, "data")
-	out, err := json.Marshal(body)
-	if err != nil {
-		return b
-	}
-	return out
-}
-
-// getRefusal is statusMapper for GET requests that also turns gqlgen's 406
-// (a GET whose operation is not a query) into refuse's answer, dropping
-// gqlgen's own body.
-type getRefusal struct {
-	statusMapper
-	refuse  func()
-	refused bool
-}
-
-func (g *getRefusal) WriteHeader(code int) {
-	if code == http.StatusNotAcceptable {
-		g.refused = true
-		g.refuse()
-		return
-	}
-	g.statusMapper.WriteHeader(code)
-}
-
-func (g *getRefusal) Write(b []byte) (int, error) {
-	if g.refused {
-		return len(b), nil
-	}
-	return g.statusMapper.Write(b)
-}
-
-// checkGraphQLGet validates a GET request's parameters the way the POST body
-// is validated, and refuses mutations, which GET must not run.
-func checkGraphQLGet(r *http.Request) error {
+// checkGet validates a GET request's parameters the way the POST body is
+// validated, and refuses mutations, which GET must not run.
+func (g *guard) checkGet(r *http.Request) error {
 	// gqlgen parses the query string strictly and answers a failure in its
 	// own shape; refuse what it would refuse first.
 	q, err := url.ParseQuery(r.URL.RawQuery)
@@ -385,13 +253,13 @@ func checkGraphQLGet(r *http.Request) error {
 			if err := json.Unmarshal([]byte(v), &obj); err != nil {
 				return apperr.Invalid(name, "must be a JSON object")
 			}
-			if err := checkText([]byte(v), ""); err != nil {
+			if err := gqlrequest.CheckText([]byte(v), ""); err != nil {
 				return err
 			}
 		}
 	}
 	query := q.Get("query")
-	if err := checkText(nil, query); err != nil {
+	if err := gqlrequest.CheckText(nil, query); err != nil {
 		return err
 	}
 	if query == "" {
@@ -400,10 +268,8 @@ func checkGraphQLGet(r *http.Request) error {
 		}
 		return nil
 	}
-	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: query}, MaxTokens)
-	if err != nil {
-		// The executor reports syntax errors in full, and refuses
-		// documents over the token limit.
+	doc := g.document(r.Context(), query)
+	if doc == nil {
 		return nil
 	}
 	op := doc.Operations.ForName(q.Get("operationName"))

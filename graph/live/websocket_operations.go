@@ -1,6 +1,6 @@
-package graph
+package live
 
-// The operations a WebSocket carries (live_ws.go is the connection): each
+// The operations a WebSocket carries (websocket.go is the connection): each
 // subscribe message runs on a goroutine of its own, re-authenticated,
 // charged and bounded as an HTTP request is, its id free again once it ends.
 
@@ -18,6 +18,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/procsvc/procsvc/graph/gqlrequest"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/idempotency"
 	"github.com/procsvc/procsvc/internal/middleware"
@@ -63,7 +64,7 @@ func (c *socket) subscribe(m wsMessage) {
 func operationParams(payload json.RawMessage) (*graphql.RawParams, error) {
 	// Checked as a POST's body is; decoded as gqlgen decodes one, numbers
 	// kept as sent.
-	if _, err := decodeGraphQLRequest(payload); err != nil {
+	if _, err := gqlrequest.Decode(payload); err != nil {
 		return nil, errors.New(apperr.From(err).Message)
 	}
 	var p graphql.RawParams
@@ -230,8 +231,10 @@ func (c *socket) keyed(ctx context.Context, v *viewer.Viewer, params *graphql.Ra
 	// and variables: a retry over either transport replays.
 	extensions := maps.Clone(params.Extensions)
 	delete(extensions, idempotencyKeyExtension)
-	body := idempotency.GraphQLPayload(params.Query, params.OperationName, params.Variables, extensions)
-	kctx, d := store.Defer(ctx, key, idempotency.Fingerprint(v, http.MethodPost, "/graphql", body))
+	req := gqlrequest.Request{Query: params.Query, OperationName: params.OperationName, Variables: params.Variables, Extensions: extensions}
+	// The upgrade request's path is the endpoint's, which an HTTP POST's
+	// fingerprint names.
+	kctx, d := store.Defer(ctx, key, idempotency.Fingerprint(v, http.MethodPost, c.req.URL.Path, req.Payload()))
 	return &keyedOperation{ctx: kctx, d: d}
 }
 

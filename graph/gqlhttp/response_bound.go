@@ -1,4 +1,4 @@
-package graph
+package gqlhttp
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/procsvc/procsvc/graph/internal/inline"
 	"github.com/procsvc/procsvc/internal/apperr"
-	"github.com/procsvc/procsvc/internal/limits"
 )
 
 // Every response the executor renders is bounded in bytes (docs/api.md,
@@ -28,15 +27,6 @@ import (
 //     after it do not run (null, with the error at their own path: they
 //     wrote nothing). What a mutation answers is at most the bound plus the
 //     punctuation and names around its results.
-
-// ResponseBytes is the bound on the bytes of each response r renders, on
-// both faces: MaxResponseBytes, else limits.ResponseBytes.
-func (r *Resolver) ResponseBytes() int {
-	if r.MaxResponseBytes > 0 {
-		return r.MaxResponseBytes
-	}
-	return limits.ResponseBytes
-}
 
 // responseTooLarge is the refusal of a GraphQL response over bound.
 func responseTooLarge(bound int) *apperr.Error {

@@ -1,4 +1,4 @@
-package graph
+package gqlhttp
 
 import (
 	"log/slog"
@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/procsvc/procsvc/graph"
+	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/middleware"
 )
@@ -101,12 +103,16 @@ func TestGuardStreamsOnlySubscriptions(t *testing.T) {
 		stream   bool
 	}
 	var got seen
+	lv := live.New(live.Options{})
+	// The Server-Sent Events transport takes what the guard marked for a
+	// stream.
+	sse := lv.Transports(nil)[1]
 	chain := func(name string) func(middleware.ErrorWriter) func(http.Handler) http.Handler {
 		return func(middleware.ErrorWriter) func(http.Handler) http.Handler {
 			return func(http.Handler) http.Handler {
 				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					_, deadline := r.Context().Deadline()
-					got = seen{chain: name, deadline: deadline, stream: isStreamRequest(r)}
+					got = seen{chain: name, deadline: deadline, stream: sse.Supports(r)}
 					w.Header().Set("Content-Type", r.Header.Get("Accept"))
 					_, _ = w.Write([]byte(`{"data":{}}`))
 				})
@@ -116,8 +122,8 @@ func TestGuardStreamsOnlySubscriptions(t *testing.T) {
 	pass := func(middleware.ErrorWriter) func(http.Handler) http.Handler {
 		return func(h http.Handler) http.Handler { return h }
 	}
-	h := NewHandler(&Resolver{}, slog.New(slog.DiscardHandler), metrics.New(nil),
-		Middleware{Authenticate: pass, Requests: chain("requests"), Streams: chain("streams")}, NewLive(LiveOptions{}))
+	h := NewHandler(&graph.Resolver{}, slog.New(slog.DiscardHandler), metrics.New(nil),
+		Middleware{Authenticate: pass, Requests: chain("requests"), Streams: chain("streams")}, lv)
 	const subscription, query = `{"query":"subscription { procedureEvents { kind } }"}`, `{"query":"{ viewer { id } }"}`
 	for _, c := range []struct {
 		body, accept string

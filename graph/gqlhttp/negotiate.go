@@ -1,20 +1,21 @@
-package graph
+package gqlhttp
 
 import (
-	"context"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/procsvc/procsvc/graph/live"
 )
 
 // The media types /graphql answers in. A query or mutation is answered in
 // one of the JSON types, or framed as one Server-Sent Event
-// (eventFramer); only a subscription is streamed.
+// (live.EventFramer); only a subscription is streamed.
 const (
 	mediaJSON            = "application/json"
 	mediaGraphQLResponse = "application/graphql-response+json"
-	mediaEventStream     = "text/event-stream"
+	mediaEventStream     = live.EventStreamType
 )
 
 // offered lists what /graphql can answer, in the server's order of
@@ -164,33 +165,4 @@ func splitOutsideQuotes(s string, sep byte) []string {
 		}
 	}
 	return append(parts, s[start:])
-}
-
-// streamRequestKey marks the context of a request the guard routed to be
-// streamed: a subscription whose client accepts text/event-stream.
-type streamRequestKey struct{}
-
-// isStreamRequest reports whether r must be streamed as Server-Sent
-// Events: the guard found a subscription that the client accepts as an
-// event stream. Nothing else is ever streamed.
-func isStreamRequest(r *http.Request) bool {
-	marked, _ := r.Context().Value(streamRequestKey{}).(bool)
-	return marked
-}
-
-func markStreamRequest(ctx context.Context) context.Context {
-	return context.WithValue(ctx, streamRequestKey{}, true)
-}
-
-// headerHasToken reports whether one of header name's comma-separated
-// values is token, ignoring case.
-func headerHasToken(h http.Header, name, token string) bool {
-	for _, v := range h.Values(name) {
-		for _, t := range strings.Split(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), token) {
-				return true
-			}
-		}
-	}
-	return false
 }

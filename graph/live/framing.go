@@ -1,4 +1,4 @@
-package graph
+package live
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"net/http"
 )
 
-// eventFramer frames the answer to a query or mutation whose client prefers
+// EventFramer frames the answer to a query or mutation whose client prefers
 // text/event-stream as GraphQL over SSE's "distinct connections" mode: one
 // next event carrying the response, then complete. Only a 2xx answer (an
 // executed operation, or its Idempotency-Key replay) is framed; a refusal
@@ -14,10 +14,13 @@ import (
 // its stream starts does. The handler writes the response as JSON, so the
 // response cache and the Idempotency-Key store keep one form of it, framed
 // again for each request that asks for events.
-type eventFramer struct {
+type EventFramer struct {
 	http.ResponseWriter
 	started, framing, opened bool
 }
+
+// EventStreamType is the media type of Server-Sent Events.
+const EventStreamType = "text/event-stream"
 
 var (
 	eventNext     = []byte("event: next\ndata: ")
@@ -28,13 +31,13 @@ var (
 	eventDataLine = []byte("\ndata: ")
 )
 
-func (f *eventFramer) WriteHeader(code int) {
+func (f *EventFramer) WriteHeader(code int) {
 	if !f.started {
 		f.started = true
 		if code >= 200 && code < 300 {
 			f.framing = true
 			h := f.Header()
-			h.Set("Content-Type", mediaEventStream)
+			h.Set("Content-Type", EventStreamType)
 			h.Del("Content-Length")
 			h.Del("ETag")
 		}
@@ -42,7 +45,7 @@ func (f *eventFramer) WriteHeader(code int) {
 	f.ResponseWriter.WriteHeader(code)
 }
 
-func (f *eventFramer) Write(b []byte) (int, error) {
+func (f *EventFramer) Write(b []byte) (int, error) {
 	if !f.started {
 		f.WriteHeader(http.StatusOK)
 	}
@@ -84,8 +87,8 @@ func writeEventData(w io.Writer, b []byte) error {
 	return nil
 }
 
-// end completes a framed answer once the handler is done.
-func (f *eventFramer) end() {
+// End completes a framed answer once the handler is done.
+func (f *EventFramer) End() {
 	if !f.framing {
 		return
 	}
@@ -95,4 +98,4 @@ func (f *eventFramer) end() {
 	_, _ = f.ResponseWriter.Write(eventComplete)
 }
 
-func (f *eventFramer) Unwrap() http.ResponseWriter { return f.ResponseWriter }
+func (f *EventFramer) Unwrap() http.ResponseWriter { return f.ResponseWriter }

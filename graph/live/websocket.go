@@ -1,4 +1,4 @@
-package graph
+package live
 
 import (
 	"bytes"
@@ -33,9 +33,6 @@ const (
 	CloseTooManyRequests = 4429
 )
 
-// webSocketRoute labels a WebSocket's request in logs and metrics.
-const webSocketRoute = "graphql:websocket"
-
 // The WebSocket subprotocols: graphql-transport-ws (the graphql-ws
 // library's), and the older graphql-ws (Apollo's
 // subscriptions-transport-ws), also assumed when a client names none.
@@ -49,23 +46,19 @@ const maxOperationID = 128
 
 // webSocket is the WebSocket transport, both subprotocols, over
 // coder/websocket. Every write, one at a time, is bounded by
-// LiveOptions.WriteTimeout (waiting for the one before included); every
+// Options.WriteTimeout (waiting for the one before included); every
 // goroutine a socket starts ends
 // before its handler returns; a panic in an operation ends that operation
 // with an internal error, anywhere else the socket (1011).
-type webSocket struct {
-	live     *Live
-	writeErr middleware.ErrorWriter
-}
+type webSocket struct{ transport }
 
 var _ graphql.Transport = webSocket{}
 
-func (t webSocket) Supports(r *http.Request) bool { return isWebSocket(r) }
+func (t webSocket) Supports(r *http.Request) bool { return IsWebSocket(r) }
 
 func (t webSocket) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	l := t.live
-	if err := l.admit(); err != nil {
-		t.writeErr(w, r, err)
+	if !t.connect(w, r) {
 		return
 	}
 	defer l.dismiss()

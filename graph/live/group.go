@@ -1,4 +1,4 @@
-package graph
+package live
 
 import (
 	"bytes"
@@ -55,7 +55,8 @@ type group struct {
 	svc    *core.Service
 	filter eventFilter
 	// reads says what an event's rendering reads: nothing when the
-	// operation does not select the procedure (and no filter needs it).
+	// operation does not select the procedure (and no filter needs it);
+	// edges which of its edges.
 	reads   bool
 	edges   loader.Edges
 	ctx     context.Context
@@ -178,7 +179,7 @@ func (l *Live) leave(g *group) {
 
 // form runs the group's operation in exec under a context of its own (the
 // group outlives the subscriber that formed it) acting as v: the
-// procedureEvents resolver (Live.procedureEvents) finds the group there and
+// procedureEvents resolver (ProcedureEvents) finds the group there and
 // hands the executor its feed.
 func (g *group) form(ctx context.Context, exec graphql.GraphExecutor, oc *graphql.OperationContext, v *viewer.Viewer) {
 	defer func() {
@@ -187,8 +188,7 @@ func (g *group) form(ctx context.Context, exec graphql.GraphExecutor, oc *graphq
 			g.err = gqlerror.List{g.live.present(ctx, apperr.New(apperr.Internal, "internal error"))}
 		}
 	}()
-	gctx := context.WithValue(context.Background(), liveKey{}, g.live)
-	gctx = context.WithValue(gctx, groupCtxKey{}, g)
+	gctx := context.WithValue(context.Background(), groupCtxKey{}, g)
 	gctx = viewer.NewContext(gctx, v)
 	gctx = middleware.ContextWithRequestID(gctx, middleware.RequestID(ctx))
 	g.ctx, g.cancel = context.WithCancel(gctx)
@@ -200,7 +200,6 @@ func (g *group) form(ctx context.Context, exec graphql.GraphExecutor, oc *graphq
 		return
 	}
 	g.feed = make(chan *model.ProcedureEvent, 1)
-	g.reads, g.edges = eventSelection(oc)
 	responses, opCtx := exec.DispatchOperation(g.ctx, oc)
 	if !g.started {
 		// The executor refused the operation before it reached the
@@ -231,7 +230,7 @@ type streamEvent struct {
 
 // fan renders each event of the group's workspace its subscribers are sent
 // and hands it to each of them, until the group ends. A subscriber whose
-// queue is full (LiveOptions.Buffer events behind) is ended as too slow;
+// queue is full (Options.Buffer events behind) is ended as too slow;
 // the others are not delayed. When the group's own subscription ends (the
 // server shutting down, or the group too slow for the hub), or a rendering
 // panics, every subscriber is ended and the group is taken out of service:
@@ -364,13 +363,22 @@ func (g *group) drop(s *stream, err error) {
 	close(s.queue)
 }
 
-// procedureEvents is the procedureEvents resolver. It runs once per group,
-// as the group forms, and hands the executor the group's feed. Errors:
-// validation_failed (the filter); bad_request outside a subscription
-// stream (a subscription sent as a plain POST or GET).
-func (l *Live) procedureEvents(ctx context.Context, svc *core.Service, f *model.ProcedureEventFilter) (<-chan *model.ProcedureEvent, error) {
+// EventSelection is what a subscription's operation selects of its events:
+// whether their procedure (Procedure), and which of its edges (Edges). The
+// resolvers tell it (they know the schema's edges), collected through
+// fragments and directives as the executor collects them.
+type EventSelection struct {
+	Procedure bool
+	Edges     loader.Edges
+}
+
+// ProcedureEvents is the procedureEvents resolver's work. It runs once per
+// group, as the group forms, and hands the executor the group's feed.
+// Errors: validation_failed (the filter); bad_request outside a
+// subscription stream (a subscription sent as a plain POST or GET).
+func ProcedureEvents(ctx context.Context, svc *core.Service, f *model.ProcedureEventFilter, sel EventSelection) (<-chan *model.ProcedureEvent, error) {
 	g := groupFrom(ctx)
-	if l == nil || g == nil {
+	if g == nil {
 		return nil, apperr.New(apperr.BadRequest, "subscriptions need a WebSocket (graphql-transport-ws) or Server-Sent Events (POST with Accept: text/event-stream)")
 	}
 	filter, err := newEventFilter(f)
@@ -378,27 +386,13 @@ func (l *Live) procedureEvents(ctx context.Context, svc *core.Service, f *model.
 		return nil, err
 	}
 	g.svc, g.filter, g.started = svc, filter, true
+	g.reads, g.edges = sel.Procedure, sel.Edges
 	if !filter.empty() {
 		// Comment events do not say which column they are in: the
 		// procedure is read to match it.
 		g.reads = true
 	}
 	return g.feed, nil
-}
-
-// eventSelection says whether oc's subscription selects its events'
-// procedure, and which of the procedure's edges, through fragments and
-// directives as the executor collects them.
-func eventSelection(oc *graphql.OperationContext) (reads bool, edges loader.Edges) {
-	for _, root := range graphql.CollectFields(oc, oc.Operation.SelectionSet, nil) {
-		for _, f := range graphql.CollectFields(oc, root.Selections, nil) {
-			if f.Name == "procedure" {
-				reads = true
-				edges = union(edges, selectedEdges(oc, graphql.CollectFields(oc, f.Selections, nil)))
-			}
-		}
-	}
-	return reads, edges
 }
 
 // eventFilter is a ProcedureEventFilter, its ids parsed.
@@ -538,7 +532,10 @@ func (g *group) event(e events.Event, version int64) (*model.ProcedureEvent, err
 		if err != nil {
 			return nil, err
 		}
-		ev.Procedure, ev.Edges = r.p, r.edges
+		ev.Procedure = r.p
+		if r.edges != nil {
+			ev.Edges = r.edges
+		}
 	}
 	if !columnsKnown && !filter.empty() && (ev.Procedure == nil || !filter.matches(&core.Facets{ProjectID: ev.Procedure.ProjectID, State: ev.Procedure.State})) {
 		return nil, nil
@@ -606,19 +603,6 @@ func procedureSize(p *ent.Procedure) int {
 		n += len(*p.CaptureID)
 	}
 	return n
-}
-
-// eventProcedure is ProcedureEvent.procedure: the procedure read for the
-// event, its edges seeded into the loaders of this rendering.
-func eventProcedure(ctx context.Context, ev *model.ProcedureEvent) (*ent.Procedure, error) {
-	if ev.Procedure == nil {
-		return nil, nil
-	}
-	if ev.Edges != nil {
-		loader.Seed(ctx, ev.Edges)
-		return ev.Procedure, nil
-	}
-	return primed(ctx)(ev.Procedure, nil)
 }
 
 // operationKind returns the kind of oc's operation.

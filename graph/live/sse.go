@@ -1,14 +1,11 @@
-package graph
+package live
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
-	"path"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -19,60 +16,14 @@ import (
 	"github.com/procsvc/procsvc/internal/middleware"
 )
 
-func isWebSocket(r *http.Request) bool {
-	return headerHasToken(r.Header, "Connection", "upgrade") && headerHasToken(r.Header, "Upgrade", "websocket")
-}
-
-// checkOrigin admits a WebSocket opened by a web page only from the
-// server's own host or a host matching one of patterns; clients that are
-// not browsers send no Origin and are admitted. Credentials are never
-// ambient (no cookies: a token in connection_init or the Authorization
-// header), so a foreign page could only use a token it already holds; the
-// check still keeps other sites from driving a user's browser against the
-// API. Errors: forbidden.
-func checkOrigin(r *http.Request, patterns []string) error {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return nil
-	}
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
-		return apperr.New(apperr.Forbidden, "the Origin header is not a URL")
-	}
-	if strings.EqualFold(u.Host, r.Host) {
-		return nil
-	}
-	for _, p := range patterns {
-		if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(u.Host)); ok {
-			return nil
-		}
-	}
-	return apperr.New(apperr.Forbidden, "WebSockets from %s are not allowed (see --websocket-origins)", u.Host)
-}
-
-// streamMarker marks the context of an operation carried by a long-lived
-// connection (a WebSocket, a Server-Sent Events stream): its viewer is as
-// old as the connection (see NewServer's AroundRootFields), and the route
-// of its request is set once.
-type streamMarker struct{}
-
-func onStream(ctx context.Context) bool { return ctx.Value(streamMarker{}) != nil }
-
-func markStream(ctx context.Context) context.Context {
-	return context.WithValue(ctx, streamMarker{}, true)
-}
-
 // sse is the Server-Sent Events transport (GraphQL over SSE, "distinct
 // connections" mode): a POST with Accept: text/event-stream. Unlike
 // gqlgen's, it answers a request refused before its stream starts (the
 // document, the filter, the subscription cap) with an ordinary error body
 // and status; it writes from the request's goroutine alone, each write
-// bounded by LiveOptions.WriteTimeout, and starts no goroutine, so nothing
+// bounded by Options.WriteTimeout, and starts no goroutine, so nothing
 // of the stream outlives its handler.
-type sse struct {
-	live     *Live
-	writeErr middleware.ErrorWriter
-}
+type sse struct{ transport }
 
 var _ graphql.Transport = sse{}
 
@@ -99,8 +50,7 @@ func (t sse) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecut
 		t.once(w, ctx, exec, oc)
 		return
 	}
-	if err := l.admit(); err != nil {
-		t.writeErr(w, r, err)
+	if !t.connect(w, r) {
 		return
 	}
 	defer l.dismiss()
@@ -115,7 +65,7 @@ func (t sse) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecut
 	// requests: past it, the server would cancel the request.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
+	h.Set("Content-Type", EventStreamType)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
@@ -187,7 +137,7 @@ func (t sse) once(w http.ResponseWriter, ctx context.Context, exec graphql.Graph
 	responses, ctx := exec.DispatchOperation(ctx, oc)
 	resp := responses(ctx)
 	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
+	h.Set("Content-Type", EventStreamType)
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	if resp != nil {
