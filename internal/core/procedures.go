@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -16,15 +15,10 @@ import (
 	"github.com/procsvc/procsvc/ent/predicate"
 	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/generation"
 	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/internal/viewer"
-)
-
-// Enumerations accepted at creation for content generation.
-var (
-	ContentTypes = []string{"code", "standard", "api", "process"}
-	DocStyles    = []string{"technical", "simplified", "detailed"}
-	Languages    = []string{"typescript", "javascript", "python", "java", "csharp", "other"}
 )
 
 // CreateProcedureInput is the body of docs/contract.md §4.1. Pointers and empty strings mean
@@ -84,13 +78,13 @@ func (s *Service) CreateProcedure(ctx context.Context, in CreateProcedureInput) 
 	projectID := requiredID(val, "projectId", in.ProjectID)
 	content := contentText(val, in.Content)
 	if in.ContentType != nil {
-		oneOf(val, "contentType", *in.ContentType, ContentTypes...)
+		oneOf(val, "contentType", *in.ContentType, generation.ContentTypes...)
 	}
 	if in.DocStyle != nil {
-		oneOf(val, "docStyle", *in.DocStyle, DocStyles...)
+		oneOf(val, "docStyle", *in.DocStyle, generation.DocStyles...)
 	}
 	if in.Language != nil {
-		oneOf(val, "language", *in.Language, Languages...)
+		oneOf(val, "language", *in.Language, generation.Languages...)
 	}
 	if in.CaptureID != nil {
 		validCaptureID(val, *in.CaptureID)
@@ -155,7 +149,7 @@ func (s *Service) generate(ctx context.Context, name string, content *string, in
 	if s.generator == nil {
 		return "", apperr.New(apperr.GenerationFailed, "content generation is not configured on this server")
 	}
-	req := GenerateRequest{Name: name, ContentType: "standard", DocStyle: "technical", Language: "other"}
+	req := GenerateRequest{Name: name, ContentType: generation.DefaultContentType, DocStyle: generation.DefaultDocStyle, Language: generation.DefaultLanguage}
 	if content != nil {
 		req.Content = *content
 	}
@@ -178,8 +172,6 @@ func (s *Service) generate(ctx context.Context, name string, content *string, in
 	return out, nil
 }
 
-var shortIDPattern = regexp.MustCompile(`^[A-Za-z]{2,10}-[0-9]{1,18}$`)
-
 // Procedure returns the procedure with id, which may also be its shortId.
 // Errors: unauthenticated, not_found.
 func (s *Service) Procedure(ctx context.Context, idOrShortID string) (*ent.Procedure, error) {
@@ -198,7 +190,7 @@ func (s *Service) Procedure(ctx context.Context, idOrShortID string) (*ent.Proce
 // procedureKey is the predicate selecting the procedure an id or shortId
 // names. Errors: not_found (it cannot name a procedure).
 func procedureKey(idOrShortID string) (predicate.Procedure, error) {
-	if shortIDPattern.MatchString(idOrShortID) {
+	if limits.ShortID.MatchString(idOrShortID) {
 		return procedure.ShortID(strings.ToUpper(idOrShortID)), nil
 	}
 	id, err := lookupID(ids.KindProcedure, "procedure", idOrShortID)
