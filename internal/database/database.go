@@ -1,5 +1,7 @@
 // Package database opens procsvc's storage: embedded SQLite (the default, no
-// cgo) or PostgreSQL through lib/pq, behind one ent client.
+// cgo) or PostgreSQL through lib/pq, behind one ent client. It also reads
+// the storage's errors: Classify (errors.go) gives ent's errors and the
+// drivers' faults their apperr codes, and Open registers it with apperr.
 package database
 
 import (
