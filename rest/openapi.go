@@ -9,6 +9,7 @@ import (
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/generation"
 )
 
 // The OpenAPI 3.1 document is built from the same route table the router
@@ -118,9 +119,9 @@ func schemas() obj {
 			"dueAt": timeInput, "categoryId": str, "doerId": str, "projectId": str,
 			"content":           obj{"description": "a string, any JSON value (stored as its JSON text), or null"},
 			"generateProcedure": boolean,
-			"contentType":       enum(core.ContentTypes...),
-			"docStyle":          enum(core.DocStyles...),
-			"language":          enum(core.Languages...),
+			"contentType":       enum(generation.ContentTypes...),
+			"docStyle":          enum(generation.DocStyles...),
+			"language":          enum(generation.Languages...),
 			"captureId":         nullable(str), "displayVideo": boolean, "isFineTunedData": boolean,
 		}, "position", "workspaceId")),
 		"UpdateProcedure": object(nil, readOnly(obj{

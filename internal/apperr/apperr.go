@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 )
 
 // Code is a machine-readable error class, stable across releases.
@@ -128,28 +129,24 @@ func sizeText(n int) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// A Classifier gives the errors of a layer below the core (storage) their
-// code: it returns nil for an error it does not know. internal/database
-// registers the one for ent's errors, so that this package need not import
-// ent.
+// A Classifier gives the errors of the storage below the core (ent's and
+// the database drivers') their code: it returns nil for an error it does not
+// know. internal/database provides it, so that this package depends on
+// neither ent nor a driver.
 type Classifier func(error) *Error
 
-// classifiers are consulted by From in the order registered. They are only
-// appended to by init functions, before any request, so From reads them
-// without a lock.
-var classifiers []Classifier
+// storage is the Classifier From consults, set by SetStorageClassifier.
+var storage atomic.Pointer[Classifier]
 
-// RegisterClassifier adds c to the classifiers From consults. Call it from an
-// init function only.
-func RegisterClassifier(c Classifier) { classifiers = append(classifiers, c) }
+// SetStorageClassifier makes From classify storage errors with c.
+// internal/database.Open calls it: storage errors only exist once a database
+// is open, and opening one is what teaches From to read them.
+func SetStorageClassifier(c Classifier) { storage.Store(&c) }
 
-// From turns any error into an *Error. Storage errors are mapped once here:
-// the registered classifiers first (ent's not-found, constraint and
-// validation errors, see internal/database), then context cancellation and
-// the database faults a retry can overcome (unreachable or restarting
-// server, lost connection, statement or lock timeout, serialization failure,
-// busy SQLite; see storageFault), which become unavailable; anything else is
-// internal, with the cause kept for the log.
+// From turns any error into an *Error: an *Error keeps its code; then the
+// storage classifier (SetStorageClassifier) gives ent's errors and the
+// database faults a retry can overcome their codes; context cancellation is
+// unavailable; anything else is internal, with the cause kept for the log.
 func From(err error) *Error {
 	if err == nil {
 		return nil
@@ -158,16 +155,13 @@ func From(err error) *Error {
 	if errors.As(err, &ae) {
 		return ae
 	}
-	for _, classify := range classifiers {
-		if ae := classify(err); ae != nil {
+	if classify := storage.Load(); classify != nil {
+		if ae := (*classify)(err); ae != nil {
 			return ae
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return &Error{Code: Unavailable, Message: "the request could not be completed in time", Err: err}
-	}
-	if msg := storageFault(err); msg != "" {
-		return &Error{Code: Unavailable, Message: msg, Err: err}
 	}
 	return &Error{Code: Internal, Message: "internal error", Err: err}
 }

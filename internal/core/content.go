@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/generation"
 )
 
 // contentText normalises create's content: a string is kept, null is no
@@ -74,18 +75,11 @@ type GenerateRequest struct {
 // WithGenerator sets the content generator used when generateProcedure is true.
 func WithGenerator(g Generator) Option { return func(s *Service) { s.generator = g } }
 
-// Enumerations accepted at creation for content generation.
-var (
-	ContentTypes = []string{"code", "standard", "api", "process"}
-	DocStyles    = []string{"technical", "simplified", "detailed"}
-	Languages    = []string{"typescript", "javascript", "python", "java", "csharp", "other"}
-)
-
 func (s *Service) generate(ctx context.Context, name string, content *string, in CreateProcedureInput) (string, error) {
 	if s.generator == nil {
 		return "", apperr.New(apperr.GenerationFailed, "content generation is not configured on this server")
 	}
-	req := GenerateRequest{Name: name, ContentType: "standard", DocStyle: "technical", Language: "other"}
+	req := GenerateRequest{Name: name, ContentType: generation.DefaultContentType, DocStyle: generation.DefaultDocStyle, Language: generation.DefaultLanguage}
 	if content != nil {
 		req.Content = *content
 	}

@@ -4,7 +4,6 @@ package core
 
 import (
 	"context"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +14,9 @@ import (
 	"github.com/procsvc/procsvc/ent/predicate"
 	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/generation"
 	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -60,13 +61,13 @@ func (s *Service) CreateProcedure(ctx context.Context, in CreateProcedureInput) 
 	projectID := requiredID(val, "projectId", in.ProjectID)
 	content := contentText(val, in.Content)
 	if in.ContentType != nil {
-		oneOf(val, "contentType", *in.ContentType, ContentTypes...)
+		oneOf(val, "contentType", *in.ContentType, generation.ContentTypes...)
 	}
 	if in.DocStyle != nil {
-		oneOf(val, "docStyle", *in.DocStyle, DocStyles...)
+		oneOf(val, "docStyle", *in.DocStyle, generation.DocStyles...)
 	}
 	if in.Language != nil {
-		oneOf(val, "language", *in.Language, Languages...)
+		oneOf(val, "language", *in.Language, generation.Languages...)
 	}
 	if in.CaptureID != nil {
 		validCaptureID(val, *in.CaptureID)
@@ -142,12 +143,10 @@ func (s *Service) Procedure(ctx context.Context, idOrShortID string) (*ent.Proce
 	return p, err
 }
 
-var shortIDPattern = regexp.MustCompile(`^[A-Za-z]{2,10}-[0-9]{1,18}$`)
-
 // procedureKey is the predicate selecting the procedure an id or shortId
 // names. Errors: not_found (it cannot name a procedure).
 func procedureKey(idOrShortID string) (predicate.Procedure, error) {
-	if shortIDPattern.MatchString(idOrShortID) {
+	if limits.ShortID.MatchString(idOrShortID) {
 		return procedure.ShortID(strings.ToUpper(idOrShortID)), nil
 	}
 	id, err := lookupID(ids.KindProcedure, "procedure", idOrShortID)

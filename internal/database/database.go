@@ -1,5 +1,7 @@
 // Package database opens procsvc's storage: embedded SQLite (the default, no
-// cgo) or PostgreSQL through lib/pq, behind one ent client.
+// cgo) or PostgreSQL through lib/pq, behind one ent client. It also reads
+// the storage's errors: Classify (errors.go) gives ent's errors and the
+// drivers' faults their apperr codes, and Open registers it with apperr.
 package database
 
 import (
@@ -7,7 +9,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -117,7 +118,7 @@ func (db *DB) Ping(ctx context.Context) error {
 		if err = db.SQL.QueryRowContext(ctx, "SELECT 1").Scan(&one); err == nil {
 			return nil
 		}
-		if ctx.Err() != nil || !apperr.ConnectionLost(err) {
+		if ctx.Err() != nil || !ConnectionLost(err) {
 			return err
 		}
 		db.counter.lost(err)
@@ -127,8 +128,10 @@ func (db *DB) Ping(ctx context.Context) error {
 
 // Open connects to rawURL: a postgres:// or postgresql:// URL selects
 // PostgreSQL; sqlite://PATH, file:PATH or a bare path selects SQLite
-// (sqlite://:memory: for an in-memory database).
+// (sqlite://:memory: for an in-memory database). It registers Classify with
+// apperr, so that the errors of the database read as their codes.
 func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
+	apperr.SetStorageClassifier(Classify)
 	if rawURL == "" {
 		rawURL = DefaultURL
 	}
@@ -249,15 +252,6 @@ func (db *DB) Ready(ctx context.Context) error {
 		return fmt.Errorf("%w (pending: %s)", ErrSchemaBehind, strings.Join(pending, ", "))
 	}
 	return nil
-}
-
-// WriteSchemaDiff writes to w the DDL that ent's automatic migration would
-// run against this database (nothing when the schema is current). It shares
-// Migrate's lock: planning rewrites ent's package-level tables.
-func (db *DB) WriteSchemaDiff(ctx context.Context, w io.Writer) error {
-	entSchemaMu.Lock()
-	defer entSchemaMu.Unlock()
-	return db.Client.Schema.WriteTo(ctx, w)
 }
 
 // postgresDSN pins the session time zone to UTC so that every timestamp
@@ -406,7 +400,7 @@ type counter struct {
 // only driver.ErrBadConn on another connection; a broken connection that
 // reports a network error fails its request.
 func (c *counter) lost(err error) {
-	if c.pool == nil || !apperr.ConnectionLost(err) {
+	if c.pool == nil || !ConnectionLost(err) {
 		return
 	}
 	c.pool.SetMaxIdleConns(-1)

@@ -1,5 +1,20 @@
 package database
 
+import (
+	"context"
+	"io"
+)
+
 // MigrationLock is the advisory lock key of ApplyMigrations, for tests that
 // hold it.
 const MigrationLock = migrationLock
+
+// WriteSchemaDiff writes to w the DDL that ent's automatic migration would
+// run against this database (nothing when the schema is current): the drift
+// check of the versioned migrations. It shares Migrate's lock: planning
+// rewrites ent's package-level tables.
+func (db *DB) WriteSchemaDiff(ctx context.Context, w io.Writer) error {
+	entSchemaMu.Lock()
+	defer entSchemaMu.Unlock()
+	return db.Client.Schema.WriteTo(ctx, w)
+}

@@ -340,7 +340,7 @@ func TestUnreachableServerIsUnavailable(t *testing.T) {
 	defer cancel()
 	_, err = database.Open(ctx, "postgres://postgres@"+addr+"/procsvc?sslmode=disable", database.Options{})
 	wantUnavailable(t, "opening a database nobody listens for", err)
-	if !apperr.ConnectionLost(err) {
+	if !database.ConnectionLost(err) {
 		t.Fatalf("ConnectionLost(%v) = false", err)
 	}
 }

@@ -1,27 +1,19 @@
 // Package generate produces a procedure's content when it is created with
 // generateProcedure=true. It implements core.Generator with two providers:
 //
-//   - "template" (the default): deterministic and offline, built on the
-//     standard library. Content that is one JSON object or array is walked
-//     with encoding/json's token stream (bounded in depth and width); other
-//     content is read line by line (numbered and bulleted lists, "Check:"
-//     lines, fenced or recognisably unfenced code, sentences). The result
-//     fills one text/template layout whose sections follow contentType
-//     (code, standard, api, process), docStyle (technical, simplified,
-//     detailed) and language, as docs/design.md §8 describes. Input and
-//     output are capped at 64 KiB each (the output is cut between blocks),
-//     so hostile content cannot make it slow, large or panic.
-//   - "openai": any server speaking the OpenAI chat-completions protocol
-//     (POST {URL}/v1/chat/completions), with a per-attempt timeout, bounded
-//     retries with exponential backoff and jitter on 429, 5xx and connection
-//     errors, and a validated, size-capped reply.
+//   - "template" (the default): deterministic and offline. Content that is
+//     one JSON object or array is walked with encoding/json's token stream;
+//     other content is read line by line (lists, "Check:" lines, code,
+//     sentences). The result fills one text/template layout whose sections
+//     follow the request's choices (internal/generation), as docs/design.md
+//     §8 describes. Input, output and every structure read are bounded
+//     (parse.go), so hostile content cannot make it slow, large or panic.
+//   - "openai": any server speaking the OpenAI chat-completions protocol,
+//     with a per-attempt timeout, bounded retries with backoff and jitter on
+//     429, 5xx and connection errors, and a validated, size-capped reply.
 //
 // Every failure is an *apperr.Error with code generation_failed whose message
 // says what went wrong; no message or cause ever contains the API key.
-//
-// Settings (as the integrator wires them): PROCSVC_AI_PROVIDER (template or
-// openai), PROCSVC_AI_URL, PROCSVC_AI_MODEL, PROCSVC_AI_API_KEY,
-// PROCSVC_AI_TIMEOUT and PROCSVC_AI_MAX_RETRIES map onto Config.
 package generate
 
 import (

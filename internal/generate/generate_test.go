@@ -82,8 +82,8 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := g.(*openAI); o.timeout != DefaultTimeout || o.maxRetries != DefaultMaxRetries {
-		t.Errorf("openai provider timeout %s retries %d, want defaults", o.timeout, o.maxRetries)
+	if o := g.(*openAI); o.Timeout != DefaultTimeout || o.MaxRetries != DefaultMaxRetries {
+		t.Errorf("openai provider timeout %s retries %d, want defaults", o.Timeout, o.MaxRetries)
 	}
 }
 

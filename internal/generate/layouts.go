@@ -18,56 +18,56 @@ var layout = template.Must(template.New("doc").Funcs(template.FuncMap{
 }).Parse(`# {{esc .Name}}
 {{$n := len .Steps}}{{if .Simple}}{{with .Intro}}
 {{esc (first (index . 0) 200)}}
-{{else}}{{if eq .Kind "standard"}}
+{{else}}{{if .IsStandard}}
 A short guide to {{.Name}}.
-{{end}}{{end}}{{if eq .Kind "process"}}
+{{end}}{{end}}{{if .IsProcess}}
 Follow these steps in order. Do the check after each step before you go on.
-{{else if eq .Kind "code"}}
+{{else if .IsCode}}
 How this code works, step by step.
-{{end}}{{else}}{{if or .Detailed (ne .Kind "api")}}
+{{end}}{{else}}{{if or .Detailed (not .IsAPI)}}
 ## Overview
 {{end}}{{range .Intro}}
 {{esc .}}
 {{end}}
-{{if eq .Kind "process"}}This procedure covers **{{.Name}}** in {{plural $n "step"}}. Perform the steps in order and confirm each step's check before starting the next one.
-{{else if eq .Kind "standard"}}This guide covers **{{.Name}}**: {{if .Ordered}}{{plural $n "step"}}{{else}}{{plural $n "guideline"}}{{end}}.
-{{else if eq .Kind "code"}}This walkthrough explains **{{.Name}}** in {{plural $n "step"}}{{with .Lang}} of {{.}} code{{end}}.{{with .Decls}} It declares {{codes . 8}}.{{end}}
+{{if .IsProcess}}This procedure covers **{{.Name}}** in {{plural $n "step"}}. Perform the steps in order and confirm each step's check before starting the next one.
+{{else if .IsStandard}}This guide covers **{{.Name}}**: {{if .Ordered}}{{plural $n "step"}}{{else}}{{plural $n "guideline"}}{{end}}.
+{{else if .IsCode}}This walkthrough explains **{{.Name}}** in {{plural $n "step"}}{{with .Lang}} of {{.}} code{{end}}.{{with .Decls}} It declares {{codes . 8}}.{{end}}
 {{else if .Detailed}}This reference covers **{{.Name}}**: {{plural (len .API) "endpoint"}}.
 {{end}}{{if .Detailed}}
 ## Prerequisites
-{{if eq .Kind "process"}}
+{{if .IsProcess}}
 - Access and permissions for every system the steps touch, and time to finish all {{plural $n "step"}} without interruption.
-- A way to undo or roll back each change, and someone to escalate to.{{else if eq .Kind "standard"}}
-- Familiarity with the context of {{.Name}}, and access to the systems and documents the guide refers to.{{else if eq .Kind "code"}}
+- A way to undo or roll back each change, and someone to escalate to.{{else if .IsStandard}}
+- Familiarity with the context of {{.Name}}, and access to the systems and documents the guide refers to.{{else if .IsCode}}
 - {{with .Lang}}A working {{.}} toolchain{{else}}The tools and runtime the code needs{{end}}, and access to the project the code belongs to.{{else}}
 - Network access to the service, and valid credentials if the endpoint requires authentication.
 - An HTTP client such as curl{{with .Lang}}, or the HTTP library of your {{.}} project{{end}}.{{end}}
 {{end}}{{end}}
-{{if eq .Kind "api"}}{{template "api" .}}{{else}}
-## {{if and (eq .Kind "code") (not .Simple)}}Walkthrough{{else if .Ordered}}Steps{{else}}Guidelines{{end}}
+{{if .IsAPI}}{{template "api" .}}{{else}}
+## {{if and .IsCode (not .Simple)}}Walkthrough{{else if .Ordered}}Steps{{else}}Guidelines{{end}}
 {{template "steps" .}}{{end}}{{if .Detailed}}
 ## Edge cases
-{{if eq .Kind "api"}}
+{{if .IsAPI}}
 - Missing, empty or malformed request data: validate before sending and expect 400 or 422.
-- Retries: repeat only idempotent requests (GET, PUT, DELETE) automatically; a repeated POST may act twice.{{else if eq .Kind "code"}}
+- Retries: repeat only idempotent requests (GET, PUT, DELETE) automatically; a repeated POST may act twice.{{else if .IsCode}}
 - Empty, missing or malformed input to {{with .Decls}}{{ic (index . 0)}}{{else}}the code{{end}}, very large inputs and slow dependencies.
 - Failures of I/O, the network or the runtime: handle each error explicitly instead of ignoring it.{{else}}
 - A step fails part-way or cannot be followed as written: stop, and do not work around it silently; fix the cause or escalate.
-- The situation differs from what the {{if eq .Kind "process"}}procedure{{else}}guide{{end}} assumes: stop and ask its owner rather than improvise.
+- The situation differs from what the {{if .IsProcess}}procedure{{else}}guide{{end}} assumes: stop and ask its owner rather than improvise.
 - The work is interrupted or repeated: resume from the first step whose result is not as expected.{{end}}
 
 ## Troubleshooting
-{{if eq .Kind "api"}}
+{{if .IsAPI}}
 - 401 or 403: check the credentials and their permissions; 404: check the method, the path and any ids in it.
 - 400 or 422: compare the request with the Parameters and Request sections.
-- 429 or 5xx: retry later with backoff, honouring Retry-After; if it persists, contact the service owner.{{else if eq .Kind "code"}}
+- 429 or 5xx: retry later with backoff, honouring Retry-After; if it persists, contact the service owner.{{else if .IsCode}}
 - Syntax or compile errors: check the {{or .Lang "language"}} version in use and that every block was copied completely.
 - Unexpected output: run the steps one at a time and compare each result with its explanation above.{{else}}{{range $i, $s := .Steps}}{{if lt $i 5}}
 - Step {{inc $i}} ({{clip $s.Title 60}}) does not give the expected result: find the cause, fix it, and repeat step {{inc $i}} before going on.{{end}}{{end}}
 - Something was changed by mistake: roll it back, then restart from the last step whose result was as expected.{{end}}
 {{end}}{{if .Simple}}{{if or .Left .Cut}}
 Some of the supplied content was left out to keep this short.
-{{end}}{{else if or .Notes .Codes .Left .Cut (eq .Kind "standard")}}
+{{end}}{{else if or .Notes .Codes .Left .Cut .IsStandard}}
 ## Notes
 {{range .Notes}}
 - {{esc .}}{{end}}{{with .Left}}
@@ -78,7 +78,7 @@ Some of the supplied content was left out to keep this short.
 No further notes in the supplied content.
 {{end}}{{end}}
 
-{{- define "steps"}}{{$p := .}}{{$h := and (eq .Kind "code") (not .Simple)}}{{range $i, $s := .Steps}}{{$m := "- "}}{{if $p.Ordered}}{{$m = printf "%d. " (inc $i)}}{{end}}{{$in := pad $m}}{{if $h}}{{$in = ""}}
+{{- define "steps"}}{{$p := .}}{{$h := and .IsCode (not .Simple)}}{{range $i, $s := .Steps}}{{$m := "- "}}{{if $p.Ordered}}{{$m = printf "%d. " (inc $i)}}{{end}}{{$in := pad $m}}{{if $h}}{{$in = ""}}
 ### Step {{inc $i}}: {{trimEnd (clip $s.Title 80)}}
 {{if gt (len $s.Title) 80}}
 {{esc $s.Title}}
@@ -86,13 +86,13 @@ No further notes in the supplied content.
 {{$m}}{{esc $s.Title}}{{end}}{{range $s.Subs}}
 {{$in}}- {{esc .}}{{end}}{{range $s.Code}}
 
-{{fenced $in (or (infoTag .Lang) $p.Tag) .Code}}{{if eq $p.Kind "code"}}
+{{fenced $in (or (infoTag .Lang) $p.Tag) .Code}}{{if $p.IsCode}}
 {{$in}}{{esc ($p.Note .)}}
 {{end}}{{end}}{{with $s.Check}}
 
 {{$in}}Check: {{.}}
 {{end}}{{else}}
-No steps could be read from the supplied content.{{if eq .Kind "process"}} Add the steps of {{.Name}} here, each with the check that shows it is done.{{end}}
+No steps could be read from the supplied content.{{if .IsProcess}} Add the steps of {{.Name}} here, each with the check that shows it is done.{{end}}
 {{end}}
 {{with .Hidden}}
 {{plural . "more step"}} in the source {{if eq . 1}}is{{else}}are{{end}} not shown here.

@@ -21,27 +21,27 @@ import (
 
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/generation"
+	"github.com/procsvc/procsvc/internal/limits"
 )
 
 // Bounds of the openai provider.
 const (
-	maxReplyBytes    = 4 << 20   // response body read
-	maxReplyRunes    = 200_000   // generated content (core.MaxContentLen)
-	maxPromptContent = 256 << 10 // bytes of supplied content sent
+	maxReplyBytes    = 4 << 20        // response body read
+	maxReplyRunes    = limits.Content // generated content: what a procedure holds
+	maxPromptContent = 256 << 10      // bytes of supplied content sent
 	baseBackoff      = 500 * time.Millisecond
 	maxBackoff       = 10 * time.Second
 	maxRetryAfter    = 30 * time.Second
 	temperature      = 0.2
 )
 
-// openAI calls a chat-completions endpoint.
+// openAI calls a chat-completions endpoint: Config (with its defaults
+// applied) and what it needs besides.
 type openAI struct {
-	endpoint   string // full URL of chat/completions
-	model      string
-	key        string
-	timeout    time.Duration // per attempt
-	maxRetries int
-	client     *http.Client
+	Config
+	endpoint string // full URL of chat/completions
+	client   *http.Client
 	// Injectable for tests.
 	sleep  func(ctx context.Context, d time.Duration) error
 	jitter func(n int64) int64 // uniform in [0, n)
@@ -53,17 +53,8 @@ func newOpenAI(c Config) (*openAI, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &openAI{
-		endpoint:   ep,
-		model:      c.Model,
-		key:        c.APIKey,
-		timeout:    c.Timeout,
-		maxRetries: c.MaxRetries,
-		client:     &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
-		sleep:      sleepCtx,
-		jitter:     rand.Int64N,
-		now:        time.Now,
-	}, nil
+	return &openAI{Config: c, endpoint: ep, client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		sleep: sleepCtx, jitter: rand.Int64N, now: time.Now}, nil
 }
 
 // chatURL returns the chat-completions URL of base: {base}/v1/chat/completions,
@@ -144,19 +135,19 @@ func (p *providerError) String() string {
 
 // systemPrompt states contentType, docStyle and language explicitly and
 // describes the structure the template provider would produce.
-func systemPrompt(o opts) string {
+func systemPrompt(o core.GenerateRequest) string {
 	var b strings.Builder
 	b.WriteString("You write procedure documentation for a team's procedure tracker. " +
 		"Answer with one Markdown document and nothing else: no preamble, no closing remarks, no code fence around the whole document. " +
 		"Start with a level-1 heading that is the procedure name.\n\n")
-	fmt.Fprintf(&b, "Content type: %s\nDocumentation style: %s\nProgramming language: %s\n\n", o.ctype, o.style, o.lang)
-	tag := fenceTag(o.lang)
-	switch o.ctype {
-	case "process":
+	fmt.Fprintf(&b, "Content type: %s\nDocumentation style: %s\nProgramming language: %s\n\n", o.ContentType, o.DocStyle, o.Language)
+	tag := fenceTag(o.Language)
+	switch o.ContentType {
+	case generation.Process:
 		b.WriteString("Content type process: write the procedure as numbered steps in order. After each step add a line starting with \"Check:\" that says how to confirm the step is done.\n")
-	case "api":
+	case generation.API:
 		b.WriteString("Content type api: document each endpoint with the sections Endpoint (method and path), Parameters (a Markdown table with name, location, type, required and description), Request (body and an example) and Responses (status codes, their meaning and examples). Read JSON keys such as method, path, endpoint, params, parameters, body, response, responses and status as that information.\n")
-	case "code":
+	case generation.Code:
 		b.WriteString("Content type code: write a walkthrough of the code: for each step a short explanation followed by the code in a fenced block")
 		if tag != "" {
 			b.WriteString(" tagged ```" + tag)
@@ -165,16 +156,16 @@ func systemPrompt(o opts) string {
 	default:
 		b.WriteString("Content type standard: write a general guide with the sections Overview, Steps (numbered) or Guidelines (bulleted), and Notes.\n")
 	}
-	switch o.style {
-	case "simplified":
+	switch o.DocStyle {
+	case generation.Simplified:
 		b.WriteString("Documentation style simplified: keep it short and plain; use few sections, everyday words and no jargon headings.\n")
-	case "detailed":
+	case generation.Detailed:
 		b.WriteString("Documentation style detailed: be thorough; in addition add the sections Prerequisites, Edge cases and Troubleshooting.\n")
 	default:
 		b.WriteString("Documentation style technical: be precise; keep every term, identifier, name, value and command exactly as supplied.\n")
 	}
-	if n := langName(o.lang); n != "" {
-		fmt.Fprintf(&b, "Programming language %s: write any code in %s and tag code fences ```%s.\n", o.lang, n, tag)
+	if n := langNames[o.Language]; n != "" {
+		fmt.Fprintf(&b, "Programming language %s: write any code in %s and tag code fences ```%s.\n", o.Language, n, tag)
 	} else {
 		b.WriteString("Programming language other: no language was chosen; use plain code fences unless the supplied content shows its language.\n")
 	}
@@ -182,12 +173,12 @@ func systemPrompt(o opts) string {
 	return b.String()
 }
 
-func userPrompt(o opts, content string) string {
+func userPrompt(o core.GenerateRequest, content string) string {
 	c, cut := sanitize(content, maxPromptContent)
 	if strings.TrimSpace(c) == "" {
 		c = "(none supplied)"
 	}
-	s := "Procedure name: " + o.name + "\n\nSupplied content:\n" + c
+	s := "Procedure name: " + o.Name + "\n\nSupplied content:\n" + c
 	if cut {
 		s += "\n\n(The supplied content was shortened.)"
 	}
@@ -207,7 +198,7 @@ type failure struct {
 func (c *openAI) Generate(ctx context.Context, req core.GenerateRequest) (string, error) {
 	o := normalize(req)
 	body, err := json.Marshal(chatRequest{
-		Model: c.model,
+		Model: c.Model,
 		Messages: []chatMessage{
 			{Role: "system", Content: systemPrompt(o)},
 			{Role: "user", Content: userPrompt(o, req.Content)},
@@ -222,7 +213,7 @@ func (c *openAI) Generate(ctx context.Context, req core.GenerateRequest) (string
 		if f == nil {
 			return out, nil
 		}
-		if !f.retry || attempt > c.maxRetries {
+		if !f.retry || attempt > c.MaxRetries {
 			return "", c.fail(f, attempt)
 		}
 		wait := c.backoff(attempt)
@@ -252,7 +243,7 @@ func (c *openAI) backoff(n int) time.Duration {
 
 // attempt performs one request.
 func (c *openAI) attempt(ctx context.Context, body []byte) (string, *failure) {
-	actx, cancel := context.WithTimeout(ctx, c.timeout)
+	actx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
@@ -261,8 +252,8 @@ func (c *openAI) attempt(ctx context.Context, body []byte) (string, *failure) {
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
 	hreq.Header.Set("User-Agent", "procsvc")
-	if c.key != "" {
-		hreq.Header.Set("Authorization", "Bearer "+c.key)
+	if c.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
 	resp, err := c.client.Do(hreq)
 	if err != nil {
@@ -318,7 +309,7 @@ func (c *openAI) transportFailure(ctx, actx context.Context, err error) *failure
 	}
 	var ne net.Error
 	if errors.Is(actx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return &failure{msg: fmt.Sprintf("timeout: the AI provider did not answer within %s", c.timeout), cause: err}
+		return &failure{msg: fmt.Sprintf("timeout: the AI provider did not answer within %s", c.Timeout), cause: err}
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		return &failure{msg: "the AI provider refused the connection", cause: err, retry: true}
@@ -405,10 +396,10 @@ func (c *openAI) fail(f *failure, attempts int) error {
 }
 
 func (c *openAI) scrub(s string) string {
-	if c.key == "" {
+	if c.APIKey == "" {
 		return s
 	}
-	return strings.ReplaceAll(s, c.key, "[redacted]")
+	return strings.ReplaceAll(s, c.APIKey, "[redacted]")
 }
 
 // scrubbed is a cause whose text has the API key removed; errors.Is and

@@ -11,6 +11,7 @@ import (
 
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/generation"
 )
 
 // Template is the offline provider: a deterministic function of the request
@@ -34,37 +35,29 @@ func (Template) Generate(ctx context.Context, req core.GenerateRequest) (out str
 	return render(req), nil
 }
 
-// opts is a normalised request.
-type opts struct {
-	name  string
-	ctype string // code, standard, api, process
-	style string // technical, simplified, detailed
-	lang  string // typescript, javascript, python, java, csharp, other
-}
-
-func normalize(req core.GenerateRequest) opts {
-	pick := func(v string, allowed ...string) string {
+// normalize returns req with its name made a safe one-line title and each
+// choice one of its values, a value it does not know being the default.
+func normalize(req core.GenerateRequest) core.GenerateRequest {
+	pick := func(v string, def string, allowed []string) string {
 		if v = strings.ToLower(strings.TrimSpace(v)); slices.Contains(allowed, v) {
 			return v
 		}
-		return allowed[0]
+		return def
 	}
 	name, _ := sanitize(req.Name, 4*maxTitleRunes)
 	if r := []rune(oneLine(name)); len(r) > maxTitleRunes {
 		name = strings.TrimRightFunc(string(r[:maxTitleRunes]), unicode.IsSpace) + "…"
 	}
-	return opts{
-		name:  cmp.Or(oneLine(name), "Procedure"),
-		ctype: pick(req.ContentType, "standard", "code", "api", "process"),
-		style: pick(req.DocStyle, "technical", "simplified", "detailed"),
-		lang:  pick(req.Language, "other", "typescript", "javascript", "python", "java", "csharp"),
-	}
+	req.Name = cmp.Or(oneLine(name), "Procedure")
+	req.ContentType = pick(req.ContentType, generation.DefaultContentType, generation.ContentTypes)
+	req.DocStyle = pick(req.DocStyle, generation.DefaultDocStyle, generation.DocStyles)
+	req.Language = pick(req.Language, generation.DefaultLanguage, generation.Languages)
+	return req
 }
 
-var langNames = map[string]string{"typescript": "TypeScript", "javascript": "JavaScript", "python": "Python", "java": "Java", "csharp": "C#"}
-
-// langName is the display name of a language ("" for other).
-func langName(lang string) string { return langNames[lang] }
+// langNames are the display names of the languages (none for Other).
+var langNames = map[string]string{generation.TypeScript: "TypeScript", generation.JavaScript: "JavaScript",
+	generation.Python: "Python", generation.Java: "Java", generation.CSharp: "C#"}
 
 // fenceTag is the code fence info string of a language ("" for other).
 func fenceTag(lang string) string {
@@ -95,6 +88,12 @@ type page struct {
 	Cut                       bool // the content was longer than read
 }
 
+// IsAPI, IsCode, IsProcess and IsStandard tell the layout the content type.
+func (p *page) IsAPI() bool      { return p.Kind == generation.API }
+func (p *page) IsCode() bool     { return p.Kind == generation.Code }
+func (p *page) IsProcess() bool  { return p.Kind == generation.Process }
+func (p *page) IsStandard() bool { return p.Kind == generation.Standard }
+
 // steps reads steps from items. With list lines, the list items are the
 // steps (deeper ones sub-points), text before the list the introduction,
 // text inside it sub-points and text after it notes. Without, every
@@ -112,7 +111,7 @@ func (p *page) steps(items []item) {
 			numbers++
 		}
 	}
-	p.Ordered = numbers > 0 || first < 0 || p.Kind != "standard"
+	p.Ordered = numbers > 0 || first < 0 || p.Kind != generation.Standard
 	for i, it := range items {
 		s, has := &step{}, len(p.Steps) > 0 // s: the last step, or scratch
 		if has {
@@ -236,19 +235,19 @@ func keep[T any](list []T, n int, left *int) []T {
 
 func render(req core.GenerateRequest) string {
 	o := normalize(req)
-	p := &page{Kind: o.ctype, Name: o.name, Lang: langName(o.lang), Tag: fenceTag(o.lang),
-		Simple: o.style == "simplified", Detailed: o.style == "detailed", Ordered: true}
+	p := &page{Kind: o.ContentType, Name: o.Name, Lang: langNames[o.Language], Tag: fenceTag(o.Language),
+		Simple: o.DocStyle == generation.Simplified, Detailed: o.DocStyle == generation.Detailed, Ordered: true}
 	text, cut := sanitize(req.Content, maxInputBytes)
 	root, items := parseJSON(text), []item(nil)
 	if root == nil {
 		items, p.Left = parseText(text)
-	} else if o.ctype != "api" {
+	} else if o.ContentType != generation.API {
 		items, p.Left = jsonItems(root)
 	}
-	switch p.Cut = cut; o.ctype {
-	case "api":
+	switch p.Cut = cut; o.ContentType {
+	case generation.API:
 		p.api(root, items)
-	case "code":
+	case generation.Code:
 		p.walkthrough(items, root)
 	default:
 		p.steps(items)
@@ -262,9 +261,9 @@ func render(req core.GenerateRequest) string {
 		if p.Simple {
 			s.Title, s.Check, s.Subs = first(s.Title, 160), first(s.Check, 160), nil
 		}
-		if s.Check == "" && o.ctype == "process" && p.Simple {
+		if s.Check == "" && o.ContentType == generation.Process && p.Simple {
 			s.Check = "Confirm it worked as expected."
-		} else if s.Check == "" && o.ctype == "process" {
+		} else if s.Check == "" && o.ContentType == generation.Process {
 			s.Check = "confirm “" + strings.TrimRight(clip(s.Title, 80), ".:;!") + "” is done and its result is as expected."
 		}
 	}

@@ -65,15 +65,11 @@ func scanGraphQL(src string) (int, string) {
 					break str
 				case b == '\\':
 					if strings.HasPrefix(src[j:], `\u`) && !strings.HasPrefix(src[j:], `\u{`) {
-						if r, ok := hex4(src, j+2); ok {
-							if off, reason := surrogate(src, j, r); reason != "" {
+						if n, off, reason, ok := unicodeEscape(src, j); ok {
+							if reason != "" {
 								return off, reason
 							}
-							if r >= 0xD800 && r < 0xDC00 {
-								j += 12 // a pair, checked by surrogate
-							} else {
-								j += 6
-							}
+							j += n
 							continue
 						}
 					}

@@ -160,20 +160,15 @@ func scanString(raw []byte, start int) (end, off int, reason string) {
 				i += 2
 				continue
 			}
-			r, ok := hex4(raw, i+2)
+			n, o, why, ok := unicodeEscape(raw, i)
 			if !ok {
 				i += 2
 				continue
 			}
-			if o, why := surrogate(raw, i, r); why != "" {
-				if reason == "" {
-					off, reason = o, why
-				}
-			} else if r >= 0xD800 && r < 0xDC00 {
-				i += 12 // a pair
-				continue
+			if why != "" && reason == "" {
+				off, reason = o, why
 			}
-			i += 6
+			i += n
 		case c < utf8.RuneSelf:
 			i++
 		default:
@@ -187,6 +182,22 @@ func scanString(raw []byte, start int) (end, off int, reason string) {
 		}
 	}
 	return len(raw), off, reason
+}
+
+// unicodeEscape reads the \uXXXX escape at src[at]: n is the bytes it
+// spans (12 for a surrogate pair, checked by surrogate), off and reason the
+// problem of a lone surrogate, and ok false when no four hex digits follow.
+func unicodeEscape[T ~string | ~[]byte](src T, at int) (n, off int, reason string, ok bool) {
+	r, ok := hex4(src, at+2)
+	switch {
+	case !ok:
+		return 0, 0, "", false
+	case r >= 0xD800 && r <= 0xDFFF:
+		if off, reason = surrogate(src, at, r); reason == "" {
+			return 12, 0, "", true
+		}
+	}
+	return 6, off, reason, true
 }
 
 // escapeAt reads a \uXXXX escape at raw[i].

@@ -35,6 +35,14 @@ const CommentsPerProcedure = 100
 // response of one record, a write's answer above all, always fits.
 const ResponseBytes = 16 << 20
 
+// keyLength is how many letters a workspace key has: 2 to 10.
+const keyLength = `{2,10}`
+
 // WorkspaceKey is the form of a workspace key, the prefix of its
 // procedures' shortIds: 2 to 10 upper-case ASCII letters.
-var WorkspaceKey = regexp.MustCompile(`^[A-Z]{2,10}$`)
+var WorkspaceKey = regexp.MustCompile(`^[A-Z]` + keyLength + `$`)
+
+// ShortID is the form of a procedure's shortId as a client may send it: its
+// workspace key in either case, "-" and the procedure's number (at most 18
+// digits, so that it fits an int64).
+var ShortID = regexp.MustCompile(`^[A-Za-z]` + keyLength + `-[0-9]{1,18}$`)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/middleware"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -21,10 +22,6 @@ const (
 	HeaderReset     = "RateLimit-Reset"
 	HeaderRetry     = "Retry-After"
 )
-
-// ErrorWriter answers an error in a face's own shape (a
-// middleware.ErrorWriter).
-type ErrorWriter = func(w http.ResponseWriter, r *http.Request, err error)
 
 // seconds rounds d up to whole seconds.
 func seconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
@@ -47,30 +44,16 @@ func (d Decision) Err() error {
 // token of its token's bucket before next runs, sets the RateLimit headers,
 // and answers a refusal through writeErr (next does not run). It must run
 // after authentication. A nil Limiter's middleware is next itself.
-func (l *Limiter) PerRequest(writeErr ErrorWriter) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		if l == nil {
-			return next
+func (l *Limiter) PerRequest(writeErr middleware.ErrorWriter) func(http.Handler) http.Handler {
+	return l.limited(func(w http.ResponseWriter, r *http.Request, next http.Handler, b *bucket) {
+		d := b.take(l.now(), 1)
+		d.setHeaders(w.Header())
+		if !d.Allowed {
+			writeErr(w, r, d.Err())
+			return
 		}
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			v := viewer.FromContext(r.Context())
-			if v == nil {
-				next.ServeHTTP(w, r)
-				return
-			}
-			d, ok := l.Take(v.TokenID, v.WorkspaceID, 1)
-			if !ok {
-				next.ServeHTTP(w, r)
-				return
-			}
-			d.setHeaders(w.Header())
-			if !d.Allowed {
-				writeErr(w, r, d.Err())
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // PerOperation returns middleware for a handler that learns what a request
@@ -81,32 +64,45 @@ func (l *Limiter) PerRequest(writeErr ErrorWriter) func(http.Handler) http.Handl
 // set when the response starts, and a refusal is answered through writeErr
 // in place of whatever the handler writes. It must run after
 // authentication. A nil Limiter's middleware is next itself.
-func (l *Limiter) PerOperation(writeErr ErrorWriter) func(http.Handler) http.Handler {
+func (l *Limiter) PerOperation(writeErr middleware.ErrorWriter) func(http.Handler) http.Handler {
+	return l.limited(func(w http.ResponseWriter, r *http.Request, next http.Handler, b *bucket) {
+		c := &charge{now: l.now, b: b}
+		before := make(map[string]bool, len(w.Header()))
+		for k := range w.Header() {
+			before[k] = true
+		}
+		cw := &chargedWriter{ResponseWriter: w, r: r, c: c, writeErr: writeErr, before: before}
+		next.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), chargeKey{}, c)))
+		cw.begin()
+	})
+}
+
+// limited returns middleware that hands the requests of a limited token to
+// serve with the token's bucket, and any other request (anonymous, or of a
+// workspace without limit) to next. A nil Limiter's middleware is next
+// itself.
+func (l *Limiter) limited(serve func(w http.ResponseWriter, r *http.Request, next http.Handler, b *bucket)) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		if l == nil {
 			return next
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			v := viewer.FromContext(r.Context())
-			if v == nil {
+			if b := l.viewerBucket(viewer.FromContext(r.Context())); b != nil {
+				serve(w, r, next, b)
+			} else {
 				next.ServeHTTP(w, r)
-				return
 			}
-			b := l.bucket(v.TokenID, v.WorkspaceID)
-			if b == nil {
-				next.ServeHTTP(w, r)
-				return
-			}
-			c := &charge{now: l.now, b: b}
-			before := make(map[string]bool, len(w.Header()))
-			for k := range w.Header() {
-				before[k] = true
-			}
-			cw := &chargedWriter{ResponseWriter: w, r: r, c: c, writeErr: writeErr, before: before}
-			next.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), chargeKey{}, c)))
-			cw.begin()
 		})
 	}
+}
+
+// viewerBucket is the bucket of v's token, or nil when v is nil or its
+// workspace's tokens are not limited.
+func (l *Limiter) viewerBucket(v *viewer.Viewer) *bucket {
+	if v == nil {
+		return nil
+	}
+	return l.bucket(v.TokenID, v.WorkspaceID)
 }
 
 type chargeKey struct{}
@@ -161,7 +157,7 @@ type chargedWriter struct {
 	http.ResponseWriter
 	r        *http.Request
 	c        *charge
-	writeErr ErrorWriter
+	writeErr middleware.ErrorWriter
 	// before holds the header names set before the handler ran: a refusal
 	// keeps those (request id, security headers) and drops the handler's.
 	before           map[string]bool
@@ -233,10 +229,7 @@ type stream struct {
 // would. Errors: rate_limited (the connection must be refused). A nil
 // Limiter, or a workspace without limit, charges nothing.
 func (l *Limiter) Connection(ctx context.Context, v *viewer.Viewer) (context.Context, error) {
-	if v == nil {
-		return ctx, nil
-	}
-	b := l.bucket(v.TokenID, v.WorkspaceID)
+	b := l.viewerBucket(v)
 	if b == nil {
 		return ctx, nil
 	}

@@ -74,10 +74,6 @@ type Option func(*Limiter)
 // (tests advance a clock of their own).
 func WithClock(now func() time.Time) Option { return func(l *Limiter) { l.now = now } }
 
-// WithMaxBuckets bounds the buckets kept (DefaultMaxBuckets otherwise); the
-// least recently used bucket is dropped first.
-func WithMaxBuckets(n int) Option { return func(l *Limiter) { l.maxBuckets = n } }
-
 // New returns a Limiter enforcing cfg, or nil (no limit: every method and
 // middleware of a nil Limiter lets everything through, without headers)
 // when cfg's rate is 0.
@@ -147,18 +143,6 @@ type Decision struct {
 	RetryAfter time.Duration
 }
 
-// Take spends n tokens (at least 1, at most the burst: a request costing
-// more than the bucket holds empties a full bucket rather than never
-// passing) from token's bucket in workspace. ok is false when the
-// workspace's tokens are not limited; nothing is spent then.
-func (l *Limiter) Take(token, workspace uuid.UUID, n int) (d Decision, ok bool) {
-	b := l.bucket(token, workspace)
-	if b == nil {
-		return Decision{}, false
-	}
-	return b.take(l.now(), n), true
-}
-
 // bucket returns token's bucket, made on first use, or nil when
 // workspace's tokens are not limited.
 func (l *Limiter) bucket(token, workspace uuid.UUID) *bucket {
@@ -188,6 +172,9 @@ type bucket struct {
 	burst int
 }
 
+// take spends n tokens: at least 1, at most the burst (a request costing
+// more than the bucket holds empties a full bucket rather than never
+// passing).
 func (b *bucket) take(now time.Time, n int) Decision {
 	n = min(max(n, 1), b.burst)
 	b.mu.Lock()

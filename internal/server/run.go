@@ -26,11 +26,11 @@ import (
 // workspace and prints its admin token to out. ready, if set, is told the
 // bound address once the server accepts connections.
 func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer, ready func(addr string)) error {
-	gen, err := newGenerator(cfg.AI)
+	gen, summary, err := newGenerator(cfg.AI)
 	if err != nil {
 		return err
 	}
-	log.Info(generatorSummary(cfg.AI))
+	log.Info(summary)
 	limiter, err := NewRateLimiter(cfg.RateLimit)
 	if err != nil {
 		return err
@@ -190,18 +190,13 @@ func seedDemo(ctx context.Context, svc *core.Service, b *core.Bootstrapped) erro
 	return err
 }
 
-// newGenerator builds the content generator of cfg. A retry count of 0 means
-// none (internal/generate reads 0 as its default, so it is passed as -1).
-func newGenerator(cfg config.AI) (core.Generator, error) {
-	g := generate.Config{Provider: cfg.Provider, URL: cfg.URL, Model: cfg.Model, APIKey: cfg.APIKey,
-		Timeout: cfg.Timeout, MaxRetries: cfg.MaxRetries}
-	if g.MaxRetries == 0 {
-		g.MaxRetries = -1
+// newGenerator builds the content generator of cfg and its line for the
+// startup log. --ai-max-retries=0 means no retry, which generate.Config
+// spells -1 (its 0 is its default).
+func newGenerator(cfg generate.Config) (core.Generator, string, error) {
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = -1
 	}
-	return generate.New(g)
-}
-
-func generatorSummary(cfg config.AI) string {
-	return generate.Config{Provider: cfg.Provider, URL: cfg.URL, Model: cfg.Model, APIKey: cfg.APIKey,
-		Timeout: cfg.Timeout, MaxRetries: cfg.MaxRetries}.Describe()
+	g, err := generate.New(cfg)
+	return g, cfg.Describe(), err
 }

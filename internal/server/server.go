@@ -123,7 +123,7 @@ func NewHandler(d Deps) *Handler {
 	// An authenticated request is charged to its token's rate limit as its
 	// face can (before the response cache, so that replays count): REST per
 	// request, GraphQL by the operation's cost once parsed.
-	requests := func(limit func(ratelimit.ErrorWriter) func(http.Handler) http.Handler) func(middleware.ErrorWriter) func(http.Handler) http.Handler {
+	requests := func(limit func(middleware.ErrorWriter) func(http.Handler) http.Handler) func(middleware.ErrorWriter) func(http.Handler) http.Handler {
 		return func(writeErr middleware.ErrorWriter) func(http.Handler) http.Handler {
 			limit := limit(writeErr)
 			// Idempotency-Key after the rate limit (a refused request
@@ -133,7 +133,7 @@ func NewHandler(d Deps) *Handler {
 			return func(h http.Handler) http.Handler { return limit(keyed(loaders(cached(h)))) }
 		}
 	}
-	authenticated := func(limit func(ratelimit.ErrorWriter) func(http.Handler) http.Handler) func(middleware.ErrorWriter) func(http.Handler) http.Handler {
+	authenticated := func(limit func(middleware.ErrorWriter) func(http.Handler) http.Handler) func(middleware.ErrorWriter) func(http.Handler) http.Handler {
 		return func(writeErr middleware.ErrorWriter) func(http.Handler) http.Handler {
 			authn, rest := authenticate(writeErr), requests(limit)(writeErr)
 			return func(h http.Handler) http.Handler { return authn(rest(h)) }
