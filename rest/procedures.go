@@ -219,29 +219,22 @@ func (a *API) getProcedure(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) updateProcedure(w http.ResponseWriter, r *http.Request) error {
-	b, err := readBody(w, r)
-	if err != nil {
-		return err
-	}
-	b.ignore(procedureReadOnly...)
-	in := model.UpdateProcedureInput{
-		Name:            b.str("name"),
-		Priority:        enumField[procedure.Priority](b.str("priority")),
-		State:           enumField[procedure.State](b.str("state")),
-		Content:         b.str("content"),
-		CategoryID:      b.str("categoryId"),
-		DoerID:          b.str("doerId"),
-		ProjectID:       b.str("projectId"),
-		DueAt:           b.timestamp("dueAt"),
-		Position:        b.number("position"),
-		CaptureID:       b.str("captureId"),
-		DisplayVideo:    b.boolean("displayVideo"),
-		IsFineTunedData: b.boolean("isFineTunedData"),
-	}
-	if err := b.finish(); err != nil {
-		return err
-	}
-	ifMatch, err := parseIfMatch(r.Header.Get("If-Match"))
+	in, ifMatch, err := readUpdate(w, r, procedureReadOnly, func(b *body) model.UpdateProcedureInput {
+		return model.UpdateProcedureInput{
+			Name:            b.str("name"),
+			Priority:        enumField[procedure.Priority](b.str("priority")),
+			State:           enumField[procedure.State](b.str("state")),
+			Content:         b.str("content"),
+			CategoryID:      b.str("categoryId"),
+			DoerID:          b.str("doerId"),
+			ProjectID:       b.str("projectId"),
+			DueAt:           b.timestamp("dueAt"),
+			Position:        b.number("position"),
+			CaptureID:       b.str("captureId"),
+			DisplayVideo:    b.boolean("displayVideo"),
+			IsFineTunedData: b.boolean("isFineTunedData"),
+		}
+	})
 	if err != nil {
 		return err
 	}

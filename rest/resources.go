@@ -47,6 +47,23 @@ func deleteWith(w http.ResponseWriter, r *http.Request, del func(ctx context.Con
 	return ok(w, Deleted{Success: true})
 }
 
+// readUpdate reads a PUT: its body, decoded into an input by fields
+// (ignoring the read-only fields a client may echo back), and its If-Match.
+func readUpdate[In any](w http.ResponseWriter, r *http.Request, readOnly []string, fields func(*body) In) (In, *time.Time, error) {
+	var in In
+	b, err := readBody(w, r)
+	if err != nil {
+		return in, nil, err
+	}
+	b.ignore(readOnly...)
+	in = fields(b)
+	if err := b.finish(); err != nil {
+		return in, nil, err
+	}
+	ifMatch, err := parseIfMatch(r.Header.Get("If-Match"))
+	return in, ifMatch, err
+}
+
 // writeProject answers p with its ETag, or err.
 func writeProject(w http.ResponseWriter, p *ent.Project, err error) error {
 	if err != nil {
@@ -95,16 +112,9 @@ func (a *API) getProject(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) updateProject(w http.ResponseWriter, r *http.Request) error {
-	b, err := readBody(w, r)
-	if err != nil {
-		return err
-	}
-	b.ignore(projectReadOnly...)
-	in := model.UpdateProjectInput{Name: b.str("name"), StartedAt: b.timestamp("startedAt"), DueAt: b.timestamp("dueAt")}
-	if err := b.finish(); err != nil {
-		return err
-	}
-	ifMatch, err := parseIfMatch(r.Header.Get("If-Match"))
+	in, ifMatch, err := readUpdate(w, r, projectReadOnly, func(b *body) model.UpdateProjectInput {
+		return model.UpdateProjectInput{Name: b.str("name"), StartedAt: b.timestamp("startedAt"), DueAt: b.timestamp("dueAt")}
+	})
 	if err != nil {
 		return err
 	}
@@ -148,16 +158,9 @@ func (a *API) getCategory(w http.ResponseWriter, r *http.Request) error {
 var categoryReadOnly = []string{"id", "workspaceId", "createdAt", "updatedAt"}
 
 func (a *API) updateCategory(w http.ResponseWriter, r *http.Request) error {
-	b, err := readBody(w, r)
-	if err != nil {
-		return err
-	}
-	b.ignore(categoryReadOnly...)
-	in := model.UpdateCategoryInput{Name: b.str("name")}
-	if err := b.finish(); err != nil {
-		return err
-	}
-	ifMatch, err := parseIfMatch(r.Header.Get("If-Match"))
+	in, ifMatch, err := readUpdate(w, r, categoryReadOnly, func(b *body) model.UpdateCategoryInput {
+		return model.UpdateCategoryInput{Name: b.str("name")}
+	})
 	if err != nil {
 		return err
 	}
