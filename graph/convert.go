@@ -113,8 +113,7 @@ func procedureOrder(o *model.ProcedureOrder) core.ProcedureOrder {
 
 // connection builds a Relay connection's parts from a core page. The edges
 // (an object and a cursor per item) are built only when the operation selects
-// them: list pages read nodes, and so does the REST face, which calls the
-// resolvers outside any operation.
+// them: list pages read nodes.
 func connection[N any, E any](ctx context.Context, items []N, info core.PageInfo, edge func(N, string) E) ([]E, *model.PageInfo) {
 	var edges []E
 	if selects(ctx, "edges") {
@@ -131,12 +130,8 @@ func connection[N any, E any](ctx context.Context, items []N, info core.PageInfo
 	return edges, pi
 }
 
-// selects reports whether the current GraphQL field selects field (false
-// outside an operation).
+// selects reports whether the current GraphQL field selects field.
 func selects(ctx context.Context, field string) bool {
-	if !graphql.HasOperationContext(ctx) || graphql.GetFieldContext(ctx) == nil {
-		return false
-	}
 	for _, f := range graphql.CollectFieldsCtx(ctx, nil) {
 		if f.Name == field {
 			return true
@@ -149,20 +144,18 @@ func deleted(id string) *model.DeletePayload {
 	return &model.DeletePayload{Success: true, DeletedID: id}
 }
 
-// requestedEdges reports which procedure edges the current field selects
-// below itself. Outside a GraphQL operation (the REST layer calls these
-// resolvers directly) every edge is wanted.
-func requestedEdges(ctx context.Context, isConnection bool) loader.Edges {
-	if !graphql.HasOperationContext(ctx) || graphql.GetFieldContext(ctx) == nil {
-		return loader.AllEdges
-	}
+// requestedEdges reports which edges the current field, returning
+// procedures, selects on them.
+func requestedEdges(ctx context.Context) loader.Edges {
+	return selectedEdges(graphql.GetOperationContext(ctx), graphql.CollectFieldsCtx(ctx, nil))
+}
+
+// connectionEdges reports which edges the current field, returning a
+// connection of procedures, selects on its nodes and on its edges' nodes.
+func connectionEdges(ctx context.Context) loader.Edges {
 	oc := graphql.GetOperationContext(ctx)
-	top := graphql.CollectFieldsCtx(ctx, nil)
-	if !isConnection {
-		return selectedEdges(oc, top)
-	}
 	var e loader.Edges
-	for _, f := range top {
+	for _, f := range graphql.CollectFieldsCtx(ctx, nil) {
 		switch f.Name {
 		case "nodes":
 			e = union(e, selectedEdges(oc, graphql.CollectFields(oc, f.Selections, nil)))
@@ -284,18 +277,23 @@ func selectsAuthor(oc *graphql.OperationContext, sel ast.SelectionSet) bool {
 	return false
 }
 
-// primed returns a function that primes the edges a single returned
-// procedure's selection needs; it wraps a core call's results.
-func primed(ctx context.Context) func(*ent.Procedure, error) (*ent.Procedure, error) {
+// prime returns a function that primes edges for the single procedure a
+// core call returns; it wraps the call's results.
+func prime(ctx context.Context, edges loader.Edges) func(*ent.Procedure, error) (*ent.Procedure, error) {
 	return func(p *ent.Procedure, err error) (*ent.Procedure, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := loader.PrimeProcedures(ctx, []*ent.Procedure{p}, requestedEdges(ctx, false)); err != nil {
+		if err := loader.PrimeProcedures(ctx, []*ent.Procedure{p}, edges); err != nil {
 			return nil, err
 		}
 		return p, nil
 	}
+}
+
+// primed is prime for the edges the current field selects.
+func primed(ctx context.Context) func(*ent.Procedure, error) (*ent.Procedure, error) {
+	return prime(ctx, requestedEdges(ctx))
 }
 
 func memberIDs[T any](items []T, id func(T) uuid.UUID) []uuid.UUID {

@@ -32,9 +32,6 @@ import (
 // It implements generated.ListPrimer, asserted in lists_test.go rather than
 // here: gqlgen type-checks this package before it writes that interface.
 func (r *Resolver) PrimeList(ctx context.Context, sel ast.SelectionSet, list any) bool {
-	if !graphql.HasOperationContext(ctx) {
-		return false
-	}
 	oc := graphql.GetOperationContext(ctx)
 	switch l := list.(type) {
 	case []*ent.Procedure:

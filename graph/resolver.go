@@ -1,13 +1,22 @@
 package graph
 
 import (
+	"context"
+	"time"
+
+	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/graph/model"
 	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/loader"
 )
 
 // Resolver is the root of the GraphQL resolvers. Resolvers translate
 // arguments, call the core service and prime the dataloaders for what the
 // query selects; they hold no business rules. The REST layer calls these same
-// methods.
+// resolvers: the generated methods where their arguments say everything, and
+// the entries below where it must say what an operation would have (which
+// edges the response shows) or what the schema's arguments cannot (a page by
+// number, core's sort).
 type Resolver struct {
 	Service *core.Service
 	// MaxResponseBytes bounds the bytes of each response, GraphQL's and
@@ -17,3 +26,88 @@ type Resolver struct {
 
 // NewResolver returns a Resolver over svc.
 func NewResolver(svc *core.Service) *Resolver { return &Resolver{Service: svc} }
+
+// The entries both faces share. Each primes, for the procedures it returns,
+// the edges the response shows: GraphQL's resolvers pass what the operation
+// selects (requestedEdges), REST passes what its fixed shapes embed
+// (loader.AllEdges).
+
+// ProcedureShowing returns the procedure id names with edges primed.
+func (r *Resolver) ProcedureShowing(ctx context.Context, id string, edges loader.Edges) (*ent.Procedure, error) {
+	return prime(ctx, edges)(r.Service.Procedure(ctx, id))
+}
+
+// ProceduresShowing returns the page w selects of the procedures f matches,
+// sorted by o, with edges primed for all of them at once.
+func (r *Resolver) ProceduresShowing(ctx context.Context, f core.ProcedureFilter, o core.ProcedureOrder, w core.Window, edges loader.Edges) (*core.ProcedureList, error) {
+	list, err := r.Service.FindProcedures(ctx, f, o, w)
+	if err != nil {
+		return nil, err
+	}
+	if err := loader.PrimeProcedures(ctx, list.Items, edges); err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// CreateProcedureShowing creates a procedure from input and returns it with
+// edges primed.
+func (r *Resolver) CreateProcedureShowing(ctx context.Context, input model.CreateProcedureInput, edges loader.Edges) (*ent.Procedure, error) {
+	return prime(ctx, edges)(r.Service.CreateProcedure(ctx, core.CreateProcedureInput{
+		Name:              input.Name,
+		Priority:          string(input.Priority),
+		State:             string(input.State),
+		DueAt:             timePtr(input.DueAt),
+		CategoryID:        input.CategoryID,
+		DoerID:            input.DoerID,
+		ProjectID:         input.ProjectID,
+		Content:           input.Content,
+		GenerateProcedure: input.GenerateProcedure != nil && *input.GenerateProcedure,
+		ContentType:       strPtr(input.ContentType),
+		DocStyle:          strPtr(input.DocStyle),
+		Language:          strPtr(input.Language),
+		CaptureID:         input.CaptureID,
+		DisplayVideo:      input.DisplayVideo,
+		IsFineTunedData:   input.IsFineTunedData,
+	}))
+}
+
+// UpdateProcedureShowing changes the fields input sets on the procedure id
+// names (if it was last updated at ifUpdatedAt, when given) and returns it
+// with edges primed.
+func (r *Resolver) UpdateProcedureShowing(ctx context.Context, id string, input model.UpdateProcedureInput, ifUpdatedAt *time.Time, edges loader.Edges) (*ent.Procedure, error) {
+	return prime(ctx, edges)(r.Service.UpdateProcedure(ctx, id, core.UpdateProcedureInput{
+		Name:            optional(input.Name),
+		Priority:        optionalString(input.Priority),
+		State:           optionalString(input.State),
+		Content:         optional(input.Content),
+		CategoryID:      optional(input.CategoryID),
+		DoerID:          optional(input.DoerID),
+		ProjectID:       optional(input.ProjectID),
+		DueAt:           optional(input.DueAt),
+		Position:        optional(input.Position),
+		CaptureID:       optional(input.CaptureID),
+		DisplayVideo:    optional(input.DisplayVideo),
+		IsFineTunedData: optional(input.IsFineTunedData),
+	}, core.Preconditions(ifUpdatedAt)...))
+}
+
+// ProjectPage, CategoryPage and MemberPage return the page w selects of the
+// records f matches. Their records have no edges to prime: the entries are
+// where both faces meet the core, so that an edge added later is primed for
+// both.
+
+// ProjectPage returns a page of projects.
+func (r *Resolver) ProjectPage(ctx context.Context, f core.ListFilter, w core.Window) (*core.ProjectList, error) {
+	return r.Service.FindProjects(ctx, f, w)
+}
+
+// CategoryPage returns a page of categories.
+func (r *Resolver) CategoryPage(ctx context.Context, f core.ListFilter, w core.Window) (*core.CategoryList, error) {
+	return r.Service.FindCategories(ctx, f, w)
+}
+
+// MemberPage returns a page of members.
+func (r *Resolver) MemberPage(ctx context.Context, f core.ListFilter, w core.Window) (*core.MemberList, error) {
+	return r.Service.FindMembers(ctx, f, w)
+}

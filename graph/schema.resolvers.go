@@ -25,41 +25,12 @@ func (r *commentResolver) Author(ctx context.Context, obj *ent.Comment) (*ent.Me
 
 // CreateProcedure is the resolver for the createProcedure field.
 func (r *mutationResolver) CreateProcedure(ctx context.Context, input model.CreateProcedureInput) (*ent.Procedure, error) {
-	return primed(ctx)(r.Service.CreateProcedure(ctx, core.CreateProcedureInput{
-		Name:              input.Name,
-		Priority:          string(input.Priority),
-		State:             string(input.State),
-		DueAt:             timePtr(input.DueAt),
-		CategoryID:        input.CategoryID,
-		DoerID:            input.DoerID,
-		ProjectID:         input.ProjectID,
-		Content:           input.Content,
-		GenerateProcedure: input.GenerateProcedure != nil && *input.GenerateProcedure,
-		ContentType:       strPtr(input.ContentType),
-		DocStyle:          strPtr(input.DocStyle),
-		Language:          strPtr(input.Language),
-		CaptureID:         input.CaptureID,
-		DisplayVideo:      input.DisplayVideo,
-		IsFineTunedData:   input.IsFineTunedData,
-	}))
+	return r.CreateProcedureShowing(ctx, input, requestedEdges(ctx))
 }
 
 // UpdateProcedure is the resolver for the updateProcedure field.
 func (r *mutationResolver) UpdateProcedure(ctx context.Context, id string, input model.UpdateProcedureInput, ifUpdatedAt *time.Time) (*ent.Procedure, error) {
-	return primed(ctx)(r.Service.UpdateProcedure(ctx, id, core.UpdateProcedureInput{
-		Name:            optional(input.Name),
-		Priority:        optionalString(input.Priority),
-		State:           optionalString(input.State),
-		Content:         optional(input.Content),
-		CategoryID:      optional(input.CategoryID),
-		DoerID:          optional(input.DoerID),
-		ProjectID:       optional(input.ProjectID),
-		DueAt:           optional(input.DueAt),
-		Position:        optional(input.Position),
-		CaptureID:       optional(input.CaptureID),
-		DisplayVideo:    optional(input.DisplayVideo),
-		IsFineTunedData: optional(input.IsFineTunedData),
-	}, core.Preconditions(ifUpdatedAt)...))
+	return r.UpdateProcedureShowing(ctx, id, input, ifUpdatedAt, requestedEdges(ctx))
 }
 
 // MoveProcedure is the resolver for the moveProcedure field.
@@ -218,16 +189,13 @@ func (r *queryResolver) Workspace(ctx context.Context) (*ent.Workspace, error) {
 
 // Procedure is the resolver for the procedure field.
 func (r *queryResolver) Procedure(ctx context.Context, id string) (*ent.Procedure, error) {
-	return primed(ctx)(r.Service.Procedure(ctx, id))
+	return r.ProcedureShowing(ctx, id, requestedEdges(ctx))
 }
 
 // Procedures is the resolver for the procedures field.
 func (r *queryResolver) Procedures(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.ProcedureFilter, orderBy *model.ProcedureOrder) (*model.ProcedureConnection, error) {
-	list, err := r.Service.FindProcedures(ctx, procedureFilter(filter), procedureOrder(orderBy), window(first, after, last, before))
+	list, err := r.ProceduresShowing(ctx, procedureFilter(filter), procedureOrder(orderBy), window(first, after, last, before), connectionEdges(ctx))
 	if err != nil {
-		return nil, err
-	}
-	if err := loader.PrimeProcedures(ctx, list.Items, requestedEdges(ctx, true)); err != nil {
 		return nil, err
 	}
 	edges, info := connection(ctx, list.Items, list.PageInfo, func(n *ent.Procedure, c string) *model.ProcedureEdge {
@@ -243,7 +211,7 @@ func (r *queryResolver) Project(ctx context.Context, id string) (*ent.Project, e
 
 // Projects is the resolver for the projects field.
 func (r *queryResolver) Projects(ctx context.Context, first *int, after *string, last *int, before *string, search *string) (*model.ProjectConnection, error) {
-	list, err := r.Service.FindProjects(ctx, core.ListFilter{Search: str(search)}, window(first, after, last, before))
+	list, err := r.ProjectPage(ctx, core.ListFilter{Search: str(search)}, window(first, after, last, before))
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +228,7 @@ func (r *queryResolver) Category(ctx context.Context, id string) (*ent.Category,
 
 // Categories is the resolver for the categories field.
 func (r *queryResolver) Categories(ctx context.Context, first *int, after *string, last *int, before *string, search *string) (*model.CategoryConnection, error) {
-	list, err := r.Service.FindCategories(ctx, core.ListFilter{Search: str(search)}, window(first, after, last, before))
+	list, err := r.CategoryPage(ctx, core.ListFilter{Search: str(search)}, window(first, after, last, before))
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +245,7 @@ func (r *queryResolver) Member(ctx context.Context, id string) (*ent.Member, err
 
 // Members is the resolver for the members field.
 func (r *queryResolver) Members(ctx context.Context, first *int, after *string, last *int, before *string, search *string) (*model.MemberConnection, error) {
-	list, err := r.Service.FindMembers(ctx, core.ListFilter{Search: str(search)}, window(first, after, last, before))
+	list, err := r.MemberPage(ctx, core.ListFilter{Search: str(search)}, window(first, after, last, before))
 	if err != nil {
 		return nil, err
 	}

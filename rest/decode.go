@@ -126,51 +126,33 @@ func (b *body) field(name string) (json.RawMessage, bool) {
 
 // str decodes a string field: absent, null, or a string.
 func (b *body) str(name string) graphql.Omittable[*string] {
-	raw, ok := b.field(name)
-	if !ok {
-		return graphql.Omittable[*string]{}
-	}
-	if isNull(raw) {
-		return graphql.OmittableOf[*string](nil)
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		b.val.Add(name, "must be a string")
-		return graphql.Omittable[*string]{}
-	}
-	return graphql.OmittableOf(&s)
+	return decodeField[string](b, name, "must be a string")
 }
 
 // boolean decodes a boolean field.
 func (b *body) boolean(name string) graphql.Omittable[*bool] {
-	raw, ok := b.field(name)
-	if !ok {
-		return graphql.Omittable[*bool]{}
-	}
-	if isNull(raw) {
-		return graphql.OmittableOf[*bool](nil)
-	}
-	var v bool
-	if err := json.Unmarshal(raw, &v); err != nil {
-		b.val.Add(name, "must be true or false")
-		return graphql.Omittable[*bool]{}
-	}
-	return graphql.OmittableOf(&v)
+	return decodeField[bool](b, name, "must be true or false")
 }
 
 // number decodes a numeric field.
 func (b *body) number(name string) graphql.Omittable[*float64] {
+	return decodeField[float64](b, name, "must be a number")
+}
+
+// decodeField decodes field name as a T: absent, null, or a T; any other
+// value is reported with problem.
+func decodeField[T any](b *body, name, problem string) graphql.Omittable[*T] {
 	raw, ok := b.field(name)
 	if !ok {
-		return graphql.Omittable[*float64]{}
+		return graphql.Omittable[*T]{}
 	}
 	if isNull(raw) {
-		return graphql.OmittableOf[*float64](nil)
+		return graphql.OmittableOf[*T](nil)
 	}
-	var v float64
+	var v T
 	if err := json.Unmarshal(raw, &v); err != nil {
-		b.val.Add(name, "must be a number")
-		return graphql.Omittable[*float64]{}
+		b.val.Add(name, "%s", problem)
+		return graphql.Omittable[*T]{}
 	}
 	return graphql.OmittableOf(&v)
 }

@@ -72,20 +72,13 @@ func appendProcedure(b []byte, p *ent.Procedure, cat *ent.Category, doer *ent.Me
 	b = strconv.AppendBool(b, p.IsFineTunedData)
 	b = append(b, `,"category":`...)
 	if cat != nil {
-		b = append(b, `{"id":`...)
-		b = appendUUID(b, cat.ID)
-		b = append(b, `,"name":`...)
-		b = appendString(b, cat.Name)
-		b = append(b, '}')
+		b = append(appendRef(b, cat.ID, cat.Name), '}')
 	} else {
 		b = append(b, "null"...)
 	}
 	b = append(b, `,"doer":`...)
 	if doer != nil {
-		b = append(b, `{"id":`...)
-		b = appendUUID(b, doer.ID)
-		b = append(b, `,"name":`...)
-		b = appendString(b, doer.Name)
+		b = appendRef(b, doer.ID, doer.Name)
 		b = append(b, `,"email":`...)
 		b = appendString(b, doer.Email)
 		b = append(b, '}')
@@ -94,11 +87,7 @@ func appendProcedure(b []byte, p *ent.Procedure, cat *ent.Category, doer *ent.Me
 	}
 	b = append(b, `,"project":`...)
 	if proj != nil {
-		b = append(b, `{"id":`...)
-		b = appendUUID(b, proj.ID)
-		b = append(b, `,"name":`...)
-		b = appendString(b, proj.Name)
-		b = append(b, '}')
+		b = append(appendRef(b, proj.ID, proj.Name), '}')
 	} else {
 		b = append(b, "null"...)
 	}
@@ -116,6 +105,15 @@ func appendProcedure(b []byte, p *ent.Procedure, cat *ent.Category, doer *ent.Me
 		b = append(b, '}')
 	}
 	return append(b, "]}"...), nil
+}
+
+// appendRef appends the start of an embedded record, {"id":…,"name":…,
+// left open for more fields.
+func appendRef(b []byte, id uuid.UUID, name string) []byte {
+	b = append(b, `{"id":`...)
+	b = appendUUID(b, id)
+	b = append(b, `,"name":`...)
+	return appendString(b, name)
 }
 
 // appendUUID appends id as a JSON string in its canonical form.
@@ -179,7 +177,9 @@ var plain = func() (t [utf8.RuneSelf]bool) {
 // appendString appends s as a JSON string the way middleware.WriteJSON's
 // encoder does (HTML characters left alone): quotes, backslashes and control
 // characters escaped, invalid UTF-8 replaced by U+FFFD, U+2028 and U+2029
-// escaped.
+// escaped. It is not graph/internal/inline's AppendString, which writes
+// gqlgen's escaping for GraphQL responses (upper-case hex, invalid UTF-8 and
+// U+2028 passed through): REST's bodies match encoding/json's.
 func appendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')

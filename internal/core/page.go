@@ -51,12 +51,15 @@ func (c Cursor) Offset(field string) (int, error) {
 	return n, nil
 }
 
-// Window is a Relay-style request: first/after or last/before.
+// Window is a Relay-style request: first/after or last/before. Start is
+// the offset of the first record wanted when there is no after cursor: a
+// client that pages by number (REST) asks for its page directly.
 type Window struct {
 	First  *int
 	After  *Cursor
 	Last   *int
 	Before *Cursor
+	Start  int
 }
 
 // resolve turns w into a Page. last without before needs the total, which
@@ -76,7 +79,7 @@ func (w Window) resolve(defaultSize, maxSize int, totalFn func() (int, error)) (
 	if err := val.Err(); err != nil {
 		return Page{}, err
 	}
-	start, end := 0, -1 // end < 0: unbounded
+	start, end := w.Start, -1 // end < 0: unbounded
 	if w.After != nil {
 		o, err := w.After.Offset("after")
 		if err != nil {

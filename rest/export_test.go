@@ -1,0 +1,11 @@
+package rest
+
+// Routes returns "METHOD /path" for every endpoint served, for the tests
+// that walk them all.
+func Routes() []string {
+	out := make([]string, len(routes))
+	for i, rt := range routes {
+		out[i] = rt.Method + " " + rt.Path
+	}
+	return out
+}
