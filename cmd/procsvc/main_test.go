@@ -149,6 +149,21 @@ func TestHelpAndConfigErrors(t *testing.T) {
 	}
 }
 
+// TestHelpListsNoLoadTools: the load tools are procsvc-bench's commands,
+// not the server's.
+func TestHelpListsNoLoadTools(t *testing.T) {
+	var out, errOut syncBuffer
+	if code := cli.Run(context.Background(), []string{"help"}, env(nil, &out, &errOut)); code != 0 {
+		t.Fatalf("help exited %d: %s", code, errOut.String())
+	}
+	if strings.Contains(out.String(), "bench") {
+		t.Fatalf("procsvc help lists the load tools:\n%s", out.String())
+	}
+	if code := cli.Run(context.Background(), []string{"bench", "seed"}, env(nil, &out, &errOut)); code != 2 {
+		t.Fatalf("procsvc bench seed exited %d, want 2 (unknown command)", code)
+	}
+}
+
 // TestOperatorCommands walks workspace create → member add → token create →
 // token list → token revoke on one SQLite file.
 func TestOperatorCommands(t *testing.T) {
