@@ -125,7 +125,7 @@ func (o *Object) String(alias, s string) {
 	if o.spent {
 		return
 	}
-	o.buf.Write(AppendString(o.key(alias), s))
+	o.buf.Write(appendString(o.key(alias), s))
 	if len(s) >= bigString {
 		o.count()
 	}
@@ -243,12 +243,12 @@ func (o *Object) MarshalGQL(w io.Writer) {
 	_, _ = w.Write(b[start:])
 }
 
-// AppendString appends s quoted as gqlgen's graphql.MarshalString writes it:
+// appendString appends s quoted as gqlgen's graphql.MarshalString writes it:
 // ", \ and control characters escaped, every other byte (invalid UTF-8
 // included) as it is. It is not rest's appendString, which writes what
 // encoding/json writes (invalid UTF-8 replaced, U+2028 escaped): each face
 // keeps the bytes of its own encoder.
-func AppendString(b []byte, s string) []byte {
+func appendString(b []byte, s string) []byte {
 	const hex = "0123456789ABCDEF" // gqlgen's case
 	b = append(b, '"')
 	start := 0
