@@ -88,8 +88,7 @@ func workspaceList(ctx context.Context, args []string, env Env) error {
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tKEY\tNAME\tCREATED")
+		tw := table(env, "ID\tKEY\tNAME\tCREATED")
 		for _, w := range ws {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", w.ID, w.Key, w.Name, timefmt.Format(w.CreatedAt))
 		}
@@ -142,13 +141,20 @@ func tokenList(ctx context.Context, args []string, env Env) error {
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tMEMBER\tNAME\tCREATED\tEXPIRES\tREVOKED")
+		tw := table(env, "ID\tMEMBER\tNAME\tCREATED\tEXPIRES\tREVOKED")
 		for _, t := range ts {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.MemberID, t.Name, timefmt.Format(t.CreatedAt), orDash(t.ExpiresAt), orDash(t.RevokedAt))
 		}
 		return tw.Flush()
 	})
+}
+
+// table starts a listing on env.Stdout with its tab-separated header; the
+// caller writes a line a row and flushes.
+func table(env Env, header string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	return tw
 }
 
 func orDash(t *time.Time) string {
