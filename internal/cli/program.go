@@ -25,7 +25,8 @@ import (
 type Env struct {
 	Stdout, Stderr io.Writer
 	Getenv         config.Getenv
-	// Ready, if set, is told the address serve listens on (tests use port 0).
+	// Ready, if set, is told the address serve listens on once it accepts
+	// connections: how a caller that asked for port 0 learns the port.
 	Ready func(addr string)
 }
 
