@@ -1,7 +1,7 @@
 // Package procsvc is a self-hostable backend for workspace procedure tracking.
 // The server is cmd/procsvc; this file only drives code generation, in order:
 // ent first (the data model), then gqlgen (which binds to it), through
-// procsvc's gqlgen entry point: gqlgen's generate plus one plugin
+// procsvc's gqlgen entry point: gqlgen's generate plus its two plugins
 // (graph/internal/gqlgen).
 package procsvc
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the GraphQL playground's real-browser test needs, if missing:
 # Debian's chromium (/usr/bin/chromium) and web/node_modules (npm ci, for
-# playwright-core). Exits non-zero when it cannot. Afterwards
-# internal/playground's browser tests run instead of skipping:
+# playwright-core). Exits non-zero when it cannot. Afterwards the tests that
+# drive a browser through internal/browsertest (internal/playground's, and
+# cmd/procsvc's TestPlaygroundInRealBrowser) run instead of skipping:
 #   bash .ci/browser-test.sh && go test -run TestBrowser ./internal/playground
 # Set BROWSER_TEST_RUN=1 to also run them here.
 set -euo pipefail

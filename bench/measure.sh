@@ -37,9 +37,11 @@ DB=procsvc_measure_$$
 SERVER=
 ADDR=127.0.0.1:18300
 BIN=$(mktemp -d)/procsvc
+BENCH=$(dirname "$BIN")/procsvc-bench   # the load tools, a binary of their own
 trap 'kill $SERVER 2>/dev/null || true; [ -n "${REUSE_DB_URL:-}" ] || psql "$PG/postgres?sslmode=disable" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
 
 go build -o "$BIN" ./cmd/procsvc
+go build -o "$BENCH" ./cmd/procsvc-bench
 if [ -n "${REUSE_DB_URL:-}" ]; then
   export DATABASE_URL="$REUSE_DB_URL"
   "$BIN" migrate >/dev/null
@@ -48,7 +50,7 @@ else
   psql "$PG/postgres?sslmode=disable" -qc "CREATE DATABASE $DB"
   export DATABASE_URL="$PG/$DB?sslmode=disable"
   "$BIN" migrate >/dev/null
-  seed=$("$BIN" bench seed --procedures "$PROCEDURES" --noise-workspaces "$NOISE" --noise-procedures "$NOISE_PROCEDURES")
+  seed=$("$BENCH" seed --procedures "$PROCEDURES" --noise-workspaces "$NOISE" --noise-procedures "$NOISE_PROCEDURES")
   echo "$seed" | head -1
   TOKEN=$(echo "$seed" | awk '/^token:/ {print $2}')
   psql "$DATABASE_URL" -qc "ANALYZE"
@@ -78,7 +80,7 @@ if [ "$MIX" = live ]; then
     SERVER=$!
     for _ in $(seq 1 50); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.2; done
     : >"$LOGS/progress"
-    "$BIN" bench live --url "http://$ADDR" --token "$TOKEN" --transport "$transport" --subscribers "$SUBSCRIBERS" \
+    "$BENCH" live --url "http://$ADDR" --token "$TOKEN" --transport "$transport" --subscribers "$SUBSCRIBERS" \
       --write-rate "$WRITE_RATE" --duration "$LIVE_DURATION" >"$LOGS/out" 2>"$LOGS/progress" &
     client=$!
     # CPU over the writes alone, not the opening of the subscriptions
@@ -120,10 +122,10 @@ for api in $APIS; do
   if [ "$MIX" = update ]; then
     for ratio in $WRITE_RATIOS; do
       for c in $CLIENTS; do
-        "$BIN" bench load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration 2s --mix update >/dev/null
+        "$BENCH" load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration 2s --mix update >/dev/null
         a0=$(ticks $SERVER); p0=$(pg_ticks)
         # a failed verification exits non-zero: keep the row, show it
-        out=$("$BIN" bench load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration "$DURATION" --mix update --write-ratio "$ratio") || true
+        out=$("$BENCH" load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration "$DURATION" --mix update --write-ratio "$ratio") || true
         a1=$(ticks $SERVER); p1=$(pg_ticks)
         n=$(echo "$out" | sed -n 's/^requests=\([0-9]*\).*/\1/p')
         rps=$(echo "$out" | sed -n 's/.*reads\/s=\([0-9.]*\).*/\1/p'); wps=$(echo "$out" | sed -n 's/.*writes\/s=\([0-9.]*\).*/\1/p')
@@ -141,9 +143,9 @@ for api in $APIS; do
   fi
   for c in $CLIENTS; do
     # warm the caches and connections, then measure
-    "$BIN" bench load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration 2s >/dev/null
+    "$BENCH" load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration 2s >/dev/null
     a0=$(ticks $SERVER); p0=$(pg_ticks)
-    out=$("$BIN" bench load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration "$DURATION")
+    out=$("$BENCH" load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration "$DURATION")
     a1=$(ticks $SERVER); p1=$(pg_ticks)
     n=$(echo "$out" | sed -n 's/.*requests=\([0-9]*\).*/\1/p')
     rps=$(echo "$out" | sed -n 's/.*req\/s=\([0-9.]*\).*/\1/p')

@@ -1,5 +1,10 @@
-// Package bench loads synthetic workspaces for benchmarks and load tests:
-// deterministic for a seed, written in large batches on either database.
+// Package bench is procsvc's load tooling, run by cmd/procsvc-bench and
+// bench/measure.sh, never linked by the server: Seed loads synthetic
+// workspaces (deterministic for a seed, written in large batches on either
+// database; tests seed with it too), Load drives a running server with
+// concurrent clients and verifies every acknowledged write, Live times
+// live-update deliveries to many subscriptions. Its Go benchmarks measure
+// the procedure list page over each face.
 package bench
 
 import (

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/procsvc/procsvc/bench"
+	"github.com/procsvc/procsvc/internal/apitest"
 	"github.com/procsvc/procsvc/internal/dbtest"
 	"github.com/procsvc/procsvc/internal/server"
 )
@@ -21,32 +22,32 @@ import (
 // BenchmarkProcedureListRESTUncached computes GET /procedures?limit=50 with
 // every nested edge on every iteration.
 func BenchmarkProcedureListRESTUncached(b *testing.B) {
-	benchmarkUncached(b, func(h *harness) *http.Request { return h.restRequest(50) })
+	benchmarkUncached(b, func(h *apitest.Lists) *http.Request { return h.RESTRequest(50) })
 }
 
-// BenchmarkProcedureListGraphQLUncached computes listQuery's page of 50 on
+// BenchmarkProcedureListGraphQLUncached computes apitest.ListQuery's page of 50 on
 // every iteration.
 func BenchmarkProcedureListGraphQLUncached(b *testing.B) {
-	benchmarkUncached(b, func(h *harness) *http.Request { return h.graphqlRequest(50) })
+	benchmarkUncached(b, func(h *apitest.Lists) *http.Request { return h.GraphQLRequest(apitest.ListQuery, 50) })
 }
 
-func benchmarkUncached(b *testing.B, request func(*harness) *http.Request) {
+func benchmarkUncached(b *testing.B, request func(*apitest.Lists) *http.Request) {
 	for _, dialect := range dbtest.Dialects(b) {
 		b.Run(dialect, func(b *testing.B) {
-			h := newHarnessWith(b, dialect, bench.Shape{Procedures: 10_000, Projects: 50, Categories: 30, Members: 20, MaxComments: 3},
+			h := apitest.NewLists(b, dialect, bench.Shape{Procedures: 10_000, Projects: 50, Categories: 30, Members: 20, MaxComments: 3},
 				server.Deps{ResponseCacheBytes: 0})
 			// Warm up: the token's first use records lastUsedAt, the
 			// second fills the core's totals cache for this version.
 			for range 2 {
-				h.handler.ServeHTTP(httptest.NewRecorder(), request(h))
+				h.Handler.ServeHTTP(httptest.NewRecorder(), request(h))
 			}
-			start := h.db.Statements()
+			start := h.DB.Statements()
 			cpuStart, cpuOK := processCPU()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
 				rec := httptest.NewRecorder()
-				h.handler.ServeHTTP(rec, request(h))
+				h.Handler.ServeHTTP(rec, request(h))
 				if rec.Code != http.StatusOK || rec.Header().Get("X-Cache") != "" {
 					b.Fatalf("status %d, X-Cache %q: %s", rec.Code, rec.Header().Get("X-Cache"), rec.Body.String())
 				}
@@ -55,7 +56,7 @@ func benchmarkUncached(b *testing.B, request func(*harness) *http.Request) {
 			if cpuEnd, ok := processCPU(); ok && cpuOK {
 				b.ReportMetric(float64(cpuEnd-cpuStart)/float64(b.N), "cpu-ns/op")
 			}
-			b.ReportMetric(float64(h.db.Statements()-start)/float64(b.N), "stmts/op")
+			b.ReportMetric(float64(h.DB.Statements()-start)/float64(b.N), "stmts/op")
 		})
 	}
 }

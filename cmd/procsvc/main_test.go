@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/procsvc/procsvc/internal/auth"
+	"github.com/procsvc/procsvc/internal/browsertest"
 	"github.com/procsvc/procsvc/internal/cli"
-	"github.com/procsvc/procsvc/internal/playground"
 )
 
 // syncBuffer is a bytes.Buffer safe to read while the server writes.
@@ -149,6 +149,21 @@ func TestHelpAndConfigErrors(t *testing.T) {
 	}
 }
 
+// TestHelpListsNoLoadTools: the load tools are procsvc-bench's commands,
+// not the server's.
+func TestHelpListsNoLoadTools(t *testing.T) {
+	var out, errOut syncBuffer
+	if code := cli.Run(context.Background(), []string{"help"}, env(nil, &out, &errOut)); code != 0 {
+		t.Fatalf("help exited %d: %s", code, errOut.String())
+	}
+	if strings.Contains(out.String(), "bench") {
+		t.Fatalf("procsvc help lists the load tools:\n%s", out.String())
+	}
+	if code := cli.Run(context.Background(), []string{"bench", "seed"}, env(nil, &out, &errOut)); code != 2 {
+		t.Fatalf("procsvc bench seed exited %d, want 2 (unknown command)", code)
+	}
+}
+
 // TestOperatorCommands walks workspace create → member add → token create →
 // token list → token revoke on one SQLite file.
 func TestOperatorCommands(t *testing.T) {
@@ -276,7 +291,7 @@ func TestServeLimitsFailedAuthentications(t *testing.T) {
 // origin. Skipped without a browser, except under CI, where
 // .ci/browser-test.sh installs one and a skip would hide a regression.
 func TestPlaygroundInRealBrowser(t *testing.T) {
-	if ok, why := playground.BrowserAvailable(); !ok {
+	if ok, why := browsertest.BrowserAvailable(); !ok {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("the playground browser test cannot run under CI: %s (run bash .ci/browser-test.sh)", why)
 		}
@@ -307,14 +322,14 @@ func TestPlaygroundInRealBrowser(t *testing.T) {
 	}
 	bctx, bcancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer bcancel()
-	if err := playground.RunBrowserTest(bctx, "http://"+addr, m[1], shot); err != nil {
+	if err := browsertest.RunBrowserTest(bctx, "http://"+addr, m[1], shot); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", shot)
 	// The same page runs a subscription over a same-origin WebSocket and
 	// shows the event of a write made meanwhile (web/e2e/subscription.test.mjs).
 	subShot := strings.TrimSuffix(shot, ".png") + "-subscription.png"
-	if err := playground.RunSubscriptionBrowserTest(bctx, "http://"+addr, m[1], subShot); err != nil {
+	if err := browsertest.RunSubscriptionBrowserTest(bctx, "http://"+addr, m[1], subShot); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", subShot)

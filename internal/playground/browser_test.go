@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/procsvc/procsvc/internal/browsertest"
 )
 
 // screenshotPath is where a browser test saves its picture: $SCREENSHOT, or a
@@ -30,13 +32,13 @@ func TestBrowserAgainstServer(t *testing.T) {
 	if baseURL == "" || token == "" {
 		t.Skip("set PROCSVC_PLAYGROUND_URL and PROCSVC_PLAYGROUND_TOKEN to run the playground in a browser against a running procsvc")
 	}
-	if ok, why := BrowserAvailable(); !ok {
+	if ok, why := browsertest.BrowserAvailable(); !ok {
 		t.Fatalf("PROCSVC_PLAYGROUND_URL is set but the browser test cannot run: %s (bash .ci/browser-test.sh installs it)", why)
 	}
 	shot := screenshotPath("procsvc-playground.png")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := RunBrowserTest(ctx, baseURL, token, shot); err != nil {
+	if err := browsertest.RunBrowserTest(ctx, baseURL, token, shot); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", shot)
@@ -52,7 +54,7 @@ func TestBrowserWithStubBackend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	if ok, why := BrowserAvailable(); !ok {
+	if ok, why := browsertest.BrowserAvailable(); !ok {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("the playground browser test cannot run under CI: %s (run bash .ci/browser-test.sh)", why)
 		}
@@ -90,7 +92,7 @@ func TestBrowserWithStubBackend(t *testing.T) {
 	shot := screenshotPath("procsvc-playground-stub.png")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := RunBrowserTest(ctx, srv.URL, token, shot); err != nil {
+	if err := browsertest.RunBrowserTest(ctx, srv.URL, token, shot); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", shot)

@@ -125,22 +125,25 @@ func (o *Object) String(alias, s string) {
 	if o.spent {
 		return
 	}
-	o.buf.Write(AppendString(o.key(alias), s))
+	o.buf.Write(appendString(o.key(alias), s))
 	if len(s) >= bigString {
 		o.count()
 	}
 }
 
 // StringPtr writes a nullable String field.
-func (o *Object) StringPtr(alias string, s *string) {
+func (o *Object) StringPtr(alias string, s *string) { writeNullable(o, alias, s, (*Object).String) }
+
+// writeNullable writes a nullable field: null, or *v by write.
+func writeNullable[T any](o *Object, alias string, v *T, write func(o *Object, alias string, v T)) {
 	if o.spent {
 		return
 	}
-	if s == nil {
+	if v == nil {
 		o.buf.Write(append(o.key(alias), "null"...))
 		return
 	}
-	o.String(alias, *s)
+	write(o, alias, *v)
 }
 
 // Bool writes a Boolean field.
@@ -185,16 +188,7 @@ func (o *Object) UUID(alias string, id uuid.UUID) {
 }
 
 // UUIDPtr writes a nullable ID field held as a UUID.
-func (o *Object) UUIDPtr(alias string, id *uuid.UUID) {
-	if o.spent {
-		return
-	}
-	if id == nil {
-		o.buf.Write(append(o.key(alias), "null"...))
-		return
-	}
-	o.UUID(alias, *id)
-}
+func (o *Object) UUIDPtr(alias string, id *uuid.UUID) { writeNullable(o, alias, id, (*Object).UUID) }
 
 // Time writes a Time field, as scalar.MarshalTime does.
 func (o *Object) Time(alias string, t time.Time) {
@@ -207,16 +201,7 @@ func (o *Object) Time(alias string, t time.Time) {
 }
 
 // TimePtr writes a nullable Time field.
-func (o *Object) TimePtr(alias string, t *time.Time) {
-	if o.spent {
-		return
-	}
-	if t == nil {
-		o.buf.Write(append(o.key(alias), "null"...))
-		return
-	}
-	o.Time(alias, *t)
-}
+func (o *Object) TimePtr(alias string, t *time.Time) { writeNullable(o, alias, t, (*Object).Time) }
 
 // Value writes a field's value now, by its marshaler (enums).
 func (o *Object) Value(alias string, m graphql.Marshaler) {
@@ -258,10 +243,12 @@ func (o *Object) MarshalGQL(w io.Writer) {
 	_, _ = w.Write(b[start:])
 }
 
-// AppendString appends s quoted as gqlgen's graphql.MarshalString writes it:
+// appendString appends s quoted as gqlgen's graphql.MarshalString writes it:
 // ", \ and control characters escaped, every other byte (invalid UTF-8
-// included) as it is.
-func AppendString(b []byte, s string) []byte {
+// included) as it is. It is not rest's appendString, which writes what
+// encoding/json writes (invalid UTF-8 replaced, U+2028 escaped): each face
+// keeps the bytes of its own encoder.
+func appendString(b []byte, s string) []byte {
 	const hex = "0123456789ABCDEF" // gqlgen's case
 	b = append(b, '"')
 	start := 0

@@ -1,4 +1,9 @@
-package playground
+// Package browsertest runs procsvc's real-browser tests, for Go tests only:
+// web/e2e/*.test.mjs, run by node with npm's playwright-core driving
+// Debian's chromium, against a procsvc (or a stub) the calling test serves.
+// .ci/browser-test.sh installs what they need; BrowserAvailable says what is
+// missing, so that a test can skip (or fail under CI).
+package browsertest
 
 import (
 	"bytes"
@@ -12,10 +17,6 @@ import (
 	"strings"
 	"time"
 )
-
-// The real-browser tests are web/e2e/*.test.mjs, run by node with npm's
-// playwright-core driving Debian's chromium. .ci/browser-test.sh
-// installs both.
 
 const modulePath = "github.com/procsvc/procsvc"
 
@@ -46,7 +47,7 @@ func RepoRoot() (string, error) {
 			dir = parent
 		}
 	}
-	return "", errors.New("playground: cannot find procsvc's go.mod above the working directory")
+	return "", errors.New("browsertest: cannot find procsvc's go.mod above the working directory")
 }
 
 func isProcsvcGoMod(b []byte) bool {

@@ -1,4 +1,4 @@
-package bench_test
+package core_test
 
 import (
 	"bytes"

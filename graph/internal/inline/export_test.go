@@ -1,0 +1,4 @@
+package inline
+
+// AppendString is appendString, for the fuzz test comparing it with gqlgen.
+var AppendString = appendString
