@@ -88,6 +88,9 @@ type Report struct {
 	// Unacknowledged counts creates that ended without a success (out of
 	// retries, or cut by the end of the run): each may exist at most once.
 	Unacknowledged int
+	// UnacknowledgedDeletes counts deletes that ended without a success:
+	// each may or may not have run, so their procedures are not verified.
+	UnacknowledgedDeletes int
 	// Duplicates counts creates found more than once at verification.
 	Duplicates int
 	// Reads and Writes split Requests; the percentiles below split P50..P99.
@@ -134,8 +137,8 @@ func (r *Report) Print(w io.Writer, cfg LoadConfig) {
 	}
 	printErrors(w, r.Errors)
 	if cfg.IdempotencyKeys || cfg.Retries > 0 || cfg.RequestTimeout > 0 {
-		fmt.Fprintf(w, "retries: keys=%t max=%d timeout=%s attempts=%d timeouts=%d retries=%d replays=%d in_progress=%d unacknowledged=%d\n",
-			cfg.IdempotencyKeys, cfg.Retries, cfg.RequestTimeout, r.Attempts, r.Timeouts, r.Retries, r.Replays, r.InProgress, r.Unacknowledged)
+		fmt.Fprintf(w, "retries: keys=%t max=%d timeout=%s attempts=%d timeouts=%d retries=%d replays=%d in_progress=%d unacknowledged=%d unacknowledged_deletes=%d\n",
+			cfg.IdempotencyKeys, cfg.Retries, cfg.RequestTimeout, r.Attempts, r.Timeouts, r.Retries, r.Replays, r.InProgress, r.Unacknowledged, r.UnacknowledgedDeletes)
 	}
 	if cfg.WriteRatio > 0 {
 		status := "OK"
@@ -212,13 +215,15 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	var (
-		mu       sync.Mutex
-		results  []outcome
-		created  = map[string]string{} // id -> unique name
-		deleted  []string
-		unacked  []string // names of creates never acknowledged
-		budget   = cfg.MaxRequests
-		budgetMu sync.Mutex
+		mu      sync.Mutex
+		results []outcome
+		created = map[string]string{} // id -> unique name
+		deleted []string
+		unacked []string // names of creates never acknowledged
+		// unackedDeletes counts deletes never acknowledged.
+		unackedDeletes int
+		budget         = cfg.MaxRequests
+		budgetMu       sync.Mutex
 	)
 	take := func() bool {
 		if cfg.MaxRequests == 0 {
@@ -268,12 +273,16 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 					mine = mine[:len(mine)-1]
 					key := c.newKey()
 					o = c.timed(runCtx, true, func(ctx context.Context) (string, error) { return "", c.delete(ctx, id, key) })
+					mu.Lock()
+					// A delete never acknowledged may have run: its
+					// procedure is neither known to exist nor known gone.
+					delete(created, id)
 					if o.code == "" {
-						mu.Lock()
 						deleted = append(deleted, id)
-						delete(created, id)
-						mu.Unlock()
+					} else {
+						unackedDeletes++
 					}
+					mu.Unlock()
 				case rng.Float64() < cfg.WriteRatio:
 					seq++
 					// The trailing dot keeps one name from being a substring of another.
@@ -328,7 +337,8 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 	rep.P50, rep.P90, rep.P99, rep.Max = percentiles(lat)
 	rep.ReadP50, rep.ReadP90, rep.ReadP99, _ = percentiles(readLat)
 	rep.WriteP50, rep.WriteP90, rep.WriteP99, _ = percentiles(writeLat)
-	rep.Created = len(created) + len(deleted)
+	rep.Created = len(created) + len(deleted) + unackedDeletes
+	rep.UnacknowledgedDeletes = unackedDeletes
 	rep.Attempts, rep.Timeouts, rep.Retries = int(c.attempts.Load()), int(c.timeouts.Load()), int(c.retries.Load())
 	rep.Replays, rep.InProgress, rep.Unacknowledged = int(c.replays.Load()), int(c.inProgressCount.Load()), len(unacked)
 	switch {
