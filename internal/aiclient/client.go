@@ -1,10 +1,9 @@
 // Package aiclient asks a server speaking the OpenAI chat-completions
-// protocol (OpenAI, Azure OpenAI, Ollama, vLLM, LiteLLM, …) for one
-// completion. It owns everything about talking to that server: the wire
-// types, the endpoint URL, a per-attempt timeout, bounded retries with
-// backoff and jitter on 429, 5xx and connection errors (after Retry-After
-// when the server sends one), a validated, size-capped reply, and the
-// classification of every failure.
+// protocol (OpenAI's own or any compatible one) for one completion. It owns
+// everything about talking to that server: the wire types, the endpoint URL,
+// a per-attempt timeout, bounded retries with backoff and jitter on 429, 5xx
+// and connection errors (after Retry-After when the server sends one), a
+// validated, size-capped reply, and the classification of every failure.
 //
 // What to ask is the caller's business: internal/generate writes the
 // prompts. Every failure is an *apperr.Error with code generation_failed

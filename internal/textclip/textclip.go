@@ -1,6 +1,6 @@
 // Package textclip shortens text that is shown or logged but must stay
-// bounded: generated documents quoting user content (internal/generate) and
-// log causes quoting an AI provider's reply (internal/aiclient).
+// bounded, such as user content quoted in a generated document or a
+// provider's reply quoted in a log cause.
 package textclip
 
 import (
