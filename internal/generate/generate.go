@@ -8,9 +8,9 @@
 //     follow the request's choices (internal/generation), as docs/design.md
 //     §8 describes. Input, output and every structure read are bounded
 //     (parse.go), so hostile content cannot make it slow, large or panic.
-//   - "openai": any server speaking the OpenAI chat-completions protocol,
-//     with a per-attempt timeout, bounded retries with backoff and jitter on
-//     429, 5xx and connection errors, and a validated, size-capped reply.
+//   - "openai": any server speaking the OpenAI chat-completions protocol.
+//     This package writes the prompts (openai.go); internal/aiclient talks to
+//     the server: timeouts, retries, reply validation and failures.
 //
 // Every failure is an *apperr.Error with code generation_failed whose message
 // says what went wrong; no message or cause ever contains the API key.

@@ -78,12 +78,14 @@ func TestDefaults(t *testing.T) {
 	if DefaultTimeout != 60*time.Second || DefaultMaxRetries != 2 {
 		t.Errorf("defaults are %s and %d, want 60s and 2", DefaultTimeout, DefaultMaxRetries)
 	}
-	g, err := New(Config{Provider: "openai", URL: "http://localhost:1", Model: "m"})
-	if err != nil {
+	// New builds the openai provider's client from the config with its
+	// defaults applied
+	openai := Config{Provider: "openai", URL: "http://localhost:1", Model: "m"}
+	if _, err := New(openai); err != nil {
 		t.Fatal(err)
 	}
-	if o := g.(*openAI); o.Timeout != DefaultTimeout || o.MaxRetries != DefaultMaxRetries {
-		t.Errorf("openai provider timeout %s retries %d, want defaults", o.Timeout, o.MaxRetries)
+	if c := openai.withDefaults().clientConfig(); c.Timeout != DefaultTimeout || c.MaxRetries != DefaultMaxRetries {
+		t.Errorf("openai provider timeout %s retries %d, want defaults", c.Timeout, c.MaxRetries)
 	}
 }
 
@@ -114,31 +116,6 @@ func TestDescribe(t *testing.T) {
 		}
 		if strings.Contains(got, key) {
 			t.Errorf("Describe() = %q contains the API key", got)
-		}
-	}
-}
-
-func TestChatURL(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"http://h:8080", "http://h:8080/v1/chat/completions"},
-		{"http://h:8080/", "http://h:8080/v1/chat/completions"},
-		{"http://h:8080/v1", "http://h:8080/v1/chat/completions"},
-		{"http://h:8080/v1/", "http://h:8080/v1/chat/completions"},
-		{"https://h/openai", "https://h/openai/v1/chat/completions"},
-		{"https://h/openai/v1//", "https://h/openai/v1/chat/completions"},
-		{"https://h/v1/chat/completions", "https://h/v1/chat/completions"},
-		{"https://h/?api-version=2024", "https://h/v1/chat/completions?api-version=2024"},
-		{" https://h ", "https://h/v1/chat/completions"},
-	}
-	for _, tt := range tests {
-		got, err := chatURL(tt.in)
-		if err != nil || got != tt.want {
-			t.Errorf("chatURL(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
-		}
-	}
-	for _, bad := range []string{"", "localhost:8080", "/v1", "ftp://h", "http://", "://x"} {
-		if _, err := chatURL(bad); err == nil {
-			t.Errorf("chatURL(%q): want error", bad)
 		}
 	}
 }

@@ -5,12 +5,14 @@ import (
 	"regexp"
 	"strings"
 	"text/template"
+
+	"github.com/procsvc/procsvc/internal/textclip"
 )
 
 // layout renders a page. Blocks are separated by blank lines freely:
 // finish collapses runs of them outside code.
 var layout = template.Must(template.New("doc").Funcs(template.FuncMap{
-	"esc": esc, "ic": ic, "cell": cell, "plural": plural, "first": first, "clip": clip,
+	"esc": esc, "ic": ic, "cell": cell, "plural": plural, "first": first, "clip": textclip.Bytes,
 	"codes": codes, "fenced": fenced, "infoTag": infoTag,
 	"inc":     func(i int) int { return i + 1 },
 	"pad":     func(s string) string { return strings.Repeat(" ", len(s)) },
@@ -165,7 +167,7 @@ func esc(s string) string {
 
 // ic is s as inline code.
 func ic(s string) string {
-	if s = clip(oneLine(s), 300); strings.Contains(s, "`") {
+	if s = textclip.Bytes(oneLine(s), 300); strings.Contains(s, "`") {
 		return "`` " + s + " ``"
 	} else if s == "" {
 		return ""
@@ -175,7 +177,7 @@ func ic(s string) string {
 
 // cell makes s safe for a table cell ("—" when empty).
 func cell(s string) string {
-	if s = strings.NewReplacer(`\`, `\\`, "|", `\|`).Replace(clip(oneLine(s), 300)); s == "" {
+	if s = strings.NewReplacer(`\`, `\\`, "|", `\|`).Replace(textclip.Bytes(oneLine(s), 300)); s == "" {
 		return "—"
 	}
 	return s
@@ -198,7 +200,7 @@ func first(s string, max int) string {
 	if ss := sentences(s); len(ss) > 0 {
 		s = ss[0]
 	}
-	return clip(s, max)
+	return textclip.Bytes(s, max)
 }
 
 // plural is "n word" or "n words".

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/procsvc/procsvc/internal/textclip"
 )
 
 // Bounds of the template provider: content beyond them is not read.
@@ -48,17 +50,6 @@ func sanitize(s string, max int) (out string, cut bool) {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// clip cuts s to at most max bytes on a rune boundary, adding "…".
-func clip(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	for max > 0 && !utf8.RuneStart(s[max]) {
-		max--
-	}
-	return strings.TrimRightFunc(s[:max], unicode.IsSpace) + "…"
-}
 
 // clipCode cuts a code block to maxCodeBytes at a line end.
 func clipCode(code string) string {
@@ -136,7 +127,7 @@ func parseText(s string) (items []item, left int) {
 			items = append(items, item{kind: kCode, code: clipCode(strings.Join(para, "\n"))})
 		} else {
 			for _, l := range para {
-				items = append(items, item{text: clip(strings.TrimSpace(l), maxItemText)})
+				items = append(items, item{text: textclip.Bytes(strings.TrimSpace(l), maxItemText)})
 			}
 		}
 		para = nil
@@ -171,7 +162,7 @@ func parseText(s string) (items []item, left int) {
 		if it.kind == kText && strings.Trim(t, "-*_= ") != "" {
 			para = append(para, strings.TrimRight(lines[i], " \t"))
 		} else if flush(); it.kind != kText && it.text != "" { // else a blank line or a rule
-			it.text = clip(oneLine(it.text), maxItemText)
+			it.text = textclip.Bytes(oneLine(it.text), maxItemText)
 			items = append(items, it)
 		}
 	}
@@ -282,7 +273,7 @@ func (n *jnode) scalar() bool { return !n.obj && !n.arr }
 
 // text is n on one line and at most max bytes: a scalar's value, or JSON.
 func (n *jnode) text(max int) string {
-	return clip(oneLine(clip(cmp.Or(n.raw, n.val), 4*max)), max)
+	return textclip.Bytes(oneLine(textclip.Bytes(cmp.Or(n.raw, n.val), 4*max)), max)
 }
 
 // pretty is n as indented JSON (a string as itself).

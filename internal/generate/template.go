@@ -12,6 +12,7 @@ import (
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/generation"
+	"github.com/procsvc/procsvc/internal/textclip"
 )
 
 // Template is the offline provider: a deterministic function of the request
@@ -264,7 +265,7 @@ func render(req core.GenerateRequest) string {
 		if s.Check == "" && o.ContentType == generation.Process && p.Simple {
 			s.Check = "Confirm it worked as expected."
 		} else if s.Check == "" && o.ContentType == generation.Process {
-			s.Check = "confirm “" + strings.TrimRight(clip(s.Title, 80), ".:;!") + "” is done and its result is as expected."
+			s.Check = "confirm “" + strings.TrimRight(textclip.Bytes(s.Title, 80), ".:;!") + "” is done and its result is as expected."
 		}
 	}
 	var b strings.Builder
