@@ -91,7 +91,7 @@ var inlineListObjects = []string{"Procedure", "ProcedureEdge", "Comment"}
 // graphql.FieldInterceptor extension such as a tracer) never sees the plain
 // fields of these six objects, since they are not resolved as fields at all;
 // their other fields (resolvers, arguments, directives, lists) go through
-// it as usual. procsvc registers no field middleware (graph/handler.go says
+// it as usual. procsvc registers no field middleware (graph/gqlhttp/executor.go says
 // so where the executor is built). One that must see every field requires
 // removing the objects from this list, and the speed with them.
 var objectsWritten = []string{"Procedure", "ProcedureEdge", "Comment", "Category", "Member", "Project"}

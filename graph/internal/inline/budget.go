@@ -110,7 +110,7 @@ func (w *boundedWriter) Write(p []byte) (int, error) {
 var lineSep, paraSep = []byte("\u2028"), []byte("\u2029")
 
 // sentLen is the length of p once the transport has encoded the response
-// as encoding/json does (graph/direct.go writes the same bytes): <, > and
+// as encoding/json does (graph/gqlhttp/direct_transport.go writes the same bytes): <, > and
 // & become \u003c (6 bytes), U+2028 and U+2029 (3) \u2028 (6). Counting
 // what is sent keeps a response of such characters from passing its bound
 // sixfold on the wire, and in the memory its encoding takes.
