@@ -589,14 +589,15 @@ func nameContains(n named, q string) bool { return strings.Contains(strings.ToLo
 // ---------------------------------------------------------------------------
 // Operations of a given size.
 
-// deepIntrospection is an operation nested depth fields deep.
+// deepIntrospection is an operation nested depth fields deep: __schema,
+// types, fields, type, then a chain of ofType down to name, whose first
+// gqlhttp.MaxFreeWrappedTypes levels add no depth.
 func deepIntrospection(depth int) string {
-	// __schema, types, fields, type, then ofType down to name.
 	if depth < 5 {
 		panic("too shallow")
 	}
 	q := "name"
-	for i := 0; i < depth-5; i++ {
+	for i := 0; i < gqlhttp.MaxFreeWrappedTypes+depth-5; i++ {
 		q = "ofType { " + q + " }"
 	}
 	return "{ __schema { types { fields { type { " + q + " } } } } }"

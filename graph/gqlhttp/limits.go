@@ -54,6 +54,9 @@ const (
 
 	// MaxDepth bounds how deep an operation nests fields.
 	MaxDepth = 12
+	// MaxFreeWrappedTypes is how many levels of a chain of ofType fields
+	// in introspection add no depth (wrappedType).
+	MaxFreeWrappedTypes = 16
 	// MaxComplexity bounds an operation's cost: what its response can
 	// hold, nested lists multiplied (complexity.go).
 	MaxComplexity = 2000
@@ -420,8 +423,8 @@ func (d depthLimit) MutateOperationContext(ctx context.Context, oc *graphql.Oper
 	if op == nil {
 		return nil
 	}
-	h := heights{walk: newWalk(ctx, oc.Doc), memo: map[string]int{}}
-	depth, err := h.set(op.SelectionSet)
+	h := heights{walk: newWalk(ctx, oc.Doc), memo: map[spreadAt]int{}}
+	depth, err := h.set(op.SelectionSet, 0)
 	if err != nil {
 		return err
 	}
@@ -432,13 +435,22 @@ func (d depthLimit) MutateOperationContext(ctx context.Context, oc *graphql.Oper
 }
 
 // heights measures how deep selection sets nest fields, each fragment
-// once: a spread is as deep as its fragment.
+// once per place in a chain of wrapped types: a spread is as deep as its
+// fragment.
 type heights struct {
 	*walk
-	memo map[string]int
+	memo map[spreadAt]int
 }
 
-func (h heights) set(set ast.SelectionSet) (int, *gqlerror.Error) {
+// spreadAt is a fragment spread below chain wrapped types (wrappedType),
+// counted up to MaxFreeWrappedTypes + 1: deeper, every level counts.
+type spreadAt struct {
+	name  string
+	chain int
+}
+
+// set is how deep set nests fields, below chain wrapped types.
+func (h heights) set(set ast.SelectionSet, chain int) (int, *gqlerror.Error) {
 	deepest := 0
 	for _, sel := range set {
 		if err := h.tick(); err != nil {
@@ -448,12 +460,20 @@ func (h heights) set(set ast.SelectionSet) (int, *gqlerror.Error) {
 		var err *gqlerror.Error
 		switch sel := sel.(type) {
 		case *ast.Field:
-			d, err = h.set(sel.SelectionSet)
-			d++
+			if wrappedType(sel) {
+				next := min(chain+1, MaxFreeWrappedTypes+1)
+				d, err = h.set(sel.SelectionSet, next)
+				if next > MaxFreeWrappedTypes {
+					d++
+				}
+			} else {
+				d, err = h.set(sel.SelectionSet, 0)
+				d++
+			}
 		case *ast.InlineFragment:
-			d, err = h.set(sel.SelectionSet)
+			d, err = h.set(sel.SelectionSet, chain)
 		case *ast.FragmentSpread:
-			d, err = h.fragment(sel.Name)
+			d, err = h.fragment(spreadAt{sel.Name, chain})
 		}
 		if err != nil {
 			return 0, err
@@ -463,20 +483,31 @@ func (h heights) set(set ast.SelectionSet) (int, *gqlerror.Error) {
 	return deepest, nil
 }
 
-func (h heights) fragment(name string) (int, *gqlerror.Error) {
-	if d, ok := h.memo[name]; ok {
+// wrappedType reports whether f is a type's ofType in introspection: the
+// type a list or non-null type wraps. The first MaxFreeWrappedTypes of a
+// chain of them add no depth: an ofType is one object, never a list, so it
+// cannot multiply a response, and it is null past the schema's deepest
+// wrapping (three levels here). Standard introspection (graphql-js's
+// getIntrospectionQuery nests ofType nine levels deep) is what code
+// generators and schema tools send; counting those levels refused it.
+func wrappedType(f *ast.Field) bool {
+	return f.Name == "ofType" && f.ObjectDefinition != nil && f.ObjectDefinition.Name == "__Type"
+}
+
+func (h heights) fragment(at spreadAt) (int, *gqlerror.Error) {
+	if d, ok := h.memo[at]; ok {
 		return d, nil // 0 while measured: validation refused cycles
 	}
-	def := h.fragments[name]
+	def := h.fragments[at.name]
 	if def == nil {
 		return 0, nil
 	}
-	h.memo[name] = 0
-	d, err := h.set(def.SelectionSet)
+	h.memo[at] = 0
+	d, err := h.set(def.SelectionSet, at.chain)
 	if err != nil {
 		return 0, err
 	}
-	h.memo[name] = d
+	h.memo[at] = d
 	return d, nil
 }
 
