@@ -362,7 +362,7 @@ func percentiles(lat []time.Duration) (p50, p90, p99, maximum time.Duration) {
 	return pct(0.50), pct(0.90), pct(0.99), pct(1)
 }
 
-// newKey returns a fresh Idempotency-Key for one write, "" without keys.
+// printErrors prints a report's errors by kind, sorted, or "errors: none":
 // the line format measure.sh and the tests read.
 func printErrors(w io.Writer, errs map[string]int) {
 	kinds := make([]string, 0, len(errs))

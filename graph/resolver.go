@@ -16,7 +16,9 @@ import (
 // resolvers: the generated methods where their arguments say everything, and
 // the entries below where it must say what an operation would have (which
 // edges the response shows) or what the schema's arguments cannot (a page by
-// number, core's sort).
+// number, core's sort). Generated methods that return procedures read the
+// operation's selection (requestedEdges, PrimeList) and so run only inside a
+// GraphQL operation: REST reaches procedures through the *Showing entries.
 type Resolver struct {
 	Service *core.Service
 	// MaxResponseBytes bounds the bytes of each response, GraphQL's and

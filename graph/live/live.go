@@ -307,13 +307,6 @@ func give(mu *sync.Mutex, counts map[uuid.UUID]int, token uuid.UUID) {
 	}
 }
 
-// Open returns how many subscriptions token holds open on this replica.
-func (l *Live) Open(token uuid.UUID) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.subscriptions[token]
-}
-
 // Stats is what a Live holds at one moment.
 type Stats struct {
 	// Connections are the open WebSockets and Server-Sent Events streams.

@@ -204,7 +204,16 @@ func (s *stream) handle(ctx context.Context, se streamEvent, open bool) (*render
 	// have been missed too. Every subscription of a token hears it: the
 	// token is looked up once for all of them.
 	v, err := s.live.checks.get(ctx, checkKey{s.credential, se.e.Seq}, func() (*viewer.Viewer, int64, error) {
-		v, err := s.live.reauthenticate(ctx, s.credential, s.v)
+		// Not cancelled with this subscriber: the token's other
+		// subscriptions take its answer, and a lookup cut short would keep
+		// the previous viewer for all of them. Bounded as a request is.
+		cctx := context.WithoutCancel(ctx)
+		if t := s.live.opts.RequestTimeout; t > 0 {
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithTimeout(cctx, t)
+			defer cancel()
+		}
+		v, err := s.live.reauthenticate(cctx, s.credential, s.v)
 		return v, 256 + int64(len(s.credential)), err
 	})
 	if err != nil {

@@ -141,6 +141,12 @@ func ConnectionLost(err error) bool {
 			return true
 		}
 	}
+	// A context's deadline is a net.Error too, but it is the request's end,
+	// not the connection's: counting it as lost would drop every idle
+	// connection whenever a request runs out of time.
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
 	var ne net.Error
 	if errors.As(err, &ne) {
 		return true

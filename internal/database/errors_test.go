@@ -129,7 +129,7 @@ func TestConnectionLost(t *testing.T) {
 		}
 	}
 	kept := []error{
-		nil, errors.New("boom"), context.Canceled,
+		nil, errors.New("boom"), context.Canceled, context.DeadlineExceeded, wrapped(context.DeadlineExceeded),
 		&pq.Error{Code: "57014"}, &pq.Error{Code: "55P03"}, &pq.Error{Code: "23505"}, &pq.Error{Code: ""},
 	}
 	for _, err := range kept {
@@ -158,5 +158,18 @@ func TestOtherErrorsStayInternal(t *testing.T) {
 	ae := &apperr.Error{Code: apperr.Conflict, Message: "x", Err: driver.ErrBadConn}
 	if apperr.From(ae) != ae {
 		t.Error("an *Error must keep its own code whatever its cause")
+	}
+}
+
+// TestRequestDeadlineIsNotAnOutage: a request that ran out of time, even
+// through a driver that wraps the deadline, is told so, not that the
+// database is unavailable (a deadline is a net.Error too).
+func TestRequestDeadlineIsNotAnOutage(t *testing.T) {
+	classifyStorage(t)
+	for _, err := range []error{context.DeadlineExceeded, wrapped(context.DeadlineExceeded), fmt.Errorf("core: %w", wrapped(context.DeadlineExceeded))} {
+		ae := apperr.From(err)
+		if ae.Code != apperr.Unavailable || ae.Message != "the request could not be completed in time" {
+			t.Errorf("From(%v) = %s %q", err, ae.Code, ae.Message)
+		}
 	}
 }

@@ -247,6 +247,9 @@ type flushCounter struct {
 	header  http.Header
 	body    bytes.Buffer
 	flushes int
+	// flushed is how much of body had been flushed at the last Flush: a
+	// write is not on the wire until its flush.
+	flushed int
 }
 
 func (f *flushCounter) Header() http.Header { return f.header }
@@ -260,11 +263,14 @@ func (f *flushCounter) Flush() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.flushes++
+	f.flushed = f.body.Len()
 }
+
+// state is what has been flushed, and how many flushes it took.
 func (f *flushCounter) state() (string, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.body.String(), f.flushes
+	return string(f.body.Bytes()[:f.flushed]), f.flushes
 }
 
 // TestLiveStreamWritesArePaced: a Server-Sent Events stream writes at most
