@@ -76,6 +76,11 @@ func (w Window) resolve(defaultSize, maxSize int, totalFn func() (int, error)) (
 	if w.First != nil && w.Last != nil {
 		val.Add("last", "cannot be combined with first")
 	}
+	// Start comes from a page number (REST's "page"), bounded as an
+	// offset cursor is.
+	if w.Start < 0 || w.Start > 1<<40 {
+		val.Add("page", "is out of range")
+	}
 	if err := val.Err(); err != nil {
 		return Page{}, err
 	}

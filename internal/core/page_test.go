@@ -108,6 +108,9 @@ func TestWindowResolve(t *testing.T) {
 	}{
 		{name: "empty window is the first default page", w: Window{}, want: Page{0, def}},
 		{name: "first", w: Window{First: intp(5)}, want: Page{0, 5}},
+		{name: "start", w: Window{First: intp(5), Start: 10}, want: Page{10, 5}},
+		{name: "negative start", w: Window{First: intp(5), Start: -5}, wantField: "page"},
+		{name: "start past any offset", w: Window{Start: 1<<40 + 1}, wantField: "page"},
 		{name: "first zero", w: Window{First: intp(0)}, want: Page{0, 0}},
 		{name: "first at max", w: Window{First: intp(maxSize)}, want: Page{0, maxSize}},
 		{name: "first after", w: Window{First: intp(5), After: curp(CursorAt(9))}, want: Page{10, 5}},
