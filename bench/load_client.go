@@ -196,7 +196,7 @@ func (c *client) doKeyed(ctx context.Context, method, path, key string, body any
 const loadListQuery = `query LoadList($first: Int!) { procedures(first: $first) { totalCount nodes {
   id shortId name priority state content categoryId doerId creatorId position dueAt createdAt updatedAt
   projectId workspaceId captureId displayVideo isFineTunedData
-  category { id name } doer { id name email } project { id name } comments(last: 3) { id text createdAt } } } }`
+  category { id name } doer { id name email } project { id name } comments(last: 3) { nodes { id text createdAt } } } } }`
 
 func (c *client) graphql(ctx context.Context, query string, vars map[string]any, out any) error {
 	return c.graphqlKeyed(ctx, "", query, vars, out)

@@ -126,7 +126,7 @@ const loadShapeQuery = `query LoadShape($first: Int!, $after: String, $filter: P
   procedures(first: $first, after: $after, filter: $filter, orderBy: $orderBy) { totalCount nodes {
   id shortId name priority state content categoryId doerId creatorId position dueAt createdAt updatedAt
   projectId workspaceId captureId displayVideo isFineTunedData
-  category { id name } doer { id name email } project { id name } comments(last: 3) { id text createdAt } } } }`
+  category { id name } doer { id name email } project { id name } comments(last: 3) { nodes { id text createdAt } } } } }`
 
 // listShape reads list shape i (0..4) of restShapes.
 func (c *client) listShape(ctx context.Context, i int) error {

@@ -7,7 +7,7 @@ import (
 )
 
 // CheckArguments checks the arguments of the fields whose arguments bound
-// what they render: a procedure's comments (commentView) and the ids of
+// what they render: a procedure's comments (commentWindow) and the ids of
 // nodes (checkNodeIDs). The HTTP face runs it on every field before any
 // resolver runs (its page-size limit), so that such a field costs no SQL;
 // the rules stay the resolvers'.
@@ -17,7 +17,7 @@ func CheckArguments(f *ast.Field, args map[string]any) error {
 	}
 	switch f.ObjectDefinition.Name + "." + f.Name {
 	case "Procedure.comments":
-		_, err := commentViewOf(args)
+		_, _, err := commentWindow(intArg(args, "first"), intArg(args, "last"))
 		return err
 	case "Query.nodes":
 		list, ok := args["ids"].([]any)

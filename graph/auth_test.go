@@ -97,7 +97,7 @@ func TestRoles(t *testing.T) {
 			{"Viewer", "VIEWER", `{ viewer { id role } }`, func(t *testing.T) map[string]any { return nil }},
 			{"Workspace", "VIEWER", `{ workspace { id } }`, func(t *testing.T) map[string]any { return nil }},
 			{"Procedures", "VIEWER", `{ procedures { totalCount } }`, func(t *testing.T) map[string]any { return nil }},
-			{"Procedure", "VIEWER", `query($id: ID!) { procedure(id: $id) { id comments { id } } }`, func(t *testing.T) map[string]any { return obj("id", newProc(t).ShortID) }},
+			{"Procedure", "VIEWER", `query($id: ID!) { procedure(id: $id) { id comments { nodes { id } } } }`, func(t *testing.T) map[string]any { return obj("id", newProc(t).ShortID) }},
 			{"Projects", "VIEWER", `{ projects { totalCount } }`, func(t *testing.T) map[string]any { return nil }},
 			{"Project", "VIEWER", `query($id: ID!) { project(id: $id) { id } }`, func(t *testing.T) map[string]any { return obj("id", w.ProjectID) }},
 			{"Categories", "VIEWER", `{ categories { totalCount } }`, func(t *testing.T) map[string]any { return nil }},

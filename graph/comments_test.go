@@ -200,7 +200,7 @@ func TestCommentViews(t *testing.T) {
 		texts := func(t *testing.T, id, args string) []string {
 			t.Helper()
 			var out struct {
-				Procedure struct{ Comments []struct{ Text string } }
+				Procedure struct{ Comments nodes[struct{ Text string }] }
 			}
 			ok(t, s.GraphQL(t, w.ViewToken, `query($id: ID!) { procedure(id: $id) { comments`+args+` { text } } }`, obj("id", id)), &out)
 			got := []string{}
@@ -269,9 +269,9 @@ func TestCommentViews(t *testing.T) {
 		})
 
 		t.Run("ViewsOfAPageReadTogether", func(t *testing.T) {
-			const one = `{ procedures(first: 5, orderBy: {field: NAME, direction: ASC}) { nodes { name comments { text } } } }`
+			const one = `{ procedures(first: 5, orderBy: {field: NAME, direction: ASC}) { nodes { name comments { nodes { text } } } } }`
 			const three = `{ procedures(first: 5, orderBy: {field: NAME, direction: ASC}) { nodes { name
-				oldest: comments(first: 2) { text } newest: comments(last: 2) { text } all: comments { text } } } }`
+				oldest: comments(first: 2) { nodes { text } } newest: comments(last: 2) { nodes { text } } all: comments { nodes { text } } } } }`
 			statements := func(q string) (int64, *apitest.GQLResponse) {
 				before := s.DB.Statements()
 				r := s.GraphQL(t, w.ViewToken, q, nil)

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -13,7 +12,6 @@ import (
 	"github.com/procsvc/procsvc/graph/model"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/core"
-	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/internal/loader"
 )
 
@@ -81,20 +79,70 @@ func timePtr(t time.Time) *time.Time {
 	return &t
 }
 
-func procedureFilter(f *model.ProcedureFilter) core.ProcedureFilter {
+// procedureFilter converts a filter: each singular field is a list of
+// one, and a null element of categoryIds or doerIds admits the procedures
+// without one. Errors: validation_failed when a singular field and its
+// list are both given.
+func procedureFilter(f *model.ProcedureFilter) (core.ProcedureFilter, error) {
 	if f == nil {
-		return core.ProcedureFilter{}
+		return core.ProcedureFilter{}, nil
 	}
-	return core.ProcedureFilter{
-		Search:     str(f.Search),
-		CategoryID: str(f.CategoryID),
-		DoerID:     str(f.DoerID),
-		ProjectID:  str(f.ProjectID),
-		State:      str(f.State),
-		Priority:   str(f.Priority),
-		DueFrom:    f.DueFrom,
-		DueTo:      f.DueTo,
+	val := &apperr.Validation{}
+	out := core.ProcedureFilter{Search: str(f.Search), DueFrom: f.DueFrom, DueTo: f.DueTo}
+	out.CategoryIDs, out.NoCategory = optionalIDs(either(val, "categoryIds", "categoryId", idList(f.CategoryID), f.CategoryIds))
+	out.DoerIDs, out.NoDoer = optionalIDs(either(val, "doerIds", "doerId", idList(f.DoerID), f.DoerIds))
+	out.ProjectIDs = stringsOf(either(val, "projectIds", "projectId", ptrList(f.ProjectID), f.ProjectIds))
+	out.States = stringsOf(either(val, "states", "state", ptrList(f.State), f.States))
+	out.Priorities = stringsOf(either(val, "priorities", "priority", ptrList(f.Priority), f.Priorities))
+	return out, val.Err()
+}
+
+// either is the list given of a singular field and its list field.
+func either[T any](val *apperr.Validation, listField, field string, one, list []T) []T {
+	if one != nil && list != nil {
+		val.Add(listField, "cannot be combined with %s", field)
 	}
+	if one != nil {
+		return one
+	}
+	return list
+}
+
+// ptrList is the list of one of a singular field, nil when it is null.
+func ptrList[T any](v *T) []T {
+	if v == nil {
+		return nil
+	}
+	return []T{*v}
+}
+
+// idList is the list of one of a singular id field, nil when it is null.
+func idList(id *string) []*string {
+	if id == nil {
+		return nil
+	}
+	return []*string{id}
+}
+
+// optionalIDs splits a list of optional ids into the ids and whether a
+// null asks for none.
+func optionalIDs(l []*string) (ids []string, none bool) {
+	for _, id := range l {
+		if id == nil {
+			none = true
+		} else {
+			ids = append(ids, *id)
+		}
+	}
+	return ids, none
+}
+
+func stringsOf[T ~string](l []T) []string {
+	out := make([]string, len(l))
+	for i, v := range l {
+		out[i] = string(v)
+	}
+	return out
 }
 
 var orderFields = map[model.ProcedureOrderField]core.ProcedureSort{
@@ -109,25 +157,6 @@ func procedureOrder(o *model.ProcedureOrder) core.ProcedureOrder {
 		return core.DefaultProcedureOrder
 	}
 	return core.ProcedureOrder{Field: orderFields[o.Field], Desc: o.Direction != model.OrderDirectionAsc}
-}
-
-// connection builds a Relay connection's parts from a core page. The edges
-// (an object and a cursor per item) are built only when the operation selects
-// them: list pages read nodes.
-func connection[N any, E any](ctx context.Context, items []N, info core.PageInfo, edge func(N, string) E) ([]E, *model.PageInfo) {
-	var edges []E
-	if selects(ctx, "edges") {
-		edges = make([]E, len(items))
-		for i, n := range items {
-			edges[i] = edge(n, string(core.CursorAt(info.Offset+i)))
-		}
-	}
-	pi := &model.PageInfo{HasNextPage: info.HasNextPage, HasPreviousPage: info.HasPreviousPage}
-	if len(items) > 0 {
-		start, end := string(core.CursorAt(info.Offset)), string(core.CursorAt(info.Offset+len(items)-1))
-		pi.StartCursor, pi.EndCursor = &start, &end
-	}
-	return edges, pi
 }
 
 // selects reports whether the current GraphQL field selects field.
@@ -153,9 +182,14 @@ func requestedEdges(ctx context.Context) loader.Edges {
 // connectionEdges reports which edges the current field, returning a
 // connection of procedures, selects on its nodes and on its edges' nodes.
 func connectionEdges(ctx context.Context) loader.Edges {
-	oc := graphql.GetOperationContext(ctx)
+	return connectionEdgesOf(graphql.GetOperationContext(ctx), graphql.CollectFieldsCtx(ctx, nil))
+}
+
+// connectionEdgesOf reports which edges fields, selected on a connection
+// of procedures, select on its nodes and on its edges' nodes.
+func connectionEdgesOf(oc *graphql.OperationContext, fields []graphql.CollectedField) loader.Edges {
 	var e loader.Edges
-	for _, f := range graphql.CollectFieldsCtx(ctx, nil) {
+	for _, f := range fields {
 		switch f.Name {
 		case "nodes":
 			e = union(e, selectedEdges(oc, graphql.CollectFields(oc, f.Selections, nil)))
@@ -180,8 +214,12 @@ func selectedEdges(oc *graphql.OperationContext, fields []graphql.CollectedField
 			e.Project = true
 		case "comments":
 			// Arguments were checked before execution (pageSizeLimit); a
-			// view the check let through is read by its resolver.
-			view, _ := commentViewOf(f.ArgumentMap(oc.Variables))
+			// page at a cursor, or one the check let through, is read by
+			// its resolver.
+			view, ok := commentPrimeView(f.ArgumentMap(oc.Variables))
+			if !ok {
+				continue
+			}
 			if e.Comments {
 				view = e.CommentWindow.Union(view)
 			}
@@ -192,51 +230,6 @@ func selectedEdges(oc *graphql.OperationContext, fields []graphql.CollectedField
 		}
 	}
 	return e
-}
-
-// commentView is the view of a procedure's comments that comments(first:,
-// last:) asks for: at most one of the two, each 1 to
-// limits.CommentsPerProcedure; neither is the default view.
-// Errors: validation_failed naming the argument.
-func commentView(first, last *int) (loader.CommentWindow, error) {
-	if first != nil && last != nil {
-		return loader.CommentWindow{}, apperr.Invalid("last", "give first or last, not both")
-	}
-	for _, a := range []struct {
-		name string
-		n    *int
-	}{{"first", first}, {"last", last}} {
-		if a.n != nil && (*a.n < 1 || *a.n > limits.CommentsPerProcedure) {
-			return loader.CommentWindow{}, apperr.Invalid(a.name, "must be 1 to %d", limits.CommentsPerProcedure)
-		}
-	}
-	var w loader.CommentWindow
-	if first != nil {
-		w.First = *first
-	}
-	if last != nil {
-		w.Last = *last
-	}
-	return w, nil
-}
-
-// commentViewOf is commentView of a comments field's arguments, as
-// ArgumentMap decodes them (an argument that is not a whole number is
-// refused by gqlgen's coercion, and by this check as out of range).
-func commentViewOf(args map[string]any) (loader.CommentWindow, error) {
-	arg := func(name string) *int {
-		v, ok := args[name]
-		if !ok || v == nil {
-			return nil
-		}
-		n, ok := IntArgument(v)
-		if !ok || n < math.MinInt32 || n > math.MaxInt32 {
-			n = -1
-		}
-		i := int(n)
-		return &i
-	}
-	return commentView(arg("first"), arg("last"))
 }
 
 // edgeNodeEdges reports which edges sel, selected on procedure edges,
@@ -266,17 +259,6 @@ func union(a, b loader.Edges) loader.Edges {
 	return u
 }
 
-// selectsAuthor reports whether sel, selected on comments, resolves their
-// author.
-func selectsAuthor(oc *graphql.OperationContext, sel ast.SelectionSet) bool {
-	for _, c := range graphql.CollectFields(oc, sel, nil) {
-		if c.Name == "author" {
-			return true
-		}
-	}
-	return false
-}
-
 // prime returns a function that primes edges for the single procedure a
 // core call returns; it wraps the call's results.
 func prime(ctx context.Context, edges loader.Edges) func(*ent.Procedure, error) (*ent.Procedure, error) {
@@ -286,6 +268,9 @@ func prime(ctx context.Context, edges loader.Edges) func(*ent.Procedure, error) 
 		}
 		if err := loader.PrimeProcedures(ctx, []*ent.Procedure{p}, edges); err != nil {
 			return nil, err
+		}
+		if fc := graphql.GetFieldContext(ctx); fc != nil && fc.Field.Field != nil {
+			announceEdgeParents(ctx, fc.Field.Selections, []*ent.Procedure{p})
 		}
 		return p, nil
 	}

@@ -24,16 +24,16 @@ func TestMutationRootFieldsSeeEarlierWrites(t *testing.T) {
 		var out struct {
 			M1, M4 struct {
 				Category struct{ Name string }
-				Comments []struct{ Text string }
+				Comments nodes[struct{ Text string }]
 				Doer     *struct{ Name string }
 			}
 		}
 		ok(t, s.GraphQL(t, w.AdminToken, `mutation($id: ID!, $cat: ID!, $m: ID!) {
-			m1: updateProcedure(id: $id, input: {priority: LOW}) { category { name } comments { text } doer { name } }
+			m1: updateProcedure(id: $id, input: {priority: LOW}) { category { name } comments { nodes { text } } doer { name } }
 			m2: updateCategory(id: $cat, input: {name: "Renamed"}) { name }
 			m3: addComment(input: {procedureId: $id, text: "hello"}) { id }
 			m5: updateMember(id: $m, input: {name: "New Name"}) { id }
-			m4: updateProcedure(id: $id, input: {priority: HIGH}) { category { name } comments { text } doer { name } }
+			m4: updateProcedure(id: $id, input: {priority: HIGH}) { category { name } comments { nodes { text } } doer { name } }
 		}`, obj("id", p.ID, "cat", w.CategoryID, "m", w.MemberID)), &out)
 		if out.M1.Category.Name != "Acme category" || len(out.M1.Comments) != 0 {
 			t.Fatalf("m1 = %+v", out.M1)

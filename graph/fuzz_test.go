@@ -19,8 +19,8 @@ import (
 
 // fuzzOps are the operations the fuzzer sends variables to.
 var fuzzOps = []string{
-	`query($first: Int, $after: String, $last: Int, $before: String, $f: ProcedureFilter, $o: ProcedureOrder) { procedures(first: $first, after: $after, last: $last, before: $before, filter: $f, orderBy: $o) { totalCount pageInfo { hasNextPage endCursor } nodes { id shortId category { name } doer { name } project { name } comments { text author { name } } } } }`,
-	`query($id: ID!) { procedure(id: $id) { id name comments { id } } }`,
+	`query($first: Int, $after: String, $last: Int, $before: String, $f: ProcedureFilter, $o: ProcedureOrder) { procedures(first: $first, after: $after, last: $last, before: $before, filter: $f, orderBy: $o) { totalCount pageInfo { hasNextPage endCursor } nodes { id shortId category { name } doer { name } project { name } comments { nodes { text author { name } } } } } }`,
+	`query($id: ID!) { procedure(id: $id) { id name comments { nodes { id } } } }`,
 	`query($id: ID!) { node(id: $id) { id ... on Procedure { name } ... on Token { name } } }`,
 	`query($ids: [ID!]!) { nodes(ids: $ids) { id } }`,
 	`query($first: Int, $after: String, $last: Int, $before: String, $search: String) { projects(first: $first, after: $after, last: $last, before: $before, search: $search) { totalCount nodes { id name } } categories(first: $first, search: $search) { totalCount } members(last: $last, search: $search) { totalCount } }`,

@@ -65,20 +65,20 @@ type procT struct {
 	Category        *named     `json:"category"`
 	Doer            *named     `json:"doer"`
 	Project         named      `json:"project"`
-	Comments        []commentT `json:"comments"`
+	Comments        nodes[commentT] `json:"comments"`
 }
 
 // procFields selects every field of procT.
 const procFields = `id shortId name priority state content categoryId doerId creatorId position dueAt createdAt
 	updatedAt projectId workspaceId captureId displayVideo isFineTunedData category { id name } doer { id name }
-	project { id name } comments { id procedureId text author { id name } createdAt updatedAt }`
+	project { id name } comments { nodes { id procedureId text author { id name } createdAt updatedAt } }`
 
 // pageFields selects every field of procT with a procedure's newest 3
 // comments: complexity 53 per procedure (18 plain fields, 3 edges of 3, and
 // comments: 1 + 3 × 8).
 const pageFields = `id shortId name priority state content categoryId doerId creatorId position dueAt createdAt
 	updatedAt projectId workspaceId captureId displayVideo isFineTunedData category { id name } doer { id name }
-	project { id name } comments(last: 3) { id procedureId text author { id name } createdAt updatedAt }`
+	project { id name } comments(last: 3) { nodes { id procedureId text author { id name } createdAt updatedAt } }`
 
 // fullPage is the largest page of pageFields within the complexity limit:
 // 30 procedures, 1 + 1 + 30 × 53 = 1 592 for its nodes, with its total and
@@ -658,4 +658,14 @@ func sameStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// nodes decodes a connection's nodes ({"nodes": [...]}) as a list.
+type nodes[T any] []T
+
+func (n *nodes[T]) UnmarshalJSON(b []byte) error {
+	var c struct{ Nodes []T }
+	err := json.Unmarshal(b, &c)
+	*n = c.Nodes
+	return err
 }

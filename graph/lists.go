@@ -38,6 +38,7 @@ func (r *Resolver) PrimeList(ctx context.Context, sel ast.SelectionSet, list any
 		if hasNil(l) {
 			return false
 		}
+		announceEdgeParents(ctx, sel, l)
 		return loader.PrimeProcedures(ctx, l, selectedEdges(oc, graphql.CollectFields(oc, sel, nil))) == nil
 	case []*model.ProcedureEdge:
 		procs := make([]*ent.Procedure, len(l))
@@ -47,17 +48,89 @@ func (r *Resolver) PrimeList(ctx context.Context, sel ast.SelectionSet, list any
 			}
 			procs[i] = e.Node
 		}
+		for _, g := range graphql.CollectFields(oc, sel, nil) {
+			if g.Name == "node" {
+				announceEdgeParents(ctx, g.Selections, procs)
+			}
+		}
 		return loader.PrimeProcedures(ctx, procs, edgeNodeEdges(oc, sel)) == nil
 	case []*ent.Comment:
 		if hasNil(l) {
 			return false
 		}
-		if !selectsAuthor(oc, sel) {
-			return true
+		return primeAuthors(ctx, oc, sel, l)
+	case []*model.CommentEdge:
+		comments := make([]*ent.Comment, len(l))
+		var nodeSel ast.SelectionSet
+		for _, g := range graphql.CollectFields(oc, sel, nil) {
+			if g.Name == "node" {
+				nodeSel = append(nodeSel, g.Selections...)
+			}
 		}
-		return loader.PrimeMembers(ctx, memberIDs(l, func(c *ent.Comment) uuid.UUID { return c.AuthorID })) == nil
+		for i, e := range l {
+			if e == nil || e.Node == nil {
+				return false
+			}
+			comments[i] = e.Node
+		}
+		return primeAuthors(ctx, oc, nodeSel, comments)
+	case []*ent.Project:
+		return announce(ctx, "Project", sel, l, func(p *ent.Project) uuid.UUID { return p.ID })
+	case []*model.ProjectEdge:
+		return announceEdges(ctx, "Project", sel, l, func(e *model.ProjectEdge) *ent.Project { return e.Node },
+			func(p *ent.Project) uuid.UUID { return p.ID })
+	case []*ent.Category:
+		return announce(ctx, "Category", sel, l, func(c *ent.Category) uuid.UUID { return c.ID })
+	case []*model.CategoryEdge:
+		return announceEdges(ctx, "Category", sel, l, func(e *model.CategoryEdge) *ent.Category { return e.Node },
+			func(c *ent.Category) uuid.UUID { return c.ID })
+	case []*ent.Member:
+		return announce(ctx, "Member", sel, l, func(m *ent.Member) uuid.UUID { return m.ID })
+	case []*model.MemberEdge:
+		return announceEdges(ctx, "Member", sel, l, func(e *model.MemberEdge) *ent.Member { return e.Node },
+			func(m *ent.Member) uuid.UUID { return m.ID })
 	}
 	return false
+}
+
+// primeAuthors primes the authors of comments when sel, selected on each,
+// resolves them.
+func primeAuthors(ctx context.Context, oc *graphql.OperationContext, sel ast.SelectionSet, comments []*ent.Comment) bool {
+	for _, f := range graphql.CollectFields(oc, sel, nil) {
+		if f.Name == "author" {
+			return loader.PrimeMembers(ctx, memberIDs(comments, func(c *ent.Comment) uuid.UUID { return c.AuthorID })) == nil
+		}
+	}
+	return true
+}
+
+// announce announces the parents of a list of typ to the nested fields sel
+// selects on them (announceNested). Their other fields never wait.
+func announce[T any](ctx context.Context, typ string, sel ast.SelectionSet, l []*T, id func(*T) uuid.UUID) bool {
+	if hasNil(l) {
+		return false
+	}
+	announceNested(ctx, typ, sel, memberIDs(l, id))
+	return true
+}
+
+// announceEdges is announce for a list of edges of typ, whose nodes hold
+// the parents.
+func announceEdges[E, T any](ctx context.Context, typ string, sel ast.SelectionSet, l []*E, node func(*E) *T, id func(*T) uuid.UUID) bool {
+	nodes := make([]*T, len(l))
+	for i, e := range l {
+		if e == nil || node(e) == nil {
+			return false
+		}
+		nodes[i] = node(e)
+	}
+	var nodeSel ast.SelectionSet
+	for _, g := range graphql.CollectFields(graphql.GetOperationContext(ctx), sel, nil) {
+		if g.Name == "node" {
+			nodeSel = append(nodeSel, g.Selections...)
+		}
+	}
+	return announce(ctx, typ, nodeSel, nodes, id)
 }
 
 func hasNil[T any](l []*T) bool {

@@ -29,6 +29,7 @@ import (
 	"github.com/procsvc/procsvc/internal/apitest"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
+	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/internal/loader"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
@@ -63,10 +64,10 @@ func TestPrimeListCoversResolverFields(t *testing.T) {
 func TestPrimeList(t *testing.T) {
 	schema := generated.NewExecutableSchema(generated.Config{}).Schema()
 	const query = `{ procedures(first: 50) {
-		nodes { id category { id } doer { id } project { id } comments { id author { id } } }
+		nodes { id category { id } doer { id } project { id } comments { nodes { id author { id } } } }
 		edges { node { ...Edges } }
 	} }
-	fragment Edges on Procedure { category { name } doer { name } project { name } comments { text author { name } } }`
+	fragment Edges on Procedure { category { name } doer { name } project { name } comments { nodes { text author { name } } } }`
 	doc, errs := gqlparser.LoadQuery(schema, query)
 	if errs != nil {
 		t.Fatal(errs)
@@ -91,7 +92,7 @@ func TestPrimeList(t *testing.T) {
 	}
 	nodes, edges := selection("procedures", "nodes"), selection("procedures", "edges")
 	commentsWithAuthor := selection("procedures", "nodes", "comments")
-	commentsOnly, _ := gqlparser.LoadQuery(schema, `{ procedures { nodes { comments { id text createdAt } } } }`)
+	commentsOnly, _ := gqlparser.LoadQuery(schema, `{ procedures { nodes { comments { nodes { id text createdAt } } } } }`)
 
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {
 		ctx := viewer.System(context.Background())
@@ -119,11 +120,12 @@ func TestPrimeList(t *testing.T) {
 				if pr, err := r.Procedure().Project(ctx, p); err != nil || pr == nil {
 					t.Fatalf("project of %s: %v, %v", p.ShortID, pr, err)
 				}
-				cs, err := r.Procedure().Comments(ctx, p, nil, nil)
+				last := limits.EmbeddedComments
+				cs, err := r.Procedure().Comments(ctx, p, nil, nil, &last, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, c := range cs {
+				for _, c := range cs.Nodes {
 					comments++
 					if m, err := r.Comment().Author(ctx, c); err != nil || m == nil {
 						t.Fatalf("author of %s: %v, %v", c.ID, m, err)
@@ -231,7 +233,7 @@ func TestInlineObjectsJSON(t *testing.T) {
 		addComment(t, s, w.MemberToken, p.ID, text)
 		addComment(t, s, w.MemberToken, p.ID, "again")
 		const selection = `__typename i: id name n: name content categoryId doer { id } ...F
-			comments(last: 5) { t: text __typename author { id } } category { c: name name }`
+			comments(last: 5) { nodes { t: text __typename author { id } } } category { c: name name }`
 		const fragment = ` fragment F on Procedure { name position displayVideo createdAt priority }`
 		q := func(v any) string {
 			b, err := json.Marshal(v)

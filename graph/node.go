@@ -62,6 +62,7 @@ func (r *Resolver) node(ctx context.Context, id string) (model.Node, error) {
 		}
 		return nil, nerr
 	}
+	announceObject(ctx, n)
 	return n, nil
 }
 

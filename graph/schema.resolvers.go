@@ -18,9 +18,19 @@ import (
 	"github.com/procsvc/procsvc/internal/loader"
 )
 
+// Procedures is the resolver for the procedures field.
+func (r *categoryResolver) Procedures(ctx context.Context, obj *ent.Category, first *int, after *string, last *int, before *string, filter *model.ProcedureFilter, orderBy *model.ProcedureOrder) (*model.ProcedureConnection, error) {
+	return r.nestedProcedures(ctx, core.ParentCategory, obj.ID, first, after, last, before, filter, orderBy)
+}
+
 // Author is the resolver for the author field.
 func (r *commentResolver) Author(ctx context.Context, obj *ent.Comment) (*ent.Member, error) {
 	return loader.Member(ctx, obj.AuthorID)
+}
+
+// AssignedProcedures is the resolver for the assignedProcedures field.
+func (r *memberResolver) AssignedProcedures(ctx context.Context, obj *ent.Member, first *int, after *string, last *int, before *string, filter *model.ProcedureFilter, orderBy *model.ProcedureOrder) (*model.ProcedureConnection, error) {
+	return r.nestedProcedures(ctx, core.ParentDoer, obj.ID, first, after, last, before, filter, orderBy)
 }
 
 // CreateProcedure is the resolver for the createProcedure field.
@@ -159,12 +169,13 @@ func (r *procedureResolver) Project(ctx context.Context, obj *ent.Procedure) (*e
 }
 
 // Comments is the resolver for the comments field.
-func (r *procedureResolver) Comments(ctx context.Context, obj *ent.Procedure, first *int, last *int) ([]*ent.Comment, error) {
-	view, err := commentView(first, last)
-	if err != nil {
-		return nil, err
-	}
-	return loader.Comments(ctx, obj.ID, view)
+func (r *procedureResolver) Comments(ctx context.Context, obj *ent.Procedure, first *int, after *string, last *int, before *string) (*model.CommentConnection, error) {
+	return r.procedureComments(ctx, obj, first, after, last, before)
+}
+
+// Procedures is the resolver for the procedures field.
+func (r *projectResolver) Procedures(ctx context.Context, obj *ent.Project, first *int, after *string, last *int, before *string, filter *model.ProcedureFilter, orderBy *model.ProcedureOrder) (*model.ProcedureConnection, error) {
+	return r.nestedProcedures(ctx, core.ParentProject, obj.ID, first, after, last, before, filter, orderBy)
 }
 
 // Node is the resolver for the node field.
@@ -179,7 +190,8 @@ func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]model.Node, 
 
 // Viewer is the resolver for the viewer field.
 func (r *queryResolver) Viewer(ctx context.Context) (*ent.Member, error) {
-	return r.Service.Viewer(ctx)
+	obj, err := r.Service.Viewer(ctx)
+	return announced(ctx, obj, err)
 }
 
 // Workspace is the resolver for the workspace field.
@@ -194,19 +206,21 @@ func (r *queryResolver) Procedure(ctx context.Context, id string) (*ent.Procedur
 
 // Procedures is the resolver for the procedures field.
 func (r *queryResolver) Procedures(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.ProcedureFilter, orderBy *model.ProcedureOrder) (*model.ProcedureConnection, error) {
-	list, err := r.ProceduresShowing(ctx, procedureFilter(filter), procedureOrder(orderBy), window(first, after, last, before), connectionEdges(ctx))
+	f, err := procedureFilter(filter)
 	if err != nil {
 		return nil, err
 	}
-	edges, info := connection(ctx, list.Items, list.PageInfo, func(n *ent.Procedure, c string) *model.ProcedureEdge {
-		return &model.ProcedureEdge{Node: n, Cursor: c}
-	})
-	return &model.ProcedureConnection{Edges: edges, Nodes: list.Items, PageInfo: info, TotalCount: list.Total}, nil
+	list, err := r.ProceduresShowing(ctx, f, procedureOrder(orderBy), window(first, after, last, before), connectionEdges(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return procedureConnection(ctx, list), nil
 }
 
 // Project is the resolver for the project field.
 func (r *queryResolver) Project(ctx context.Context, id string) (*ent.Project, error) {
-	return r.Service.Project(ctx, id)
+	obj, err := r.Service.Project(ctx, id)
+	return announced(ctx, obj, err)
 }
 
 // Projects is the resolver for the projects field.
@@ -215,7 +229,7 @@ func (r *queryResolver) Projects(ctx context.Context, first *int, after *string,
 	if err != nil {
 		return nil, err
 	}
-	edges, info := connection(ctx, list.Items, list.PageInfo, func(n *ent.Project, c string) *model.ProjectEdge {
+	edges, info := connection(ctx, list, func(n *ent.Project, c string) *model.ProjectEdge {
 		return &model.ProjectEdge{Node: n, Cursor: c}
 	})
 	return &model.ProjectConnection{Edges: edges, Nodes: list.Items, PageInfo: info, TotalCount: list.Total}, nil
@@ -223,7 +237,8 @@ func (r *queryResolver) Projects(ctx context.Context, first *int, after *string,
 
 // Category is the resolver for the category field.
 func (r *queryResolver) Category(ctx context.Context, id string) (*ent.Category, error) {
-	return r.Service.Category(ctx, id)
+	obj, err := r.Service.Category(ctx, id)
+	return announced(ctx, obj, err)
 }
 
 // Categories is the resolver for the categories field.
@@ -232,7 +247,7 @@ func (r *queryResolver) Categories(ctx context.Context, first *int, after *strin
 	if err != nil {
 		return nil, err
 	}
-	edges, info := connection(ctx, list.Items, list.PageInfo, func(n *ent.Category, c string) *model.CategoryEdge {
+	edges, info := connection(ctx, list, func(n *ent.Category, c string) *model.CategoryEdge {
 		return &model.CategoryEdge{Node: n, Cursor: c}
 	})
 	return &model.CategoryConnection{Edges: edges, Nodes: list.Items, PageInfo: info, TotalCount: list.Total}, nil
@@ -240,7 +255,8 @@ func (r *queryResolver) Categories(ctx context.Context, first *int, after *strin
 
 // Member is the resolver for the member field.
 func (r *queryResolver) Member(ctx context.Context, id string) (*ent.Member, error) {
-	return r.Service.Member(ctx, id)
+	obj, err := r.Service.Member(ctx, id)
+	return announced(ctx, obj, err)
 }
 
 // Members is the resolver for the members field.
@@ -249,7 +265,7 @@ func (r *queryResolver) Members(ctx context.Context, first *int, after *string, 
 	if err != nil {
 		return nil, err
 	}
-	edges, info := connection(ctx, list.Items, list.PageInfo, func(n *ent.Member, c string) *model.MemberEdge {
+	edges, info := connection(ctx, list, func(n *ent.Member, c string) *model.MemberEdge {
 		return &model.MemberEdge{Node: n, Cursor: c}
 	})
 	return &model.MemberConnection{Edges: edges, Nodes: list.Items, PageInfo: info, TotalCount: list.Total}, nil
@@ -272,14 +288,23 @@ func (r *tokenResolver) Member(ctx context.Context, obj *ent.Token) (*ent.Member
 	return loader.Member(ctx, obj.MemberID)
 }
 
+// Category returns generated.CategoryResolver implementation.
+func (r *Resolver) Category() generated.CategoryResolver { return &categoryResolver{r} }
+
 // Comment returns generated.CommentResolver implementation.
 func (r *Resolver) Comment() generated.CommentResolver { return &commentResolver{r} }
+
+// Member returns generated.MemberResolver implementation.
+func (r *Resolver) Member() generated.MemberResolver { return &memberResolver{r} }
 
 // Mutation returns generated.MutationResolver implementation.
 func (r *Resolver) Mutation() generated.MutationResolver { return &mutationResolver{r} }
 
 // Procedure returns generated.ProcedureResolver implementation.
 func (r *Resolver) Procedure() generated.ProcedureResolver { return &procedureResolver{r} }
+
+// Project returns generated.ProjectResolver implementation.
+func (r *Resolver) Project() generated.ProjectResolver { return &projectResolver{r} }
 
 // Query returns generated.QueryResolver implementation.
 func (r *Resolver) Query() generated.QueryResolver { return &queryResolver{r} }
@@ -288,9 +313,12 @@ func (r *Resolver) Query() generated.QueryResolver { return &queryResolver{r} }
 func (r *Resolver) Token() generated.TokenResolver { return &tokenResolver{r} }
 
 type (
+	categoryResolver  struct{ *Resolver }
 	commentResolver   struct{ *Resolver }
+	memberResolver    struct{ *Resolver }
 	mutationResolver  struct{ *Resolver }
 	procedureResolver struct{ *Resolver }
+	projectResolver   struct{ *Resolver }
 	queryResolver     struct{ *Resolver }
 	tokenResolver     struct{ *Resolver }
 )

@@ -51,7 +51,7 @@ func TestSmokeCreateAndList(t *testing.T) {
 
 		// The list shows exactly the workspace's two procedures, newest
 		// first (the default order), each with its own fields and edges.
-		list := s.GraphQL(t, w.ViewToken, `{ procedures { totalCount nodes { shortId name priority state content category { name } doer { name } project { name } comments(last: 10) { id text } } } }`, nil)
+		list := s.GraphQL(t, w.ViewToken, `{ procedures { totalCount nodes { shortId name priority state content category { name } doer { name } project { name } comments(last: 10) { nodes { id text } } } } }`, nil)
 		type named struct{ Name string }
 		var got struct {
 			Procedures struct {
@@ -61,7 +61,7 @@ func TestSmokeCreateAndList(t *testing.T) {
 					Content                        *string
 					Category, Doer                 *named
 					Project                        named
-					Comments                       []struct{ ID, Text string }
+					Comments                       nodes[struct{ ID, Text string }]
 				}
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/procsvc/procsvc/graph/model"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/internal/loader"
 	"github.com/procsvc/procsvc/internal/middleware"
 )
@@ -26,7 +27,7 @@ type procedureEdges interface {
 	Category(context.Context, *ent.Procedure) (*ent.Category, error)
 	Doer(context.Context, *ent.Procedure) (*ent.Member, error)
 	Project(context.Context, *ent.Procedure) (*ent.Project, error)
-	Comments(ctx context.Context, p *ent.Procedure, first, last *int) ([]*ent.Comment, error)
+	Comments(ctx context.Context, p *ent.Procedure, first *int, after *string, last *int, before *string) (*model.CommentConnection, error)
 }
 
 // appendProcedureVia appends p with its edges to b, read through pr (which
@@ -44,13 +45,14 @@ func appendProcedureVia(ctx context.Context, pr procedureEdges, b []byte, p *ent
 	if err != nil {
 		return nil, err
 	}
-	// The default view: every comment (a procedure over the bound on
-	// comments from before it: its newest).
-	comments, err := pr.Comments(ctx, p, nil, nil)
+	// The newest limits.EmbeddedComments, as loader.AllEdges primes them;
+	// GET /procedures/{id}/comments pages through all of them.
+	last := limits.EmbeddedComments
+	comments, err := pr.Comments(ctx, p, nil, nil, &last, nil)
 	if err != nil {
 		return nil, err
 	}
-	return appendProcedure(b, p, cat, doer, proj, comments)
+	return appendProcedure(b, p, cat, doer, proj, comments.Nodes)
 }
 
 // writeProcedure answers p with its edges and its ETag, or err.
@@ -69,6 +71,14 @@ func (a *API) writeProcedure(w http.ResponseWriter, r *http.Request, p *ent.Proc
 	return middleware.WriteJSONBody(w, http.StatusOK, body)
 }
 
+// one is the filter list of a single parameter's value: none when absent.
+func one(v string) []string {
+	if v == "" {
+		return nil
+	}
+	return []string{v}
+}
+
 // page reads page and limit as the window of that page.
 func page(p *params, def, max int) core.Window {
 	n := p.integer(1, 1, 1_000_000, "page")
@@ -85,17 +95,17 @@ func (a *API) listProcedures(w http.ResponseWriter, r *http.Request) error {
 	}
 	order.Desc = p.enum([]string{"asc", "desc"}, "sortOrder", "order") != "asc"
 	filter := core.ProcedureFilter{
-		Search:     p.text("search", "q"),
-		CategoryID: p.id("categoryId"),
-		DoerID:     p.id("doerId"),
-		ProjectID:  p.id("projectId"),
-		DueFrom:    p.timestamp("startedAt"),
-		DueTo:      p.timestamp("dueAt"),
+		Search:      p.text("search", "q"),
+		CategoryIDs: one(p.id("categoryId")),
+		DoerIDs:     one(p.id("doerId")),
+		ProjectIDs:  one(p.id("projectId")),
+		DueFrom:     p.timestamp("startedAt"),
+		DueTo:       p.timestamp("dueAt"),
 		// Checked here too, with the other parameters, so that one answer
 		// names every bad parameter and an empty value is refused rather
 		// than read as no filter.
-		State:    p.enum(names(procedure.StateValues()), "state"),
-		Priority: p.enum(names(procedure.PriorityValues()), "priority"),
+		States:     one(p.enum(names(procedure.StateValues()), "state")),
+		Priorities: one(p.enum(names(procedure.PriorityValues()), "priority")),
 	}
 	if err := p.finish(); err != nil {
 		return err

@@ -260,14 +260,19 @@ var (
 				Columns: []*schema.Column{ProceduresColumns[19], ProceduresColumns[6], ProceduresColumns[1]},
 			},
 			{
-				Name:    "procedure_category_id",
+				Name:    "procedure_category_id_created_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{ProceduresColumns[15]},
+				Columns: []*schema.Column{ProceduresColumns[15], ProceduresColumns[1], ProceduresColumns[0]},
 			},
 			{
-				Name:    "procedure_doer_id",
+				Name:    "procedure_doer_id_created_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{ProceduresColumns[16]},
+				Columns: []*schema.Column{ProceduresColumns[16], ProceduresColumns[1], ProceduresColumns[0]},
+			},
+			{
+				Name:    "procedure_project_id_created_at_id",
+				Unique:  false,
+				Columns: []*schema.Column{ProceduresColumns[18], ProceduresColumns[1], ProceduresColumns[0]},
 			},
 			{
 				Name:    "procedure_creator_id",

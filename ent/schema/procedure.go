@@ -59,7 +59,10 @@ func (Procedure) Edges() []ent.Edge {
 }
 
 // Indexes of the Procedure: one for each list filter and sort, all led by the
-// workspace so that one tenant's size never slows another's pages.
+// workspace so that one tenant's size never slows another's pages; and, for
+// the nested lists (a project's, a category's, a doer's procedures), one
+// per parent in the default order, so that each parent's first page is a
+// short index range (parents belong to one workspace).
 func (Procedure) Indexes() []ent.Index {
 	return []ent.Index{
 		index.Fields("workspace_id", "short_id").Unique(),
@@ -69,8 +72,9 @@ func (Procedure) Indexes() []ent.Index {
 		index.Fields("workspace_id", "project_name", "id"),
 		index.Fields("workspace_id", "state", "created_at"),
 		index.Fields("workspace_id", "priority", "created_at"),
-		index.Fields("category_id"),
-		index.Fields("doer_id"),
+		index.Fields("category_id", "created_at", "id"),
+		index.Fields("doer_id", "created_at", "id"),
+		index.Fields("project_id", "created_at", "id"),
 		index.Fields("creator_id"),
 		index.Fields("project_id", "state", "position"),
 	}

@@ -35,10 +35,13 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Category() CategoryResolver
 	Comment() CommentResolver
+	Member() MemberResolver
 	Mutation() MutationResolver
 	Procedure() ProcedureResolver
 	ProcedureEvent() ProcedureEventResolver
+	Project() ProjectResolver
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
 	Token() TokenResolver
@@ -52,6 +55,7 @@ type ComplexityRoot struct {
 		CreatedAt   func(childComplexity int) int
 		ID          func(childComplexity int) int
 		Name        func(childComplexity int) int
+		Procedures  func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.ProcedureFilter, orderBy *model.ProcedureOrder) int
 		UpdatedAt   func(childComplexity int) int
 		WorkspaceID func(childComplexity int) int
 	}
@@ -77,6 +81,18 @@ type ComplexityRoot struct {
 		UpdatedAt   func(childComplexity int) int
 	}
 
+	CommentConnection struct {
+		Edges      func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	CommentEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	CreateTokenPayload struct {
 		Secret func(childComplexity int) int
 		Token  func(childComplexity int) int
@@ -88,13 +104,14 @@ type ComplexityRoot struct {
 	}
 
 	Member struct {
-		CreatedAt   func(childComplexity int) int
-		Email       func(childComplexity int) int
-		ID          func(childComplexity int) int
-		Name        func(childComplexity int) int
-		RemovedAt   func(childComplexity int) int
-		Role        func(childComplexity int) int
-		WorkspaceID func(childComplexity int) int
+		AssignedProcedures func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.ProcedureFilter, orderBy *model.ProcedureOrder) int
+		CreatedAt          func(childComplexity int) int
+		Email              func(childComplexity int) int
+		ID                 func(childComplexity int) int
+		Name               func(childComplexity int) int
+		RemovedAt          func(childComplexity int) int
+		Role               func(childComplexity int) int
+		WorkspaceID        func(childComplexity int) int
 	}
 
 	MemberConnection struct {
@@ -141,7 +158,7 @@ type ComplexityRoot struct {
 		CaptureID       func(childComplexity int) int
 		Category        func(childComplexity int) int
 		CategoryID      func(childComplexity int) int
-		Comments        func(childComplexity int, first *int, last *int) int
+		Comments        func(childComplexity int, first *int, after *string, last *int, before *string) int
 		Content         func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
 		CreatorID       func(childComplexity int) int
@@ -186,6 +203,7 @@ type ComplexityRoot struct {
 		DueAt       func(childComplexity int) int
 		ID          func(childComplexity int) int
 		Name        func(childComplexity int) int
+		Procedures  func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.ProcedureFilter, orderBy *model.ProcedureOrder) int
 		StartedAt   func(childComplexity int) int
 		UpdatedAt   func(childComplexity int) int
 		WorkspaceID func(childComplexity int) int
@@ -245,8 +263,14 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type CategoryResolver interface {
+	Procedures(ctx context.Context, obj *ent.Category, first *int, after *string, last *int, before *string, filter *model.ProcedureFilter, orderBy *model.ProcedureOrder) (*model.ProcedureConnection, error)
+}
 type CommentResolver interface {
 	Author(ctx context.Context, obj *ent.Comment) (*ent.Member, error)
+}
+type MemberResolver interface {
+	AssignedProcedures(ctx context.Context, obj *ent.Member, first *int, after *string, last *int, before *string, filter *model.ProcedureFilter, orderBy *model.ProcedureOrder) (*model.ProcedureConnection, error)
 }
 type MutationResolver interface {
 	CreateProcedure(ctx context.Context, input model.CreateProcedureInput) (*ent.Procedure, error)
@@ -272,10 +296,13 @@ type ProcedureResolver interface {
 	Category(ctx context.Context, obj *ent.Procedure) (*ent.Category, error)
 	Doer(ctx context.Context, obj *ent.Procedure) (*ent.Member, error)
 	Project(ctx context.Context, obj *ent.Procedure) (*ent.Project, error)
-	Comments(ctx context.Context, obj *ent.Procedure, first *int, last *int) ([]*ent.Comment, error)
+	Comments(ctx context.Context, obj *ent.Procedure, first *int, after *string, last *int, before *string) (*model.CommentConnection, error)
 }
 type ProcedureEventResolver interface {
 	Procedure(ctx context.Context, obj *model.ProcedureEvent) (*ent.Procedure, error)
+}
+type ProjectResolver interface {
+	Procedures(ctx context.Context, obj *ent.Project, first *int, after *string, last *int, before *string, filter *model.ProcedureFilter, orderBy *model.ProcedureOrder) (*model.ProcedureConnection, error)
 }
 type QueryResolver interface {
 	Node(ctx context.Context, id string) (model.Node, error)
@@ -335,6 +362,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Category.Name(childComplexity), true
+	case "Category.procedures":
+		if e.ComplexityRoot.Category.Procedures == nil {
+			break
+		}
+
+		args, err := ec.field_Category_procedures_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Category.Procedures(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["filter"].(*model.ProcedureFilter), args["orderBy"].(*model.ProcedureOrder)), true
 	case "Category.updatedAt":
 		if e.ComplexityRoot.Category.UpdatedAt == nil {
 			break
@@ -423,6 +461,44 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Comment.UpdatedAt(childComplexity), true
 
+	case "CommentConnection.edges":
+		if e.ComplexityRoot.CommentConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CommentConnection.Edges(childComplexity), true
+	case "CommentConnection.nodes":
+		if e.ComplexityRoot.CommentConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CommentConnection.Nodes(childComplexity), true
+	case "CommentConnection.pageInfo":
+		if e.ComplexityRoot.CommentConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CommentConnection.PageInfo(childComplexity), true
+	case "CommentConnection.totalCount":
+		if e.ComplexityRoot.CommentConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CommentConnection.TotalCount(childComplexity), true
+
+	case "CommentEdge.cursor":
+		if e.ComplexityRoot.CommentEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CommentEdge.Cursor(childComplexity), true
+	case "CommentEdge.node":
+		if e.ComplexityRoot.CommentEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CommentEdge.Node(childComplexity), true
+
 	case "CreateTokenPayload.secret":
 		if e.ComplexityRoot.CreateTokenPayload.Secret == nil {
 			break
@@ -449,6 +525,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.DeletePayload.Success(childComplexity), true
 
+	case "Member.assignedProcedures":
+		if e.ComplexityRoot.Member.AssignedProcedures == nil {
+			break
+		}
+
+		args, err := ec.field_Member_assignedProcedures_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Member.AssignedProcedures(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["filter"].(*model.ProcedureFilter), args["orderBy"].(*model.ProcedureOrder)), true
 	case "Member.createdAt":
 		if e.ComplexityRoot.Member.CreatedAt == nil {
 			break
@@ -782,7 +869,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Procedure.Comments(childComplexity, args["first"].(*int), args["last"].(*int)), true
+		return e.ComplexityRoot.Procedure.Comments(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 	case "Procedure.content":
 		if e.ComplexityRoot.Procedure.Content == nil {
 			break
@@ -979,6 +1066,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Project.Name(childComplexity), true
+	case "Project.procedures":
+		if e.ComplexityRoot.Project.Procedures == nil {
+			break
+		}
+
+		args, err := ec.field_Project_procedures_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Project.Procedures(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["filter"].(*model.ProcedureFilter), args["orderBy"].(*model.ProcedureOrder)), true
 	case "Project.startedAt":
 		if e.ComplexityRoot.Project.StartedAt == nil {
 			break
@@ -1463,6 +1561,11 @@ type Member implements Node {
   createdAt: Time!
   "Set when the member was removed from the workspace."
   removedAt: Time
+  """
+  The procedures this member is the doer of, newest first unless orderBy
+  says otherwise, narrowed by filter. Page size: default 20, max 100.
+  """
+  assignedProcedures(first: Int, after: String, last: Int, before: String, filter: ProcedureFilter, orderBy: ProcedureOrder): ProcedureConnection!
 }
 
 type Token implements Node {
@@ -1483,6 +1586,8 @@ type Project implements Node {
   dueAt: Time
   createdAt: Time!
   updatedAt: Time!
+  "The project's procedures, newest first unless orderBy says otherwise, narrowed by filter. Page size: default 20, max 100."
+  procedures(first: Int, after: String, last: Int, before: String, filter: ProcedureFilter, orderBy: ProcedureOrder): ProcedureConnection!
 }
 
 type Category implements Node {
@@ -1491,6 +1596,8 @@ type Category implements Node {
   name: String!
   createdAt: Time!
   updatedAt: Time!
+  "The category's procedures, newest first unless orderBy says otherwise, narrowed by filter. Page size: default 20, max 100."
+  procedures(first: Int, after: String, last: Int, before: String, filter: ProcedureFilter, orderBy: ProcedureOrder): ProcedureConnection!
 }
 
 type Comment implements Node {
@@ -1528,11 +1635,10 @@ type Procedure implements Node {
   doer: Member
   project: Project!
   """
-  Comments, oldest first: the oldest ` + "`" + `first` + "`" + ` or the newest ` + "`" + `last` + "`" + ` (1 to 100,
-  at most one of the two), by default all of them. A procedure holds at most
-  100 comments; one that held more before that bound shows its newest 100.
+  The procedure's comments, oldest first: the oldest ` + "`" + `first` + "`" + ` or the newest
+  ` + "`" + `last` + "`" + `, after or before a cursor. Page size: default 20, max 100.
   """
-  comments(first: Int, last: Int): [Comment!]!
+  comments(first: Int, after: String, last: Int, before: String): CommentConnection!
 }
 
 type ProcedureEdge {
@@ -1545,6 +1651,19 @@ type ProcedureConnection {
   nodes: [Procedure!]!
   pageInfo: PageInfo!
   "Count of all procedures matching the filter, not only this page."
+  totalCount: Int!
+}
+
+type CommentEdge {
+  node: Comment!
+  cursor: String!
+}
+
+type CommentConnection {
+  edges: [CommentEdge!]!
+  nodes: [Comment!]!
+  pageInfo: PageInfo!
+  "Count of all the procedure's comments, not only this page."
   totalCount: Int!
 }
 
@@ -1584,15 +1703,26 @@ type MemberConnection {
   totalCount: Int!
 }
 
-"Narrows a procedure list; every field is optional and they combine with AND."
+"""
+Narrows a procedure list; every field is optional and they combine with AND.
+A list admits a procedure whose value is any of its elements; in categoryIds
+and doerIds a null element admits the procedures without one (so
+` + "`" + `doerIds: [null]` + "`" + ` is the unassigned). Each list holds at most 100 values. A
+singular field and its list cannot both be given.
+"""
 input ProcedureFilter {
   "Case-insensitive substring of name, content or shortId."
   search: String
   categoryId: ID
+  categoryIds: [ID]
   doerId: ID
+  doerIds: [ID]
   projectId: ID
+  projectIds: [ID!]
   state: ProcedureState
+  states: [ProcedureState!]
   priority: Priority
+  priorities: [Priority!]
   "dueAt on or after this time (REST: startedAt)."
   dueFrom: Time
   "dueAt on or before this time (REST: dueAt)."
@@ -1828,6 +1958,8 @@ func (ec *executionContext) childFields_Category(ctx context.Context, field grap
 		return ec.fieldContext_Category_createdAt(ctx, field)
 	case "updatedAt":
 		return ec.fieldContext_Category_updatedAt(ctx, field)
+	case "procedures":
+		return ec.fieldContext_Category_procedures(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Category", field.Name)
 }
@@ -1874,6 +2006,30 @@ func (ec *executionContext) childFields_Comment(ctx context.Context, field graph
 	return nil, fmt.Errorf("no field named %q was found under type Comment", field.Name)
 }
 
+func (ec *executionContext) childFields_CommentConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_CommentConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_CommentConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_CommentConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_CommentConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CommentConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_CommentEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "node":
+		return ec.fieldContext_CommentEdge_node(ctx, field)
+	case "cursor":
+		return ec.fieldContext_CommentEdge_cursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CommentEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_CreateTokenPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "token":
@@ -1910,6 +2066,8 @@ func (ec *executionContext) childFields_Member(ctx context.Context, field graphq
 		return ec.fieldContext_Member_createdAt(ctx, field)
 	case "removedAt":
 		return ec.fieldContext_Member_removedAt(ctx, field)
+	case "assignedProcedures":
+		return ec.fieldContext_Member_assignedProcedures(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Member", field.Name)
 }
@@ -2056,6 +2214,8 @@ func (ec *executionContext) childFields_Project(ctx context.Context, field graph
 		return ec.fieldContext_Project_createdAt(ctx, field)
 	case "updatedAt":
 		return ec.fieldContext_Project_updatedAt(ctx, field)
+	case "procedures":
+		return ec.fieldContext_Project_procedures(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Project", field.Name)
 }
@@ -2233,6 +2393,114 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 // endregion ************************** internal!.gotpl ***************************
 
 // region    ***************************** args.gotpl *****************************
+
+func (ec *executionContext) field_Category_procedures_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.ProcedureFilter, error) {
+			return ec.unmarshalOProcedureFilter2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*model.ProcedureOrder, error) {
+			return ec.unmarshalOProcedureOrder2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Member_assignedProcedures_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.ProcedureFilter, error) {
+			return ec.unmarshalOProcedureFilter2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*model.ProcedureOrder, error) {
+			return ec.unmarshalOProcedureOrder2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg5
+	return args, nil
+}
 
 func (ec *executionContext) field_Mutation_addComment_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
@@ -2609,14 +2877,84 @@ func (ec *executionContext) field_Procedure_comments_args(ctx context.Context, r
 		return nil, err
 	}
 	args["first"] = arg0
-	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
 		func(ctx context.Context, v any) (*int, error) {
 			return ec.unmarshalOInt2ᚖint(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["last"] = arg1
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	return args, nil
+}
+
+func (ec *executionContext) field_Project_procedures_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.ProcedureFilter, error) {
+			return ec.unmarshalOProcedureFilter2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*model.ProcedureOrder, error) {
+			return ec.unmarshalOProcedureOrder2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg5
 	return args, nil
 }
 
@@ -3113,6 +3451,50 @@ func (ec *executionContext) fieldContext_Category_updatedAt(_ context.Context, f
 	return graphql.NewScalarFieldContext("Category", field, false, false, "Time")
 }
 
+func (ec *executionContext) _Category_procedures(ctx context.Context, field graphql.CollectedField, obj *ent.Category) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Category_procedures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Category().Procedures(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["filter"].(*model.ProcedureFilter), fc.Args["orderBy"].(*model.ProcedureOrder))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ProcedureConnection) graphql.Marshaler {
+			return ec.marshalNProcedureConnection2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Category_procedures(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Category",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProcedureConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Category_procedures_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _CategoryConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.CategoryConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3434,6 +3816,180 @@ func (ec *executionContext) fieldContext_Comment_updatedAt(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Comment", field, false, false, "Time")
 }
 
+func (ec *executionContext) _CommentConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.CommentConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CommentConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.CommentEdge) graphql.Marshaler {
+			return ec.marshalNCommentEdge2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐCommentEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CommentConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CommentConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CommentEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CommentConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.CommentConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CommentConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Comment) graphql.Marshaler {
+			return ec.marshalNComment2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐCommentᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CommentConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CommentConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Comment(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CommentConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.CommentConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CommentConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CommentConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CommentConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CommentConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.CommentConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CommentConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CommentConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CommentConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _CommentEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.CommentEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CommentEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Comment) graphql.Marshaler {
+			return ec.marshalNComment2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐComment(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CommentEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CommentEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Comment(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CommentEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.CommentEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CommentEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CommentEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CommentEdge", field, false, false, "String")
+}
+
 func (ec *executionContext) _CreateTokenPayload_token(ctx context.Context, field graphql.CollectedField, obj *model.CreateTokenPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3694,6 +4250,50 @@ func (ec *executionContext) _Member_removedAt(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_Member_removedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Member", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Member_assignedProcedures(ctx context.Context, field graphql.CollectedField, obj *ent.Member) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Member_assignedProcedures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Member().AssignedProcedures(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["filter"].(*model.ProcedureFilter), fc.Args["orderBy"].(*model.ProcedureOrder))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ProcedureConnection) graphql.Marshaler {
+			return ec.marshalNProcedureConnection2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Member_assignedProcedures(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Member",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProcedureConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Member_assignedProcedures_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _MemberConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.MemberConnection) (ret graphql.Marshaler) {
@@ -5274,11 +5874,11 @@ func (ec *executionContext) _Procedure_comments(ctx context.Context, field graph
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Procedure().Comments(ctx, obj, fc.Args["first"].(*int), fc.Args["last"].(*int))
+			return ec.Resolvers.Procedure().Comments(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Comment) graphql.Marshaler {
-			return ec.marshalNComment2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐCommentᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CommentConnection) graphql.Marshaler {
+			return ec.marshalNCommentConnection2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐCommentConnection(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5291,7 +5891,7 @@ func (ec *executionContext) fieldContext_Procedure_comments(ctx context.Context,
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_Comment(ctx, field)
+			return ec.childFields_CommentConnection(ctx, field)
 		},
 	}
 	defer func() {
@@ -5742,6 +6342,50 @@ func (ec *executionContext) _Project_updatedAt(ctx context.Context, field graphq
 }
 func (ec *executionContext) fieldContext_Project_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Project", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Project_procedures(ctx context.Context, field graphql.CollectedField, obj *ent.Project) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Project_procedures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Project().Procedures(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["filter"].(*model.ProcedureFilter), fc.Args["orderBy"].(*model.ProcedureOrder))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ProcedureConnection) graphql.Marshaler {
+			return ec.marshalNProcedureConnection2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Project_procedures(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Project",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProcedureConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Project_procedures_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _ProjectConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.ProjectConnection) (ret graphql.Marshaler) {
@@ -8372,7 +9016,7 @@ func (ec *executionContext) unmarshalInputProcedureFilter(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"search", "categoryId", "doerId", "projectId", "state", "priority", "dueFrom", "dueTo"}
+	fieldsInOrder := [...]string{"search", "categoryId", "categoryIds", "doerId", "doerIds", "projectId", "projectIds", "state", "states", "priority", "priorities", "dueFrom", "dueTo"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -8393,6 +9037,13 @@ func (ec *executionContext) unmarshalInputProcedureFilter(ctx context.Context, o
 				return it, err
 			}
 			it.CategoryID = data
+		case "categoryIds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("categoryIds"))
+			data, err := ec.unmarshalOID2ᚕᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CategoryIds = data
 		case "doerId":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("doerId"))
 			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
@@ -8400,6 +9051,13 @@ func (ec *executionContext) unmarshalInputProcedureFilter(ctx context.Context, o
 				return it, err
 			}
 			it.DoerID = data
+		case "doerIds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("doerIds"))
+			data, err := ec.unmarshalOID2ᚕᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DoerIds = data
 		case "projectId":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectId"))
 			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
@@ -8407,6 +9065,13 @@ func (ec *executionContext) unmarshalInputProcedureFilter(ctx context.Context, o
 				return it, err
 			}
 			it.ProjectID = data
+		case "projectIds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIds"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIds = data
 		case "state":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("state"))
 			data, err := ec.unmarshalOProcedureState2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚋprocedureᚐState(ctx, v)
@@ -8414,6 +9079,13 @@ func (ec *executionContext) unmarshalInputProcedureFilter(ctx context.Context, o
 				return it, err
 			}
 			it.State = data
+		case "states":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("states"))
+			data, err := ec.unmarshalOProcedureState2ᚕgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚋprocedureᚐStateᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.States = data
 		case "priority":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("priority"))
 			data, err := ec.unmarshalOPriority2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚋprocedureᚐPriority(ctx, v)
@@ -8421,6 +9093,13 @@ func (ec *executionContext) unmarshalInputProcedureFilter(ctx context.Context, o
 				return it, err
 			}
 			it.Priority = data
+		case "priorities":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("priorities"))
+			data, err := ec.unmarshalOPriority2ᚕgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚋprocedureᚐPriorityᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Priorities = data
 		case "dueFrom":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dueFrom"))
 			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
@@ -8972,6 +9651,56 @@ func (ec *executionContext) _CategoryEdge(ctx context.Context, sel ast.Selection
 }
 
 var commentImplementors = []string{"Comment", "Node"}
+
+var commentConnectionImplementors = []string{"CommentConnection"}
+
+func (ec *executionContext) _CommentConnection(ctx context.Context, sel ast.SelectionSet, obj *model.CommentConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, commentConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CommentConnection")
+		case "edges":
+			out.Values[i] = ec._CommentConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._CommentConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._CommentConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._CommentConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var commentEdgeImplementors = []string{"CommentEdge"}
 
 var createTokenPayloadImplementors = []string{"CreateTokenPayload"}
 
@@ -10182,7 +10911,7 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 }
 
 func (ec *executionContext) marshalNCategory2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐCategoryᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Category) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := ec.marshalInlineSlice(ctx, sel, v, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNCategory2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐCategory(ctx, sel, v[i])
@@ -10214,7 +10943,7 @@ func (ec *executionContext) marshalNCategoryConnection2ᚖgithubᚗcomᚋprocsvc
 }
 
 func (ec *executionContext) marshalNCategoryEdge2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐCategoryEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.CategoryEdge) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := ec.marshalInlineSlice(ctx, sel, v, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNCategoryEdge2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐCategoryEdge(ctx, sel, v[i])
@@ -10259,6 +10988,38 @@ func (ec *executionContext) marshalNComment2ᚖgithubᚗcomᚋprocsvcᚋprocsvc�
 		return graphql.Null
 	}
 	return ec.inlineComment(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNCommentConnection2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐCommentConnection(ctx context.Context, sel ast.SelectionSet, v *model.CommentConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "CommentConnection!")
+		return graphql.Null
+	}
+	return ec._CommentConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNCommentEdge2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐCommentEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.CommentEdge) graphql.Marshaler {
+	ret := ec.marshalInlineSlice(ctx, sel, v, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNCommentEdge2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐCommentEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNCommentEdge2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐCommentEdge(ctx context.Context, sel ast.SelectionSet, v *model.CommentEdge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "CommentEdge!")
+		return graphql.Null
+	}
+	return ec.inlineCommentEdge(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNCreateCategoryInput2githubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐCreateCategoryInput(ctx context.Context, v any) (model.CreateCategoryInput, error) {
@@ -10367,7 +11128,7 @@ func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.Selecti
 }
 
 func (ec *executionContext) marshalNMember2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐMemberᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Member) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := ec.marshalInlineSlice(ctx, sel, v, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNMember2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐMember(ctx, sel, v[i])
@@ -10399,7 +11160,7 @@ func (ec *executionContext) marshalNMemberConnection2ᚖgithubᚗcomᚋprocsvc�
 }
 
 func (ec *executionContext) marshalNMemberEdge2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐMemberEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MemberEdge) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := ec.marshalInlineSlice(ctx, sel, v, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNMemberEdge2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐMemberEdge(ctx, sel, v[i])
@@ -10593,7 +11354,7 @@ var (
 )
 
 func (ec *executionContext) marshalNProject2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐProjectᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Project) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := ec.marshalInlineSlice(ctx, sel, v, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNProject2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐProject(ctx, sel, v[i])
@@ -10625,7 +11386,7 @@ func (ec *executionContext) marshalNProjectConnection2ᚖgithubᚗcomᚋprocsvc�
 }
 
 func (ec *executionContext) marshalNProjectEdge2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProjectEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ProjectEdge) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := ec.marshalInlineSlice(ctx, sel, v, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNProjectEdge2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProjectEdge(ctx, sel, v[i])
@@ -11010,6 +11771,70 @@ func (ec *executionContext) marshalOFloat2ᚖfloat64(ctx context.Context, sel as
 	return graphql.WrapContextMarshaler(ctx, res)
 }
 
+func (ec *executionContext) unmarshalOID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNID2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNID2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalOID2ᚕᚖstring(ctx context.Context, v any) ([]*string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalOID2ᚖstring(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOID2ᚕᚖstring(ctx context.Context, sel ast.SelectionSet, v []*string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalOID2ᚖstring(ctx, sel, v[i])
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalOID2ᚖgithubᚗcomᚋgoogleᚋuuidᚐUUID(ctx context.Context, v any) (*uuid.UUID, error) {
 	if v == nil {
 		return nil, nil
@@ -11112,6 +11937,42 @@ func (ec *executionContext) marshalONode2githubᚗcomᚋprocsvcᚋprocsvcᚋgrap
 	return ec._Node(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOPriority2ᚕgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚋprocedureᚐPriorityᚄ(ctx context.Context, v any) ([]procedure.Priority, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]procedure.Priority, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNPriority2githubᚗcomᚋprocsvcᚋprocsvcᚋentᚋprocedureᚐPriority(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOPriority2ᚕgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚋprocedureᚐPriorityᚄ(ctx context.Context, sel ast.SelectionSet, v []procedure.Priority) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPriority2githubᚗcomᚋprocsvcᚋprocsvcᚋentᚋprocedureᚐPriority(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalOPriority2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚋprocedureᚐPriority(ctx context.Context, v any) (*procedure.Priority, error) {
 	if v == nil {
 		return nil, nil
@@ -11173,6 +12034,42 @@ func (ec *executionContext) unmarshalOProcedureOrder2ᚖgithubᚗcomᚋprocsvc�
 	}
 	res, err := ec.unmarshalInputProcedureOrder(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOProcedureState2ᚕgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚋprocedureᚐStateᚄ(ctx context.Context, v any) ([]procedure.State, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]procedure.State, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNProcedureState2githubᚗcomᚋprocsvcᚋprocsvcᚋentᚋprocedureᚐState(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOProcedureState2ᚕgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚋprocedureᚐStateᚄ(ctx context.Context, sel ast.SelectionSet, v []procedure.State) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNProcedureState2githubᚗcomᚋprocsvcᚋprocsvcᚋentᚋprocedureᚐState(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalOProcedureState2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚋprocedureᚐState(ctx context.Context, v any) (*procedure.State, error) {

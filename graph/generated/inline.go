@@ -206,6 +206,33 @@ func (ec *executionContext) inlineComment(ctx context.Context, sel ast.Selection
 	return out.Close()
 }
 
+// inlineCommentEdge marshals a CommentEdge as gqlgen's own marshaller
+// would, writing its plain fields straight into its JSON.
+func (ec *executionContext) inlineCommentEdge(ctx context.Context, sel ast.SelectionSet, obj *model.CommentEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, commentEdgeImplementors)
+	out := inline.New(ctx, len(fields)*48)
+	for _, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.String(field.Alias, "CommentEdge")
+		case "node":
+			v := ec._CommentEdge_node(ctx, field, obj)
+			out.Field(field.Alias, v)
+			if v == graphql.Null {
+				out.Invalids++
+			}
+		case "cursor":
+			out.String(field.Alias, obj.Cursor)
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+	return out.Close()
+}
+
 // inlineCategory marshals a Category as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineCategory(ctx context.Context, sel ast.SelectionSet, obj *ent.Category) graphql.Marshaler {
@@ -225,6 +252,12 @@ func (ec *executionContext) inlineCategory(ctx context.Context, sel ast.Selectio
 			out.Time(field.Alias, obj.CreatedAt)
 		case "updatedAt":
 			out.Time(field.Alias, obj.UpdatedAt)
+		case "procedures":
+			v := ec._Category_procedures(ctx, field, obj)
+			out.Field(field.Alias, v)
+			if v == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -258,6 +291,12 @@ func (ec *executionContext) inlineMember(ctx context.Context, sel ast.SelectionS
 			out.Time(field.Alias, obj.CreatedAt)
 		case "removedAt":
 			out.TimePtr(field.Alias, obj.RemovedAt)
+		case "assignedProcedures":
+			v := ec._Member_assignedProcedures(ctx, field, obj)
+			out.Field(field.Alias, v)
+			if v == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -291,6 +330,12 @@ func (ec *executionContext) inlineProject(ctx context.Context, sel ast.Selection
 			out.Time(field.Alias, obj.CreatedAt)
 		case "updatedAt":
 			out.Time(field.Alias, obj.UpdatedAt)
+		case "procedures":
+			v := ec._Project_procedures(ctx, field, obj)
+			out.Field(field.Alias, v)
+			if v == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}

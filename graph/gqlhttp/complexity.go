@@ -11,7 +11,6 @@ import (
 
 	"github.com/procsvc/procsvc/graph"
 	"github.com/procsvc/procsvc/internal/core"
-	"github.com/procsvc/procsvc/internal/limits"
 )
 
 // An operation's complexity prices what its response can hold, in objects
@@ -24,9 +23,9 @@ import (
 // are:
 //
 //   - a connection's edges and nodes: its page size, first or last, else its
-//     default (20 for procedures, 100 for the other connections);
-//   - a procedure's comments: first or last, else
-//     limits.CommentsPerProcedure, the most it shows;
+//     default (20 for procedures and comments, 100 for the other
+//     connections), so that nested connections (a project's procedures, a
+//     procedure's comments) multiply their page sizes;
 //   - nodes(ids:): the number of ids;
 //   - tokens: MaxPageSize, nominally (a workspace's tokens are few and an
 //     admin's to make).
@@ -44,6 +43,7 @@ import (
 // connection gives neither first nor last.
 var connectionPageSizes = map[string]int{
 	"ProcedureConnection": core.DefaultProcedurePageSize,
+	"CommentConnection":   core.DefaultCommentPageSize,
 	"ProjectConnection":   core.DefaultListPageSize,
 	"CategoryConnection":  core.DefaultListPageSize,
 	"MemberConnection":    core.DefaultListPageSize,
@@ -52,16 +52,6 @@ var connectionPageSizes = map[string]int{
 // listElements are the rules for the schema's lists outside connections:
 // the most elements field can hold, given its arguments.
 var listElements = map[string]func(args map[string]any) int{
-	"Procedure.comments": func(args map[string]any) int {
-		for _, name := range []string{"first", "last"} {
-			if n, ok := graph.IntArgument(args[name]); ok {
-				// A view out of 1..limits.CommentsPerProcedure is refused
-				// before this runs (pageSizeLimit).
-				return clampElements(n, limits.CommentsPerProcedure)
-			}
-		}
-		return limits.CommentsPerProcedure
-	},
 	"Query.nodes": func(args map[string]any) int {
 		ids := reflect.ValueOf(args["ids"])
 		switch {

@@ -13,7 +13,7 @@ import (
 // through fragments too. Anything else may depend on any write.
 func TestFootprinted(t *testing.T) {
 	schema := generated.NewExecutableSchema(generated.Config{}).Schema()
-	const edges = `id name priority category { name } doer { name email } project { name } comments { text author { name } }`
+	const edges = `id name priority category { name } doer { name email } project { name } comments { nodes { text author { name } } }`
 	tests := []struct {
 		name, doc string
 		want      bool

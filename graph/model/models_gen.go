@@ -38,6 +38,19 @@ type CategoryEdge struct {
 	Cursor string        `json:"cursor"`
 }
 
+type CommentConnection struct {
+	Edges    []*CommentEdge `json:"edges"`
+	Nodes    []*ent.Comment `json:"nodes"`
+	PageInfo *PageInfo      `json:"pageInfo"`
+	// Count of all the procedure's comments, not only this page.
+	TotalCount int `json:"totalCount"`
+}
+
+type CommentEdge struct {
+	Node   *ent.Comment `json:"node"`
+	Cursor string       `json:"cursor"`
+}
+
 type CreateCategoryInput struct {
 	Name string `json:"name"`
 }
@@ -128,14 +141,23 @@ type ProcedureEventFilter struct {
 }
 
 // Narrows a procedure list; every field is optional and they combine with AND.
+// A list admits a procedure whose value is any of its elements; in categoryIds
+// and doerIds a null element admits the procedures without one (so
+// `doerIds: [null]` is the unassigned). Each list holds at most 100 values. A
+// singular field and its list cannot both be given.
 type ProcedureFilter struct {
 	// Case-insensitive substring of name, content or shortId.
-	Search     *string             `json:"search,omitempty"`
-	CategoryID *string             `json:"categoryId,omitempty"`
-	DoerID     *string             `json:"doerId,omitempty"`
-	ProjectID  *string             `json:"projectId,omitempty"`
-	State      *procedure.State    `json:"state,omitempty"`
-	Priority   *procedure.Priority `json:"priority,omitempty"`
+	Search      *string              `json:"search,omitempty"`
+	CategoryID  *string              `json:"categoryId,omitempty"`
+	CategoryIds []*string            `json:"categoryIds,omitempty"`
+	DoerID      *string              `json:"doerId,omitempty"`
+	DoerIds     []*string            `json:"doerIds,omitempty"`
+	ProjectID   *string              `json:"projectId,omitempty"`
+	ProjectIds  []string             `json:"projectIds,omitempty"`
+	State       *procedure.State     `json:"state,omitempty"`
+	States      []procedure.State    `json:"states,omitempty"`
+	Priority    *procedure.Priority  `json:"priority,omitempty"`
+	Priorities  []procedure.Priority `json:"priorities,omitempty"`
 	// dueAt on or after this time (REST: startedAt).
 	DueFrom *time.Time `json:"dueFrom,omitempty"`
 	// dueAt on or before this time (REST: dueAt).

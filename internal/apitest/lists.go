@@ -31,7 +31,7 @@ const ListQuery = `query List($first: Int!) {
       category { id name }
       doer { id name email }
       project { id name }
-      comments(last: 3) { id text createdAt }
+      comments(last: 3) { nodes { id text createdAt } }
     }
   }
 }`
@@ -43,8 +43,8 @@ const TwoViewsQuery = `query Views($first: Int!) {
     totalCount
     nodes {
       id category { id } doer { id } project { id }
-      comments(first: 1) { id }
-      newest: comments(last: 2) { id text author { name } }
+      comments(first: 1) { nodes { id } }
+      newest: comments(last: 2) { nodes { id text author { name } } }
     }
   }
 }`

@@ -9,7 +9,6 @@ import (
 
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/procedure"
-	"github.com/procsvc/procsvc/internal/apperr"
 )
 
 // A Footprint is what one read of procedures depended on: the procedures it
@@ -35,14 +34,19 @@ type Footprint struct {
 	unknown bool
 }
 
-// listRead is one page of a procedure list: its filter, parsed, and sort.
+// listRead is one page of a procedure list: its filter, parsed, its
+// parent (a nested list's: the procedures of one project, category or
+// doer), and its sort.
 type listRead struct {
-	search                  bool
-	category, doer, project *uuid.UUID
-	state                   procedure.State
-	priority                procedure.Priority
-	dueFrom, dueTo          *time.Time
-	sort                    ProcedureSort
+	filter parsedFilter
+	parent *parentRead
+	sort   ProcedureSort
+}
+
+// parentRead is the parent of a nested list.
+type parentRead struct {
+	edge Parent
+	id   uuid.UUID
 }
 
 // column is a board column: a project and a state.
@@ -104,40 +108,21 @@ func recordProcedure(ctx context.Context, p *ent.Procedure) {
 	}
 }
 
-// recordList notes that the read paged through the list f sorted by sort
-// and returned items (its total and page depend on every procedure f
-// admits; what is shown of each, on the items).
-func recordList(ctx context.Context, f ProcedureFilter, sort ProcedureSort, items []*ent.Procedure) {
+// recordList notes that the read paged through the list pf (of parent,
+// when not nil) sorted by sort and returned items (its total and page
+// depend on every procedure the list admits; what is shown of each, on the
+// items).
+func recordList(ctx context.Context, pf parsedFilter, sort ProcedureSort, parent *parentRead, items []*ent.Procedure) {
 	fp := footprintFrom(ctx)
 	if fp == nil {
 		return
-	}
-	if sort == "" {
-		sort = DefaultProcedureOrder.Field
-	}
-	val := &apperr.Validation{}
-	l := listRead{
-		search:   searchTerm(val, f.Search) != "",
-		category: optionalID(val, "categoryId", f.CategoryID),
-		doer:     optionalID(val, "doerId", f.DoerID),
-		project:  optionalID(val, "projectId", f.ProjectID),
-		state:    procedure.State(f.State),
-		priority: procedure.Priority(f.Priority),
-		dueFrom:  utcOrNil(f.DueFrom),
-		dueTo:    utcOrNil(f.DueTo),
-		sort:     sort,
 	}
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
 	for _, p := range items {
 		fp.shown(p)
 	}
-	if val.Err() != nil {
-		// An invalid filter answers an error, never a page; be safe anyway.
-		fp.unknown = true
-		return
-	}
-	fp.lists = append(fp.lists, l)
+	fp.lists = append(fp.lists, listRead{filter: pf, parent: parent, sort: sort})
 }
 
 func utcOrNil(t *time.Time) *time.Time {
@@ -207,7 +192,7 @@ func (l listRead) touchedBy(c Change) bool {
 		// unknown here), which moves the total and every later page.
 		return true
 	}
-	if l.search && c.Reworded {
+	if l.filter.search != "" && c.Reworded {
 		return true // may start or stop matching the search
 	}
 	// In the list before and after: its place changes only with its sort
@@ -226,17 +211,7 @@ func (l listRead) touchedBy(c Change) bool {
 }
 
 // admits reports whether a procedure with facets p passes every part of
-// the list's filter but the search term.
+// the list's filter but the search term, and belongs to its parent.
 func (l listRead) admits(p *Facets) bool {
-	switch {
-	case l.category != nil && (p.CategoryID == nil || *p.CategoryID != *l.category),
-		l.doer != nil && (p.DoerID == nil || *p.DoerID != *l.doer),
-		l.project != nil && p.ProjectID != *l.project,
-		l.state != "" && p.State != l.state,
-		l.priority != "" && p.Priority != l.priority,
-		l.dueFrom != nil && p.DueAt.Before(*l.dueFrom),
-		l.dueTo != nil && p.DueAt.After(*l.dueTo):
-		return false
-	}
-	return true
+	return l.filter.admits(p) && (l.parent == nil || l.parent.edge.of(p) == l.parent.id)
 }

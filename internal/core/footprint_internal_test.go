@@ -35,11 +35,15 @@ func TestFootprintTouchedBy(t *testing.T) {
 		ctx := WithFootprint(context.Background(), fp)
 		recordProcedure(ctx, shown)
 		for _, f := range lists {
-			recordList(ctx, f, SortDueAt, nil)
+			pf, err := f.parse()
+			if err != nil {
+				t.Fatal(err)
+			}
+			recordList(ctx, pf, SortDueAt, nil, nil)
 		}
 		return fp
 	}
-	inProgress := ProcedureFilter{State: "IN_PROGRESS"}
+	inProgress := ProcedureFilter{States: []string{"IN_PROGRESS"}}
 	tests := []struct {
 		name   string
 		lists  []ProcedureFilter
@@ -63,9 +67,9 @@ func TestFootprintTouchedBy(t *testing.T) {
 		{"DeletedInside", []ProcedureFilter{inProgress}, change(ProcedureDeleted, facets("IN_PROGRESS", "LOW"), nil), true},
 		{"CreatedWithoutFacets", []ProcedureFilter{inProgress}, change(ProcedureCreated, nil, nil), true},
 		{"OlderReplicaFacets", []ProcedureFilter{inProgress}, change(ProcedureUpdated, &Facets{ProjectID: proj, State: "TODO"}, &Facets{ProjectID: proj, State: "TODO"}), true},
-		{"CategoryFilterEnters", []ProcedureFilter{{CategoryID: cat.String()}}, change(ProcedureUpdated, facets("TODO", "LOW"),
+		{"CategoryFilterEnters", []ProcedureFilter{{CategoryIDs: []string{cat.String()}}}, change(ProcedureUpdated, facets("TODO", "LOW"),
 			facets("TODO", "LOW", func(f *Facets) { f.CategoryID = &cat })), true},
-		{"ProjectFilterOther", []ProcedureFilter{{ProjectID: other.String()}}, change(ProcedureUpdated, facets("TODO", "LOW"), facets("TODO", "HIGH")), false},
+		{"ProjectFilterOther", []ProcedureFilter{{ProjectIDs: []string{other.String()}}}, change(ProcedureUpdated, facets("TODO", "LOW"), facets("TODO", "HIGH")), false},
 		{"DueRangeLeaves", []ProcedureFilter{{DueTo: &due}}, change(ProcedureUpdated, facets("TODO", "LOW"),
 			facets("TODO", "LOW", func(f *Facets) { f.DueAt = due.Add(time.Minute) })), true},
 		{"SearchReworded", []ProcedureFilter{{Search: "x"}}, func() Change {
@@ -73,8 +77,12 @@ func TestFootprintTouchedBy(t *testing.T) {
 			c.Reworded = true
 			return c
 		}(), true},
-		{"SearchNotReworded", []ProcedureFilter{{Search: "x", Priority: "LOW"}}, change(ProcedureUpdated, facets("WAITING", "HIGH"), facets("TODO", "HIGH")), false},
-		{"SearchMayEnter", []ProcedureFilter{{Search: "x", Priority: "LOW"}}, change(ProcedureUpdated, facets("TODO", "HIGH"), facets("TODO", "LOW")), true},
+		{"SearchNotReworded", []ProcedureFilter{{Search: "x", Priorities: []string{"LOW"}}}, change(ProcedureUpdated, facets("WAITING", "HIGH"), facets("TODO", "HIGH")), false},
+		{"SearchMayEnter", []ProcedureFilter{{Search: "x", Priorities: []string{"LOW"}}}, change(ProcedureUpdated, facets("TODO", "HIGH"), facets("TODO", "LOW")), true},
+		{"EitherStateEnters", []ProcedureFilter{{States: []string{"WAITING", "IN_PROGRESS"}}}, change(ProcedureUpdated, facets("TODO", "LOW"), facets("WAITING", "LOW")), true},
+		{"EitherStateOutside", []ProcedureFilter{{States: []string{"WAITING", "IN_PROGRESS"}}}, change(ProcedureUpdated, facets("TODO", "LOW"), facets("COMPLETED", "LOW")), false},
+		{"UnassignedEnters", []ProcedureFilter{{NoDoer: true}}, change(ProcedureUpdated, facets("TODO", "LOW", func(f *Facets) { f.DoerID = &cat }), facets("TODO", "LOW")), true},
+		{"UnassignedOutside", []ProcedureFilter{{NoDoer: true}}, change(ProcedureUpdated, facets("TODO", "LOW", func(f *Facets) { f.DoerID = &cat }), facets("TODO", "HIGH", func(f *Facets) { f.DoerID = &cat })), false},
 		{"MoveIntoShownColumn", nil, change(ProcedureMoved, facets("IN_PROGRESS", "LOW"), facets("TODO", "LOW")), true},
 		{"MoveIntoOtherColumn", nil, change(ProcedureMoved, facets("TODO", "LOW"), facets("WAITING", "LOW")), false},
 	}

@@ -57,13 +57,16 @@ func TestListPlansUseIndexes(t *testing.T) {
 		"NoFilter":   {},
 		"Search":     {Search: "rollback"},
 		"SearchID":   {Search: "PLN-4242"},
-		"Category":   {CategoryID: seeded.CategoryIDs[3].String()},
-		"Doer":       {DoerID: seeded.MemberIDs[5].String()},
-		"Project":    {ProjectID: seeded.ProjectIDs[7].String()},
-		"State":      {State: "WAITING"},
-		"Priority":   {Priority: "HIGH"},
+		"Category":   {CategoryIDs: []string{seeded.CategoryIDs[3].String()}},
+		"Doer":       {DoerIDs: []string{seeded.MemberIDs[5].String()}},
+		"Unassigned": {NoDoer: true},
+		"Project":    {ProjectIDs: []string{seeded.ProjectIDs[7].String()}},
+		"Projects":   {ProjectIDs: []string{seeded.ProjectIDs[7].String(), seeded.ProjectIDs[8].String()}},
+		"State":      {States: []string{"WAITING"}},
+		"States":     {States: []string{"WAITING", "TODO"}},
+		"Priority":   {Priorities: []string{"HIGH"}},
 		"DueWindow":  {DueFrom: &from, DueTo: &to},
-		"Everything": {Search: "deploy", CategoryID: seeded.CategoryIDs[1].String(), State: "TODO", Priority: "LOW", DueFrom: &from},
+		"Everything": {Search: "deploy", CategoryIDs: []string{seeded.CategoryIDs[1].String()}, States: []string{"TODO"}, Priorities: []string{"LOW"}, DueFrom: &from},
 	}
 	orders := []core.ProcedureOrder{}
 	for _, f := range []core.ProcedureSort{core.SortCreatedAt, core.SortDueAt, core.SortName, core.SortProjectName} {
@@ -86,12 +89,30 @@ func TestListPlansUseIndexes(t *testing.T) {
 			// A fresh service per shape: its totals cache is empty, so the
 			// count statement is sent and checked too.
 			svc := core.New(db.Client)
-			if _, err := svc.FindProcedures(vctx, f, o, core.Window{First: &first}); err != nil {
+			list, err := svc.FindProcedures(vctx, f, o, core.Window{First: &first})
+			if err != nil {
 				t.Fatalf("%s %v: %v", name, o, err)
 			}
-			after := core.CursorAt(5000)
-			if _, err := svc.FindProcedures(vctx, f, o, core.Window{First: &first, After: &after}); err != nil {
+			if n := len(list.Items); n > 0 {
+				after := list.Cursor(list.Items[n-1])
+				if _, err := svc.FindProcedures(vctx, f, o, core.Window{First: &first, After: &after}); err != nil {
+					t.Fatalf("%s %v next page: %v", name, o, err)
+				}
+			}
+			if _, err := svc.FindProcedures(vctx, f, o, core.Window{First: &first, Start: 5000}); err != nil {
 				t.Fatalf("%s %v deep page: %v", name, o, err)
+			}
+			for _, edge := range []core.Parent{core.ParentProject, core.ParentCategory, core.ParentDoer} {
+				parents := seeded.ProjectIDs[:5]
+				switch edge {
+				case core.ParentCategory:
+					parents = seeded.CategoryIDs[:5]
+				case core.ParentDoer:
+					parents = seeded.MemberIDs[:5]
+				}
+				if _, err := svc.FindProceduresOf(vctx, edge, parents, f, o, core.Window{First: &first}); err != nil {
+					t.Fatalf("%s %v nested in %s: %v", name, o, edge, err)
+				}
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/member"
+	"github.com/procsvc/procsvc/ent/predicate"
 	"github.com/procsvc/procsvc/ent/token"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/auth"
@@ -55,13 +56,17 @@ func (s *Service) Workspace(ctx context.Context) (*ent.Workspace, error) {
 // matches names and email addresses.
 // Errors: unauthenticated, validation_failed.
 func (s *Service) FindMembers(ctx context.Context, f ListFilter, w Window) (*MemberList, error) {
-	return findNamed(ctx, s, "members", f, w, func(term string) *ent.MemberQuery {
-		q := s.client.Member.Query().Where(member.RemovedAtIsNil()).Order(member.ByName(), member.ByID())
-		if term != "" {
-			q.Where(member.Or(member.NameContainsFold(term), member.EmailContainsFold(term)))
-		}
-		return q
-	})
+	return findNamed(ctx, s, "members", f, w, func(m *ent.Member) uuid.UUID { return m.ID }, func(m *ent.Member) string { return m.Name },
+		func(term string, sl *slice) *ent.MemberQuery {
+			q := s.client.Member.Query().Where(member.RemovedAtIsNil())
+			if term != "" {
+				q.Where(member.Or(member.NameContainsFold(term), member.EmailContainsFold(term)))
+			}
+			if sl != nil {
+				q.Where(where[predicate.Member](sl)...).Order(orderBy[member.OrderOption](sl))
+			}
+			return q
+		})
 }
 
 // Member returns one member, current or removed.

@@ -3,11 +3,13 @@ package core
 import (
 	"encoding/base64"
 	"errors"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/internal/apperr"
 )
 
@@ -15,67 +17,96 @@ func intp(n int) *int { return &n }
 
 func curp(c Cursor) *Cursor { return &c }
 
-// rawCursor encodes arbitrary text the way CursorAt does, to forge cursors.
+// rawCursor encodes arbitrary text as a cursor is encoded, to forge cursors.
 func rawCursor(s string) *Cursor {
 	return curp(Cursor(base64.RawURLEncoding.EncodeToString([]byte(s))))
 }
 
+// testKeys is the keyset of a list of procedures by createdAt, newest first.
+var testKeys = procedureKeyset(ProcedureOrder{Field: SortCreatedAt, Desc: true}, scopeOf("test"))
+
 func TestCursorRoundTrip(t *testing.T) {
+	id := uuid.New()
 	tests := []struct {
-		name   string
-		offset int
+		name string
+		key  any
 	}{
-		{"zero", 0},
-		{"one", 1},
-		{"page boundary", 99},
-		{"large", 123456789},
-		{"largest accepted", 1 << 40},
+		{"time", time.Date(2026, 11, 26, 10, 11, 12, 123456789, time.UTC)},
+		{"time before 1970", time.Date(1960, 1, 1, 0, 0, 0, 1000, time.UTC)},
+		{"text", "Deploy | rollback: stage 2"},
+		{"empty text", ""},
+		{"unicode text", "Ünïcödé ✓"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := CursorAt(tc.offset)
+			c := encodeCursor("scope", tc.key, id)
 			if strings.ContainsAny(string(c), "+/=") {
 				t.Fatalf("cursor %q is not URL-safe unpadded base64", c)
 			}
-			got, err := c.Offset("after")
+			got, err := c.decode("after", "scope")
 			if err != nil {
-				t.Fatalf("Offset(%q): %v", c, err)
+				t.Fatalf("decode(%q): %v", c, err)
 			}
-			if got != tc.offset {
-				t.Fatalf("Offset(CursorAt(%d)) = %d", tc.offset, got)
+			if got.id != id {
+				t.Fatalf("id = %v; want %v", got.id, id)
+			}
+			if want, ok := tc.key.(time.Time); ok {
+				if !got.key.(time.Time).Equal(want) {
+					t.Fatalf("key = %v; want %v", got.key, want)
+				}
+			} else if got.key != tc.key {
+				t.Fatalf("key = %q; want %q", got.key, tc.key)
 			}
 		})
 	}
 }
 
 func TestCursorInvalid(t *testing.T) {
+	id := uuid.New().String()
 	tests := []struct {
 		name   string
 		cursor Cursor
 	}{
 		{"empty", ""},
 		{"not base64", "!!!"},
-		{"padded base64", Cursor(base64.URLEncoding.EncodeToString([]byte("o:55")))},
-		{"standard alphabet", Cursor(base64.StdEncoding.EncodeToString([]byte("o:??>")))},
-		{"wrong prefix", *rawCursor("x:5")},
-		{"prefix only", *rawCursor("o:")},
-		{"not a number", *rawCursor("o:abc")},
-		{"negative", *rawCursor("o:-1")},
-		{"plus sign", *rawCursor("o:+1x")},
-		{"over the limit", *rawCursor("o:" + strconv.Itoa(1<<40+1))},
-		{"overflows int", *rawCursor("o:99999999999999999999999")},
+		{"padded base64", Cursor(base64.URLEncoding.EncodeToString([]byte("k1|" + testKeys.scope + "|" + id + "|t5")))},
+		{"an offset cursor of an older release", *rawCursor("o:55")},
+		{"wrong version", *rawCursor("k9|" + testKeys.scope + "|" + id + "|t5")},
+		{"no key", *rawCursor("k1|" + testKeys.scope + "|" + id + "|")},
+		{"unknown key kind", *rawCursor("k1|" + testKeys.scope + "|" + id + "|x5")},
+		{"time not a number", *rawCursor("k1|" + testKeys.scope + "|" + id + "|tabc")},
+		{"time overflows", *rawCursor("k1|" + testKeys.scope + "|" + id + "|t99999999999999999999999")},
+		{"text key on a time sort", *rawCursor("k1|" + testKeys.scope + "|" + id + "|sname")},
+		{"not an id", *rawCursor("k1|" + testKeys.scope + "|nope|t5")},
 		{"raw offset", "5"},
 	}
 	for _, tc := range tests {
 		for _, field := range []string{"after", "before"} {
 			t.Run(tc.name+"/"+field, func(t *testing.T) {
-				n, err := tc.cursor.Offset(field)
-				assertInvalid(t, err, field)
-				if n != 0 {
-					t.Fatalf("Offset returned %d with its error", n)
+				w := Window{}
+				if field == "after" {
+					w.After = curp(tc.cursor)
+				} else {
+					w.Before = curp(tc.cursor)
 				}
+				_, err := testKeys.plan(w, 20, 100)
+				assertInvalid(t, err, field)
 			})
 		}
+	}
+}
+
+// A cursor of another list, filter, sort or parent is refused by name.
+func TestCursorOfAnotherScope(t *testing.T) {
+	p := &ent.Procedure{ID: uuid.New(), CreatedAt: time.Now()}
+	other := procedureKeyset(ProcedureOrder{Field: SortCreatedAt, Desc: true}, scopeOf("other"))
+	_, err := testKeys.plan(Window{After: curp(other.cursor(p))}, 20, 100)
+	assertInvalid(t, err, "after")
+	if !strings.Contains(err.Error(), "another list") {
+		t.Fatalf("err = %v; want it to say the cursor is of another list", err)
+	}
+	if _, err := other.plan(Window{After: curp(other.cursor(p))}, 20, 100); err != nil {
+		t.Fatalf("own cursor refused: %v", err)
 	}
 }
 
@@ -96,121 +127,96 @@ func assertInvalid(t *testing.T, err error, field string) {
 	t.Fatalf("fields = %+v; want one naming %q", ae.Fields, field)
 }
 
-func TestWindowResolve(t *testing.T) {
+func TestWindowPlan(t *testing.T) {
 	const def, maxSize = 20, 100
+	p := &ent.Procedure{ID: uuid.New(), CreatedAt: time.Now()}
+	at := curp(testKeys.cursor(p))
 	tests := []struct {
-		name      string
-		w         Window
-		total     int
-		want      Page
-		wantTotal bool   // totalFn must be called (and only then)
-		wantField string // non-empty: validation_failed naming it
+		name         string
+		w            Window
+		size, offset int
+		backward     bool
+		bounds       int
+		wantField    string // non-empty: validation_failed naming it
 	}{
-		{name: "empty window is the first default page", w: Window{}, want: Page{0, def}},
-		{name: "first", w: Window{First: intp(5)}, want: Page{0, 5}},
-		{name: "start", w: Window{First: intp(5), Start: 10}, want: Page{10, 5}},
+		{name: "empty window is the first default page", w: Window{}, size: def},
+		{name: "first", w: Window{First: intp(5)}, size: 5},
+		{name: "start", w: Window{First: intp(5), Start: 10}, size: 5, offset: 10},
+		{name: "first zero", w: Window{First: intp(0)}, size: 0},
+		{name: "first at max", w: Window{First: intp(maxSize)}, size: maxSize},
+		{name: "first after", w: Window{First: intp(5), After: at}, size: 5, bounds: 1},
+		{name: "after and before", w: Window{First: intp(5), After: at, Before: at}, size: 5, bounds: 2},
+		{name: "last", w: Window{Last: intp(3)}, size: 3, backward: true},
+		{name: "last before", w: Window{Last: intp(3), Before: at}, size: 3, backward: true, bounds: 1},
+
 		{name: "negative start", w: Window{First: intp(5), Start: -5}, wantField: "page"},
 		{name: "start past any offset", w: Window{Start: 1<<40 + 1}, wantField: "page"},
-		{name: "first zero", w: Window{First: intp(0)}, want: Page{0, 0}},
-		{name: "first at max", w: Window{First: intp(maxSize)}, want: Page{0, maxSize}},
-		{name: "first after", w: Window{First: intp(5), After: curp(CursorAt(9))}, want: Page{10, 5}},
-		{name: "after alone uses default size", w: Window{After: curp(CursorAt(0))}, want: Page{1, def}},
-		{name: "first after before clipped", w: Window{First: intp(5), After: curp(CursorAt(9)), Before: curp(CursorAt(12))}, want: Page{10, 2}},
-		{name: "first before within", w: Window{First: intp(3), Before: curp(CursorAt(10))}, want: Page{0, 3}},
-		{name: "before alone clips default size", w: Window{Before: curp(CursorAt(5))}, want: Page{0, 5}},
-		{name: "before not after after is empty", w: Window{After: curp(CursorAt(5)), Before: curp(CursorAt(3))}, want: Page{6, 0}},
-		{name: "before equal to after is empty", w: Window{First: intp(4), After: curp(CursorAt(5)), Before: curp(CursorAt(5))}, want: Page{6, 0}},
-		{name: "last before", w: Window{Last: intp(3), Before: curp(CursorAt(10))}, want: Page{7, 3}},
-		{name: "last before near start", w: Window{Last: intp(3), Before: curp(CursorAt(2))}, want: Page{0, 2}},
-		{name: "last before first record", w: Window{Last: intp(3), Before: curp(CursorAt(0))}, want: Page{0, 0}},
-		{name: "last after before", w: Window{Last: intp(5), After: curp(CursorAt(3)), Before: curp(CursorAt(6))}, want: Page{4, 2}},
-		{name: "last without before uses total", w: Window{Last: intp(3)}, total: 10, want: Page{7, 3}, wantTotal: true},
-		{name: "last larger than total", w: Window{Last: intp(20)}, total: 10, want: Page{0, 10}, wantTotal: true},
-		{name: "last of empty list", w: Window{Last: intp(5)}, total: 0, want: Page{0, 0}, wantTotal: true},
-		{name: "last zero without before", w: Window{Last: intp(0)}, total: 10, want: Page{10, 0}, wantTotal: true},
-		{name: "last after without before", w: Window{Last: intp(3), After: curp(CursorAt(8))}, total: 10, want: Page{9, 1}, wantTotal: true},
-		{name: "last after past the total", w: Window{Last: intp(3), After: curp(CursorAt(15))}, total: 10, want: Page{16, 0}, wantTotal: true},
-
+		{name: "start with a cursor", w: Window{Start: 5, After: at}, wantField: "page"},
+		{name: "start with last", w: Window{Start: 5, Last: intp(2)}, wantField: "page"},
 		{name: "negative first", w: Window{First: intp(-1)}, wantField: "first"},
 		{name: "first over max", w: Window{First: intp(maxSize + 1)}, wantField: "first"},
 		{name: "negative last", w: Window{Last: intp(-1)}, wantField: "last"},
 		{name: "last over max", w: Window{Last: intp(maxSize + 1)}, wantField: "last"},
 		{name: "first with last", w: Window{First: intp(1), Last: intp(1)}, wantField: "last"},
 		{name: "invalid after", w: Window{First: intp(1), After: curp("garbage!")}, wantField: "after"},
-		{name: "forged after", w: Window{After: rawCursor("o:-5")}, wantField: "after"},
 		{name: "invalid before", w: Window{Last: intp(1), Before: curp("garbage!")}, wantField: "before"},
-		{name: "forged before", w: Window{Before: rawCursor("p:5")}, wantField: "before"},
-		{name: "valid after invalid before", w: Window{After: curp(CursorAt(1)), Before: rawCursor("o:x")}, wantField: "before"},
+		{name: "valid after invalid before", w: Window{After: at, Before: rawCursor("o:x")}, wantField: "before"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			called := false
-			got, err := tc.w.resolve(def, maxSize, func() (int, error) {
-				called = true
-				return tc.total, nil
-			})
+			sl, err := testKeys.plan(tc.w, def, maxSize)
 			if tc.wantField != "" {
 				assertInvalid(t, err, tc.wantField)
-				if called {
-					t.Fatal("totalFn was called for an invalid window")
-				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("resolve: %v", err)
+				t.Fatalf("plan: %v", err)
 			}
-			if got != tc.want {
-				t.Fatalf("resolve = %+v; want %+v", got, tc.want)
-			}
-			if called != tc.wantTotal {
-				t.Fatalf("totalFn called = %v; want %v (it costs a query)", called, tc.wantTotal)
-			}
-			if got.Offset < 0 || got.Limit < 0 || got.Limit > maxSize {
-				t.Fatalf("resolve gave an out-of-range page %+v", got)
+			if sl.size != tc.size || sl.limit != tc.size+1 || sl.offset != tc.offset || sl.backward != tc.backward || len(sl.bounds) != tc.bounds {
+				t.Fatalf("plan = size %d limit %d offset %d backward %v bounds %d; want size %d offset %d backward %v bounds %d",
+					sl.size, sl.limit, sl.offset, sl.backward, len(sl.bounds), tc.size, tc.offset, tc.backward, tc.bounds)
 			}
 		})
 	}
 }
 
-func TestWindowResolveTotalError(t *testing.T) {
-	boom := apperr.New(apperr.Unavailable, "boom")
+func TestKeysetFinish(t *testing.T) {
+	rows := func(n int) []*ent.Procedure {
+		out := make([]*ent.Procedure, n)
+		for i := range out {
+			out[i] = &ent.Procedure{ID: uuid.New(), Name: string(rune('a' + i))}
+		}
+		return out
+	}
 	tests := []struct {
-		name string
-		w    Window
+		name       string
+		sl         slice
+		read       int
+		n          int
+		next, prev bool
+		reversed   bool
 	}{
-		{"last", Window{Last: intp(3)}},
-		{"last after", Window{Last: intp(3), After: curp(CursorAt(1))}},
+		{"forward, more", slice{size: 3, limit: 4}, 4, 3, true, false, false},
+		{"forward, last page", slice{size: 3, limit: 4}, 2, 2, false, false, false},
+		{"forward after a cursor", slice{size: 3, limit: 4, after: true}, 2, 2, false, true, false},
+		{"forward from an offset", slice{size: 3, limit: 4, offset: 6}, 3, 3, false, true, false},
+		{"backward, more", slice{size: 3, limit: 4, backward: true}, 4, 3, false, true, true},
+		{"backward before a cursor", slice{size: 3, limit: 4, backward: true, before: true}, 1, 1, true, false, true},
+		{"empty page with more", slice{size: 0, limit: 1}, 1, 0, true, false, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := tc.w.resolve(20, 100, func() (int, error) { return 0, boom })
-			if !errors.Is(err, boom) {
-				t.Fatalf("err = %v; want the totalFn error", err)
+			read := rows(tc.read)
+			first := read
+			if len(first) > 0 {
+				first = []*ent.Procedure{read[0]}
 			}
-		})
-	}
-}
-
-func TestPageInfo(t *testing.T) {
-	tests := []struct {
-		name          string
-		page          Page
-		n, total      int
-		next, prevous bool
-	}{
-		{"only page", Page{0, 10}, 3, 3, false, false},
-		{"first of several", Page{0, 10}, 10, 25, true, false},
-		{"middle", Page{10, 10}, 10, 25, true, true},
-		{"last", Page{20, 10}, 5, 25, false, true},
-		{"past the end", Page{30, 10}, 0, 25, false, true},
-		{"empty list", Page{0, 10}, 0, 0, false, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := pageInfo(tc.page, tc.n, tc.total)
-			want := PageInfo{Offset: tc.page.Offset, HasNextPage: tc.next, HasPreviousPage: tc.prevous}
-			if got != want {
-				t.Fatalf("pageInfo = %+v; want %+v", got, want)
+			got, info := testKeys.finish(tc.sl, read)
+			if len(got) != tc.n || info.HasNextPage != tc.next || info.HasPreviousPage != tc.prev {
+				t.Fatalf("finish = %d rows, %+v; want %d, next %v, previous %v", len(got), info, tc.n, tc.next, tc.prev)
+			}
+			if tc.reversed && len(got) > 0 && got[len(got)-1] != first[0] {
+				t.Fatal("a backward read was not put back in the list's order")
 			}
 		})
 	}

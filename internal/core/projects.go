@@ -4,8 +4,10 @@ import (
 	"context"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/category"
+	"github.com/procsvc/procsvc/ent/predicate"
 	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/ent/project"
 	"github.com/procsvc/procsvc/internal/apperr"
@@ -27,13 +29,17 @@ type ProjectList = List[ent.Project]
 // FindProjects lists projects by name.
 // Errors: unauthenticated, validation_failed.
 func (s *Service) FindProjects(ctx context.Context, f ListFilter, w Window) (*ProjectList, error) {
-	return findNamed(ctx, s, "projects", f, w, func(term string) *ent.ProjectQuery {
-		q := s.client.Project.Query().Order(project.ByName(), project.ByID())
-		if term != "" {
-			q.Where(project.NameContainsFold(term))
-		}
-		return q
-	})
+	return findNamed(ctx, s, "projects", f, w, func(r *ent.Project) uuid.UUID { return r.ID }, func(r *ent.Project) string { return r.Name },
+		func(term string, sl *slice) *ent.ProjectQuery {
+			q := s.client.Project.Query()
+			if term != "" {
+				q.Where(project.NameContainsFold(term))
+			}
+			if sl != nil {
+				q.Where(where[predicate.Project](sl)...).Order(orderBy[project.OrderOption](sl))
+			}
+			return q
+		})
 }
 
 // Project returns one project. Errors: unauthenticated, not_found.
@@ -185,13 +191,17 @@ type CategoryList = List[ent.Category]
 // FindCategories lists categories by name.
 // Errors: unauthenticated, validation_failed.
 func (s *Service) FindCategories(ctx context.Context, f ListFilter, w Window) (*CategoryList, error) {
-	return findNamed(ctx, s, "categories", f, w, func(term string) *ent.CategoryQuery {
-		q := s.client.Category.Query().Order(category.ByName(), category.ByID())
-		if term != "" {
-			q.Where(category.NameContainsFold(term))
-		}
-		return q
-	})
+	return findNamed(ctx, s, "categories", f, w, func(r *ent.Category) uuid.UUID { return r.ID }, func(r *ent.Category) string { return r.Name },
+		func(term string, sl *slice) *ent.CategoryQuery {
+			q := s.client.Category.Query()
+			if term != "" {
+				q.Where(category.NameContainsFold(term))
+			}
+			if sl != nil {
+				q.Where(where[predicate.Category](sl)...).Order(orderBy[category.OrderOption](sl))
+			}
+			return q
+		})
 }
 
 // Category returns one category. Errors: unauthenticated, not_found.

@@ -43,19 +43,20 @@ func tallyKeys() []string {
 	return keys
 }
 
-// tallyKey names the tally that is f's total, if f filters by nothing, by
-// one state or by one priority (after validation).
-func (f ProcedureFilter) tallyKey() (string, bool) {
-	if f.Search != "" || f.CategoryID != "" || f.DoerID != "" || f.ProjectID != "" || f.DueFrom != nil || f.DueTo != nil {
+// tallyKey names the tally that is the filter's total, if it filters by
+// nothing, by one state or by one priority.
+func (pf parsedFilter) tallyKey() (string, bool) {
+	if pf.search != "" || pf.categories.filters() || pf.doers.filters() || pf.projects.filters() ||
+		pf.dueFrom != nil || pf.dueTo != nil || len(pf.states) > 1 || len(pf.priorities) > 1 {
 		return "", false
 	}
 	switch {
-	case f.State == "" && f.Priority == "":
+	case len(pf.states) == 0 && len(pf.priorities) == 0:
 		return tallyAll, true
-	case f.Priority == "":
-		return stateTally(procedure.State(f.State)), true
-	case f.State == "":
-		return priorityTally(procedure.Priority(f.Priority)), true
+	case len(pf.priorities) == 0:
+		return stateTally(pf.states[0]), true
+	case len(pf.states) == 0:
+		return priorityTally(pf.priorities[0]), true
 	}
 	return "", false
 }

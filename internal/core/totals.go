@@ -58,3 +58,29 @@ func (t *totals) get(ctx context.Context, list, key string, count func() (int, e
 	t.cache.Add(k, n)
 	return n, nil
 }
+
+// peek returns the cached total for key, if ctx's viewer's version has it.
+func (t *totals) peek(ctx context.Context, list, key string) (int, bool) {
+	k, ok := t.key(ctx, list, key)
+	if !ok {
+		return 0, false
+	}
+	return t.cache.Get(k)
+}
+
+// put caches n as the total for key, at ctx's viewer's version.
+func (t *totals) put(ctx context.Context, list, key string, n int) {
+	if k, ok := t.key(ctx, list, key); ok {
+		t.cache.Add(k, n)
+	}
+}
+
+// key is the cache key of list and key for ctx's viewer; false when the
+// viewer's version was not read with its token.
+func (t *totals) key(ctx context.Context, list, key string) (totalKey, bool) {
+	v := viewer.FromContext(ctx)
+	if v == nil || !v.VersionKnown {
+		return totalKey{}, false
+	}
+	return totalKey{workspace: v.WorkspaceID, version: v.WorkspaceVersion, list: list, key: key}, true
+}

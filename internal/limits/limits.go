@@ -28,6 +28,11 @@ const (
 // (its newest), so that what a procedure renders is bounded.
 const CommentsPerProcedure = 100
 
+// EmbeddedComments is how many of a procedure's comments, its newest, a
+// REST procedure embeds; GET /procedures/{id}/comments pages through all
+// of them (GraphQL: Procedure.comments, a connection).
+const EmbeddedComments = 20
+
 // ResponseBytes is the default bound on the bytes of one response
 // (--max-response-mb), and the least one may set: a procedure with the
 // longest content and CommentsPerProcedure of the longest comments renders

@@ -80,7 +80,7 @@ func TestCommentsAsEntReadsThem(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, p := range procsA {
-				got, err := loader.Comments(ctx, p.ID, loader.CommentWindow{})
+				got, _, err := loader.Comments(ctx, p.ID, loader.CommentWindow{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -98,7 +98,7 @@ func TestCommentsAsEntReadsThem(t *testing.T) {
 				}
 			}
 			for _, p := range procsB {
-				if got, err := loader.Comments(ctx, p.ID, loader.CommentWindow{}); err != nil || got == nil || len(got) != 0 {
+				if got, _, err := loader.Comments(ctx, p.ID, loader.CommentWindow{}); err != nil || got == nil || len(got) != 0 {
 					t.Fatalf("a's viewer reading b's %s: %v, %v; want no comments", p.ShortID, got, err)
 				}
 			}
@@ -186,7 +186,7 @@ func TestCommentWindows(t *testing.T) {
 				{legacy, loader.CommentWindow{First: 1}, span(0, 1)},
 				{legacy, loader.CommentWindow{Last: 3}, span(over-3, over)},
 			} {
-				got, err := loader.Comments(ctx, c.p.ID, c.view)
+				got, _, err := loader.Comments(ctx, c.p.ID, c.view)
 				if err != nil || !slices.Equal(texts(got), c.want) {
 					t.Fatalf("%s %+v: %v, %v; want %v", c.p.ShortID, c.view, texts(got), err, c.want)
 				}
@@ -196,7 +196,7 @@ func TestCommentWindows(t *testing.T) {
 			}
 			// Not covered: the legacy procedure's default view, its newest
 			// limits.CommentsPerProcedure, read through the dataloader.
-			got, err := loader.Comments(ctx, legacy.ID, loader.CommentWindow{})
+			got, _, err := loader.Comments(ctx, legacy.ID, loader.CommentWindow{})
 			if err != nil || !slices.Equal(texts(got), span(over-limits.CommentsPerProcedure, over)) {
 				t.Fatalf("default view of %s: %d comments, %v", legacy.ShortID, len(got), err)
 			}
@@ -212,7 +212,7 @@ func TestCommentWindows(t *testing.T) {
 			}
 			before := db.Statements()
 			for _, view := range []loader.CommentWindow{{First: 50}, {Last: 1}, {First: 7}} {
-				if _, err := loader.Comments(ctx, small.ID, view); err != nil {
+				if _, _, err := loader.Comments(ctx, small.ID, view); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -41,9 +41,10 @@ type Edges struct {
 	CommentAuthors bool
 }
 
-// AllEdges is every edge, as REST responses embed them all (the default
-// view of the comments).
-var AllEdges = Edges{Category: true, Doer: true, Project: true, Comments: true}
+// AllEdges is every edge, as REST responses embed them: the newest
+// limits.EmbeddedComments comments.
+var AllEdges = Edges{Category: true, Doer: true, Project: true, Comments: true,
+	CommentWindow: CommentWindow{Last: limits.EmbeddedComments}}
 
 // fetch reads the values of keys, answering every key: a record id nobody
 // can see maps to nil (not an error), a procedure without comments to an
@@ -164,6 +165,8 @@ type Loaders struct {
 	// readOnly is set by ReadOnly: where primed categories, members and
 	// projects may come from the shared cache.
 	readOnly *at
+	// nested holds the nested lists, by question (nested.go).
+	nested map[string]*nestedBatch
 }
 
 type ctxKey struct{}
@@ -210,6 +213,7 @@ func Reset(ctx context.Context) {
 	defer l.mu.Unlock()
 	l.categories, l.members, l.projects, l.comments = edge[*ent.Category]{}, edge[*ent.Member]{}, edge[*ent.Project]{}, commentEdge{}
 	l.commentText = &textBudget{bound: l.fetch.maxCommentText}
+	l.nested = nil
 	// A write follows: the version the request read is no longer its
 	// workspace's.
 	l.readOnly = nil
@@ -234,16 +238,17 @@ func Project(ctx context.Context, id uuid.UUID) (*ent.Project, error) {
 }
 
 // Comments returns the comments of the procedure with id that w takes,
-// oldest first: from what was primed when it holds them, else read through
-// a batching dataloader (which reads every window a view may take).
-func Comments(ctx context.Context, procedureID uuid.UUID, w CommentWindow) ([]*ent.Comment, error) {
+// oldest first, and how many comments it holds: from what was primed when
+// it holds them, else read through a batching dataloader (which reads
+// every window a view may take).
+func Comments(ctx context.Context, procedureID uuid.UUID, w CommentWindow) ([]*ent.Comment, int, error) {
 	l := from(ctx)
 	l.mu.RLock()
 	p, ok := l.comments.loaded[procedureID]
 	b, budget := l.comments.batched, l.commentText
 	l.mu.RUnlock()
 	if ok && p.covers(w) {
-		return p.view(w), nil
+		return p.view(w), p.total, nil
 	}
 	if b == nil {
 		l.mu.Lock()
@@ -263,9 +268,9 @@ func Comments(ctx context.Context, procedureID uuid.UUID, w CommentWindow) ([]*e
 	}
 	p, err := b.Load(ctx, procedureID)()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return p.view(w), nil
+	return p.view(w), p.total, nil
 }
 
 // everyView is the window that covers every view of a procedure's comments

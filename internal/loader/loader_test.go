@@ -76,7 +76,7 @@ func TestLoaders(t *testing.T) {
 				if pr, err := loader.Project(ctx, p.ProjectID); err != nil || pr == nil || pr.ID != p.Edges.Project.ID {
 					t.Fatalf("project of %s = %v, %v; want %v", p.ShortID, pr, err, p.Edges.Project)
 				}
-				cs, err := loader.Comments(ctx, p.ID, loader.CommentWindow{})
+				cs, _, err := loader.Comments(ctx, p.ID, loader.CommentWindow{})
 				if err != nil || cs == nil || len(cs) != len(p.Edges.Comments) {
 					t.Fatalf("comments of %s = %v, %v; want %d", p.ShortID, cs, err, len(p.Edges.Comments))
 				}

@@ -94,7 +94,7 @@ func (r *footprintRig) create(t *testing.T, rng *rand.Rand, name string) {
 // with every edge (footprinted), and one that is not (viewer as well).
 func (r *footprintRig) shapes() []footprintRead {
 	const edges = `id shortId name priority state content position dueAt updatedAt categoryId doerId projectId
-		category { id name } doer { id name email } project { id name } comments(last: 10) { id text author { name } }`
+		category { id name } doer { id name email } project { id name } comments(last: 10) { nodes { id text author { name } } }`
 	var out []footprintRead
 	lists := []string{"", "&page=2", "&state=IN_PROGRESS", "&state=COMPLETED", "&priority=HIGH", "&priority=LOW",
 		"&sortBy=dueAt&sortOrder=asc", "&sortBy=name", "&sortBy=project.name&sortOrder=asc", "&search=Procedure 1",

@@ -83,7 +83,7 @@ func TestLiveMemoryIsBounded(t *testing.T) {
 			})
 
 			t.Run("HeldWithinTheBound", func(t *testing.T) {
-				st, status, body := postSSE(t, s, ws.ViewToken, `subscription { procedureEvents { kind procedure { name comments { text } } } }`, nil)
+				st, status, body := postSSE(t, s, ws.ViewToken, `subscription { procedureEvents { kind procedure { name comments(last: 100) { nodes { text } } } } }`, nil)
 				if status != http.StatusOK {
 					t.Fatalf("subscribe: %d %s", status, body)
 				}
@@ -93,7 +93,7 @@ func TestLiveMemoryIsBounded(t *testing.T) {
 				for i := range events {
 					name := fmt.Sprintf("Heavy %d", i)
 					renameProcedure(t, s, ws.MemberToken, id, name)
-					if e := decodeEvent(t, st.next()); e.Procedure == nil || e.Procedure.Name != name || len(e.Procedure.Comments) != 100 {
+					if e := decodeEvent(t, st.next()); e.Procedure == nil || e.Procedure.Name != name || len(e.Procedure.Comments.Nodes) != 100 {
 						t.Fatalf("event %d: %+v", i, e.Kind)
 					}
 					if held := s.Live.Stats().CachedBytes; held > bound {

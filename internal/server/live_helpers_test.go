@@ -114,7 +114,7 @@ func openReplica(t testing.TB, dsn string) *database.DB {
 
 // eventFields selects an event with every edge of its procedure.
 const eventFields = `kind procedureId workspaceVersion procedure { id name state projectId
-	category { id name } doer { id name } project { id name } comments { text author { id name } } }`
+	category { id name } doer { id name } project { id name } comments { nodes { text author { id name } } } }`
 
 const subscribeEvents = `subscription($f: ProcedureEventFilter) { procedureEvents(filter: $f) { ` + eventFields + ` } }`
 
@@ -135,9 +135,11 @@ type eventT struct {
 		Category  *namedT `json:"category"`
 		Doer      *namedT `json:"doer"`
 		Project   namedT  `json:"project"`
-		Comments  []struct {
-			Text   string `json:"text"`
-			Author namedT `json:"author"`
+		Comments  struct {
+			Nodes []struct {
+				Text   string `json:"text"`
+				Author namedT `json:"author"`
+			} `json:"nodes"`
 		} `json:"comments"`
 	} `json:"procedure"`
 }

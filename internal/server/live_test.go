@@ -67,7 +67,7 @@ func TestLiveUpdates(t *testing.T) {
 				within(t, "CREATED", start)
 				if e.Kind != "CREATED" || *e.ProcedureID != id || e.Procedure == nil || e.Procedure.Name != "Onboard" ||
 					e.Procedure.Category == nil || e.Procedure.Category.ID != ws.CategoryID || e.Procedure.Doer == nil ||
-					e.Procedure.Doer.ID != ws.MemberID || e.Procedure.Project.ID != ws.ProjectID || len(e.Procedure.Comments) != 0 {
+					e.Procedure.Doer.ID != ws.MemberID || e.Procedure.Project.ID != ws.ProjectID || len(e.Procedure.Comments.Nodes) != 0 {
 					t.Fatalf("CREATED event: %+v", e)
 				}
 				version := e.WorkspaceVersion
@@ -89,8 +89,8 @@ func TestLiveUpdates(t *testing.T) {
 					t.Fatalf("MOVED event: %+v", e)
 				}
 				gql(t, s, ws.MemberToken, `mutation($id: ID!) { addComment(input: {procedureId: $id, text: "looks good"}) { id } }`, map[string]any{"id": id})
-				if e = c.next("1"); e.Kind != "COMMENTED" || len(e.Procedure.Comments) != 1 || e.Procedure.Comments[0].Text != "looks good" ||
-					e.Procedure.Comments[0].Author.ID != ws.MemberID {
+				if e = c.next("1"); e.Kind != "COMMENTED" || len(e.Procedure.Comments.Nodes) != 1 || e.Procedure.Comments.Nodes[0].Text != "looks good" ||
+					e.Procedure.Comments.Nodes[0].Author.ID != ws.MemberID {
 					t.Fatalf("COMMENTED event: %+v", e)
 				}
 				gql(t, s, ws.MemberToken, `mutation($id: ID!) { deleteProcedure(id: $id) { deletedId } }`, map[string]any{"id": id})
@@ -229,7 +229,7 @@ func TestLiveUpdates(t *testing.T) {
 				// Over the complexity limit: 250 aliased comment lists.
 				var aliases strings.Builder
 				for i := range 250 {
-					fmt.Fprintf(&aliases, "c%d: comments { id } ", i)
+					fmt.Fprintf(&aliases, "c%d: comments { nodes { id } } ", i)
 				}
 				c.subscribe("costly", `subscription { procedureEvents { procedure { `+aliases.String()+`} } }`, nil)
 				if code := c.refused("costly"); code != "validation_failed" {

@@ -156,7 +156,7 @@ func TestResponseBound(t *testing.T) {
 			remaining = -1
 			charged(t, s.GraphQL(t, other.ViewToken, `{ __typename }`, nil).Header)
 			// The comments stop being read once past the bound.
-			r := s.GraphQL(t, other.ViewToken, `{ procedures(first: 9) { nodes { comments { text } } } }`, nil)
+			r := s.GraphQL(t, other.ViewToken, `{ procedures(first: 9) { nodes { comments { nodes { text } } } } }`, nil)
 			tooLarge(t, r, "fewer procedures")
 			if n := charged(t, r.Header); n != 10 {
 				t.Fatalf("charged %d, want 10 (complexity 1 + 9 × 101 = 910)", n)
@@ -165,7 +165,7 @@ func TestResponseBound(t *testing.T) {
 				t.Fatalf("REST: %d %s", a.status, a.code)
 			}
 			// Fewer comments each fit: 9 × 40 × 20 000 characters.
-			r = s.GraphQL(t, other.ViewToken, `{ procedures(first: 9) { nodes { comments(last: 40) { text } } } }`, nil)
+			r = s.GraphQL(t, other.ViewToken, `{ procedures(first: 9) { nodes { comments(last: 40) { nodes { text } } } } }`, nil)
 			if r.Status != http.StatusOK || len(r.Errors) > 0 {
 				t.Fatalf("40 comments each: %d %+v", r.Status, r.Errors)
 			}

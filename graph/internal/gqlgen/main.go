@@ -42,7 +42,7 @@ import (
 // gqlgen sets Object.DisableConcurrency itself only for the Mutation root;
 // this plugin sets it before the executor is generated, so the generated
 // code takes gqlgen's existing non-concurrent branch for these objects.
-var inlineObjects = []string{"Procedure", "Comment", "Token"}
+var inlineObjects = []string{"Procedure", "Comment", "Token", "Project", "Category", "Member"}
 
 type inlineFields struct{}
 
@@ -74,7 +74,7 @@ func (inlineFields) GenerateCode(data *codegen.Data) error {
 // edge at most, none when the list's resolver primed already); when it
 // cannot say so (a list type it does not know, a read that failed), the
 // list is marshalled concurrently as gqlgen does.
-var inlineListObjects = []string{"Procedure", "ProcedureEdge", "Comment"}
+var inlineListObjects = []string{"Procedure", "ProcedureEdge", "Comment", "CommentEdge", "Project", "ProjectEdge", "Category", "CategoryEdge", "Member", "MemberEdge"}
 
 // objectsWritten are the objects marshalled by inline.go's own marshaller
 // instead of gqlgen's: their plain fields (struct fields of String, ID,
@@ -94,7 +94,7 @@ var inlineListObjects = []string{"Procedure", "ProcedureEdge", "Comment"}
 // it as usual. procsvc registers no field middleware (graph/gqlhttp/executor.go says
 // so where the executor is built). One that must see every field requires
 // removing the objects from this list, and the speed with them.
-var objectsWritten = []string{"Procedure", "ProcedureEdge", "Comment", "Category", "Member", "Project"}
+var objectsWritten = []string{"Procedure", "ProcedureEdge", "Comment", "CommentEdge", "Category", "Member", "Project"}
 
 // inline generates inline.go (inline.gotpl) and rewrites gqlgen's executor
 // to use it: the list marshallers of inlineListObjects call

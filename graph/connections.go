@@ -1,0 +1,291 @@
+package graph
+
+// Connections: Relay connections built from core's lists, the nested lists
+// of projects, categories and members, and a procedure's comments.
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/google/uuid"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/graph/model"
+	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/loader"
+)
+
+// connection builds a Relay connection's parts from a core page. The edges
+// (an object and a cursor per item) and the page's cursors are made only
+// when the operation selects them: list pages read nodes.
+func connection[N any, E any](ctx context.Context, list *core.List[N], edge func(*N, string) E) ([]E, *model.PageInfo) {
+	var edges []E
+	pi := &model.PageInfo{HasNextPage: list.PageInfo.HasNextPage, HasPreviousPage: list.PageInfo.HasPreviousPage}
+	if graphql.GetFieldContext(ctx) == nil {
+		// Called by REST, which reads nodes only.
+		return nil, pi
+	}
+	for _, f := range graphql.CollectFieldsCtx(ctx, nil) {
+		switch f.Name {
+		case "edges":
+			edges = make([]E, len(list.Items))
+			for i, n := range list.Items {
+				edges[i] = edge(n, string(list.Cursor(n)))
+			}
+		case "pageInfo":
+			if n := len(list.Items); n > 0 {
+				start, end := string(list.Cursor(list.Items[0])), string(list.Cursor(list.Items[n-1]))
+				pi.StartCursor, pi.EndCursor = &start, &end
+			}
+		}
+	}
+	return edges, pi
+}
+
+// procedureConnection is the connection of a page of procedures.
+func procedureConnection(ctx context.Context, list *core.ProcedureList) *model.ProcedureConnection {
+	edges, info := connection(ctx, list, func(n *ent.Procedure, c string) *model.ProcedureEdge {
+		return &model.ProcedureEdge{Node: n, Cursor: c}
+	})
+	return &model.ProcedureConnection{Edges: edges, Nodes: list.Items, PageInfo: info, TotalCount: list.Total}
+}
+
+// nestedProcedures resolves a parent's procedures (Project.procedures,
+// Category.procedures, Member.assignedProcedures): the lists of every
+// parent the field is asked of are read at once (loader.Nested), with the
+// edges the field selects on them primed for all.
+func (r *Resolver) nestedProcedures(ctx context.Context, edge core.Parent, parent uuid.UUID, first *int, after *string,
+	last *int, before *string, filter *model.ProcedureFilter, orderBy *model.ProcedureOrder) (*model.ProcedureConnection, error) {
+	f, err := procedureFilter(filter)
+	if err != nil {
+		return nil, err
+	}
+	edges := connectionEdges(ctx)
+	page, err := loader.Nested(ctx, nestedQuestion(edge, graphql.GetFieldContext(ctx).Field.Field), parent,
+		func(ctx context.Context, parents []uuid.UUID) (map[uuid.UUID]core.NestedPage, error) {
+			pages, err := r.Service.FindProceduresOf(ctx, edge, parents, f, procedureOrder(orderBy), window(first, after, last, before))
+			if err != nil {
+				return nil, err
+			}
+			var all []*ent.Procedure
+			for _, p := range pages {
+				if p.List != nil {
+					all = append(all, p.List.Items...)
+				}
+			}
+			return pages, loader.PrimeProcedures(ctx, all, edges)
+		})
+	switch {
+	case err != nil:
+		return nil, err
+	case page.Err != nil:
+		return nil, page.Err
+	case page.List == nil:
+		return nil, fmt.Errorf("graph: no list read for %s %s", edge, parent)
+	}
+	return procedureConnection(ctx, page.List), nil
+}
+
+// nestedQuestion names a nested field of one parent type in the
+// operation: its arguments and selection are the field's (f), the same
+// for every parent it is asked of, and what its list announces
+// (announceNested).
+func nestedQuestion(edge core.Parent, f *ast.Field) string {
+	return fmt.Sprintf("%s|%p", edge, f)
+}
+
+// nestedFields are the fields that list a parent's procedures, by the
+// parent's type.
+var nestedFields = map[string]struct {
+	field string
+	edge  core.Parent
+}{
+	"Project":  {"procedures", core.ParentProject},
+	"Category": {"procedures", core.ParentCategory},
+	"Member":   {"assignedProcedures", core.ParentDoer},
+}
+
+// announceNested announces, for each nested field sel selects on objects of
+// typ, that it will be asked of parents: the first to ask then reads the
+// lists of all of them.
+func announceNested(ctx context.Context, typ string, sel ast.SelectionSet, parents []uuid.UUID) {
+	nested, ok := nestedFields[typ]
+	if !ok || len(parents) == 0 {
+		return
+	}
+	oc := graphql.GetOperationContext(ctx)
+	for _, f := range graphql.CollectFields(oc, sel, []string{typ}) {
+		if f.Name == nested.field {
+			loader.Expect(ctx, nestedQuestion(nested.edge, f.Field), parents)
+		}
+	}
+}
+
+// commentWindow checks comments' first and last (cursors are checked by
+// the read that takes them): n comments from the oldest, or the newest.
+func commentWindow(first, last *int) (n int, newest bool, err error) {
+	return core.CommentWindow(core.Window{First: first, Last: last})
+}
+
+// commentPrimeView is the window of comments a comments field with args
+// shows, for priming with every sibling procedure's; false when it pages at
+// a cursor (read by its resolver) or its arguments are refused.
+func commentPrimeView(args map[string]any) (loader.CommentWindow, bool) {
+	if args["after"] != nil || args["before"] != nil {
+		return loader.CommentWindow{}, false
+	}
+	n, newest, err := commentWindow(intArg(args, "first"), intArg(args, "last"))
+	if err != nil {
+		return loader.CommentWindow{}, false
+	}
+	return loaderWindow(n, newest), true
+}
+
+// loaderWindow is the loader's window of n comments from one end: at
+// least one, so that a page of none still reads the total.
+func loaderWindow(n int, newest bool) loader.CommentWindow {
+	n = max(n, 1)
+	if newest {
+		return loader.CommentWindow{Last: n}
+	}
+	return loader.CommentWindow{First: n}
+}
+
+// intArg reads an Int argument of an argument map (nil when absent; -1,
+// which every check refuses, when out of range).
+func intArg(args map[string]any, name string) *int {
+	v, ok := args[name]
+	if !ok || v == nil {
+		return nil
+	}
+	n, ok := IntArgument(v)
+	if !ok || n < math.MinInt32 || n > math.MaxInt32 {
+		n = -1
+	}
+	i := int(n)
+	return &i
+}
+
+// procedureComments resolves a procedure's comments: a page without a
+// cursor from what was primed for the whole list (or one batched read),
+// a page at a cursor by core.
+func (r *Resolver) procedureComments(ctx context.Context, p *ent.Procedure, first *int, after *string, last *int, before *string) (*model.CommentConnection, error) {
+	var list *core.CommentList
+	if after == nil && before == nil {
+		n, newest, err := commentWindow(first, last)
+		if err != nil {
+			return nil, err
+		}
+		rows, total, err := loader.Comments(ctx, p.ID, loaderWindow(n, newest))
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) > n {
+			if newest {
+				rows = rows[len(rows)-n:]
+			} else {
+				rows = rows[:n]
+			}
+		}
+		list = core.CommentPage(p.ID, rows, total, newest)
+	} else {
+		var err error
+		if list, err = r.Service.ProcedureComments(ctx, p.ID, window(first, after, last, before)); err != nil {
+			return nil, err
+		}
+		if fc := graphql.GetFieldContext(ctx); fc != nil && selectsAuthor(graphql.GetOperationContext(ctx), fc.Field.Selections) {
+			if err := loader.PrimeMembers(ctx, memberIDs(list.Items, func(c *ent.Comment) uuid.UUID { return c.AuthorID })); err != nil {
+				return nil, err
+			}
+		}
+	}
+	edges, info := connection(ctx, list, func(n *ent.Comment, c string) *model.CommentEdge {
+		return &model.CommentEdge{Node: n, Cursor: c}
+	})
+	return &model.CommentConnection{Edges: edges, Nodes: list.Items, PageInfo: info, TotalCount: list.Total}, nil
+}
+
+// selectsAuthor reports whether sel, selected on a connection of comments,
+// resolves their author (on its nodes or its edges' nodes).
+func selectsAuthor(oc *graphql.OperationContext, sel ast.SelectionSet) bool {
+	for _, f := range graphql.CollectFields(oc, sel, nil) {
+		var nodes ast.SelectionSet
+		switch f.Name {
+		case "nodes":
+			nodes = f.Selections
+		case "edges":
+			for _, g := range graphql.CollectFields(oc, f.Selections, nil) {
+				if g.Name == "node" {
+					nodes = append(nodes, g.Selections...)
+				}
+			}
+		}
+		for _, c := range graphql.CollectFields(oc, nodes, nil) {
+			if c.Name == "author" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// announceObject announces obj, which the current field returns, to the
+// nested fields that field selects on it, so that a single parent reads
+// its lists at once rather than after dataloader's batch window.
+func announceObject(ctx context.Context, obj any) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil || fc.Field.Field == nil {
+		return
+	}
+	sel := fc.Field.Selections
+	switch o := obj.(type) {
+	case *ent.Project:
+		announceNested(ctx, "Project", sel, []uuid.UUID{o.ID})
+	case *ent.Category:
+		announceNested(ctx, "Category", sel, []uuid.UUID{o.ID})
+	case *ent.Member:
+		announceNested(ctx, "Member", sel, []uuid.UUID{o.ID})
+	}
+}
+
+// announced wraps a call returning one object with announceObject.
+func announced[T any](ctx context.Context, obj *T, err error) (*T, error) {
+	if err == nil && obj != nil {
+		announceObject(ctx, obj)
+	}
+	return obj, err
+}
+
+// procedureParents are the edges of a procedure that lead to parents of
+// nested lists, with the parent's type and id.
+var procedureParents = []struct {
+	field, typ string
+	id         func(*ent.Procedure) *uuid.UUID
+}{
+	{"project", "Project", func(p *ent.Procedure) *uuid.UUID { return &p.ProjectID }},
+	{"category", "Category", func(p *ent.Procedure) *uuid.UUID { return p.CategoryID }},
+	{"doer", "Member", func(p *ent.Procedure) *uuid.UUID { return p.DoerID }},
+}
+
+// announceEdgeParents announces the projects, categories and doers of procs
+// to the nested fields sel, selected on each procedure, selects on them.
+func announceEdgeParents(ctx context.Context, sel ast.SelectionSet, procs []*ent.Procedure) {
+	oc := graphql.GetOperationContext(ctx)
+	for _, f := range graphql.CollectFields(oc, sel, nil) {
+		for _, e := range procedureParents {
+			if f.Name != e.field {
+				continue
+			}
+			var ids []uuid.UUID
+			for _, p := range procs {
+				if id := e.id(p); id != nil {
+					ids = append(ids, *id)
+				}
+			}
+			announceNested(ctx, e.typ, f.Selections, ids)
+		}
+	}
+}

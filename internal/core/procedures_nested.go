@@ -1,0 +1,257 @@
+package core
+
+// Nested procedure lists: the procedures of many projects, categories or
+// doers at once (GraphQL's Project.procedures and the like). Every parent's
+// page comes from one statement and every parent's total from one more,
+// whatever the number of parents: docs/api.md, "Nested connections".
+
+import (
+	"context"
+	"slices"
+	"strconv"
+
+	"entgo.io/ent/dialect/sql"
+	"github.com/google/uuid"
+
+	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/ent/predicate"
+	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/tenancy"
+	"github.com/procsvc/procsvc/internal/viewer"
+)
+
+// Parent is the edge a nested procedure list hangs from.
+type Parent string
+
+// The parents of nested procedure lists.
+const (
+	ParentProject  Parent = "project"
+	ParentCategory Parent = "category"
+	ParentDoer     Parent = "doer"
+)
+
+// column is the procedures' column holding the parent's id.
+func (e Parent) column() string {
+	switch e {
+	case ParentCategory:
+		return procedure.FieldCategoryID
+	case ParentDoer:
+		return procedure.FieldDoerID
+	}
+	return procedure.FieldProjectID
+}
+
+// of is the parent's id in facets p, uuid.Nil for none.
+func (e Parent) of(p *Facets) uuid.UUID {
+	var id *uuid.UUID
+	switch e {
+	case ParentProject:
+		return p.ProjectID
+	case ParentCategory:
+		id = p.CategoryID
+	case ParentDoer:
+		id = p.DoerID
+	}
+	if id == nil {
+		return uuid.Nil
+	}
+	return *id
+}
+
+// ofProcedure is the parent's id of p, uuid.Nil for none.
+func (e Parent) ofProcedure(p *ent.Procedure) uuid.UUID {
+	return e.of(&Facets{ProjectID: p.ProjectID, CategoryID: p.CategoryID, DoerID: p.DoerID})
+}
+
+// MaxParentsPerRead bounds the parents one statement pages through; more
+// are read a statement per this many.
+const MaxParentsPerRead = 100
+
+// NestedPage is one parent's page of a nested list, or why it has none
+// (a cursor of another parent or list).
+type NestedPage struct {
+	List *ProcedureList
+	Err  error
+}
+
+// FindProceduresOf returns, for each of parents, the page w selects of its
+// procedures matching f sorted by o, with its exact total: all the pages
+// in one statement (a UNION ALL of one index-ordered, limited read per
+// parent) and all the totals in one more (a count grouped by parent,
+// cached per workspace version as every total is), per MaxParentsPerRead
+// parents. A cursor belongs to one parent's list: the other parents' pages
+// are validation_failed.
+// Errors: unauthenticated, validation_failed naming the argument.
+func (s *Service) FindProceduresOf(ctx context.Context, edge Parent, parents []uuid.UUID, f ProcedureFilter,
+	o ProcedureOrder, w Window) (map[uuid.UUID]NestedPage, error) {
+	v, err := require(ctx, viewer.RoleViewer)
+	if err != nil {
+		return nil, err
+	}
+	pf, err := f.parse()
+	if err != nil {
+		return nil, err
+	}
+	if o, err = validOrder(o); err != nil {
+		return nil, err
+	}
+	if w.Start != 0 {
+		return nil, apperr.Invalid("page", "nested lists page by cursor")
+	}
+	out := make(map[uuid.UUID]NestedPage, len(parents))
+	for len(parents) > 0 {
+		n := min(len(parents), MaxParentsPerRead)
+		if err := s.findProceduresOf(ctx, v, edge, parents[:n], pf, f.key(), o, w, out); err != nil {
+			return nil, err
+		}
+		parents = parents[n:]
+	}
+	return out, nil
+}
+
+// nestedList is one parent's list, planned.
+type nestedList struct {
+	parent uuid.UUID
+	keys   keyset[ent.Procedure]
+	slice  slice
+	total  int
+}
+
+func (s *Service) findProceduresOf(ctx context.Context, v *viewer.Viewer, edge Parent, parents []uuid.UUID, pf parsedFilter,
+	key string, o ProcedureOrder, w Window, out map[uuid.UUID]NestedPage) error {
+	var lists []*nestedList
+	for _, id := range parents {
+		if _, done := out[id]; done {
+			continue
+		}
+		k := procedureKeyset(o, scopeOf("procedures", key, string(o.Field), strconv.FormatBool(o.Desc), string(edge), id.String()))
+		sl, err := k.plan(w, DefaultProcedurePageSize, MaxProcedurePageSize)
+		if err != nil {
+			out[id] = NestedPage{Err: err}
+			continue
+		}
+		lists = append(lists, &nestedList{parent: id, keys: k, slice: sl})
+	}
+	if len(lists) == 0 {
+		return nil
+	}
+	preds := pf.predicates()
+	if err := s.nestedTotals(ctx, edge, key, preds, lists); err != nil {
+		return apperr.Map(err)
+	}
+	rows, err := s.nestedRows(ctx, v, edge, preds, lists)
+	if err != nil {
+		return apperr.Map(err)
+	}
+	groups := make(map[uuid.UUID][]*ent.Procedure, len(lists))
+	for _, p := range rows {
+		id := edge.ofProcedure(p)
+		groups[id] = append(groups[id], p)
+	}
+	for _, l := range lists {
+		items, info := l.keys.finish(l.slice, groups[l.parent])
+		if items == nil {
+			items = []*ent.Procedure{}
+		}
+		out[l.parent] = NestedPage{List: &ProcedureList{Items: items, Total: l.total, PageInfo: info, cursor: l.keys.cursor}}
+		recordList(ctx, pf, o.Field, &parentRead{edge: edge, id: l.parent}, items)
+	}
+	return nil
+}
+
+// nestedTotals sets the total of every list: cached ones as they are, the
+// others counted in one statement grouped by parent.
+func (s *Service) nestedTotals(ctx context.Context, edge Parent, key string, preds []predicate.Procedure, lists []*nestedList) error {
+	listKey := func(id uuid.UUID) string { return string(edge) + ":" + id.String() + "|" + key }
+	var missing []uuid.UUID
+	for _, l := range lists {
+		n, ok := s.totals.peek(ctx, "procedures", listKey(l.parent))
+		if !ok {
+			missing = append(missing, l.parent)
+		}
+		l.total = n
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	var counted []struct {
+		Parent uuid.UUID `sql:"parent"`
+		Count  int       `sql:"count"`
+	}
+	err := s.client.Procedure.Query().Where(preds...).Where(func(sel *sql.Selector) {
+		sel.Where(sql.In(sel.C(edge.column()), anys(missing)...))
+	}).Modify(func(sel *sql.Selector) {
+		sel.Select(sql.As(sel.C(edge.column()), "parent"), sql.As(sql.Count("*"), "count")).GroupBy(sel.C(edge.column()))
+	}).Scan(ctx, &counted)
+	if err != nil {
+		return err
+	}
+	byParent := make(map[uuid.UUID]int, len(counted))
+	for _, c := range counted {
+		byParent[c.Parent] = c.Count
+	}
+	for _, l := range lists {
+		if n, ok := byParent[l.parent]; ok || slices.Contains(missing, l.parent) {
+			l.total = n
+			s.totals.put(ctx, "procedures", listKey(l.parent), n)
+		}
+	}
+	return nil
+}
+
+// nestedRows reads every list's slice in one statement: the ids each
+// parent's slice takes (a limited read per parent, which an index on the
+// parent and the default sort serves), then their rows in the slices'
+// order.
+func (s *Service) nestedRows(ctx context.Context, v *viewer.Viewer, edge Parent, preds []predicate.Procedure, lists []*nestedList) ([]*ent.Procedure, error) {
+	workspaceID, scoped, err := tenancy.Of(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !scoped {
+		workspaceID = v.WorkspaceID
+	}
+	var branches []*sql.Selector
+	for _, l := range lists {
+		if l.slice.limit == 0 || l.total == 0 {
+			continue
+		}
+		t := sql.Table(procedure.Table)
+		b := sql.Select(t.C(procedure.FieldID)).From(t)
+		b.Where(sql.And(sql.EQ(t.C(tenancy.Column), workspaceID), sql.EQ(t.C(edge.column()), l.parent)))
+		for _, p := range preds {
+			p(b)
+		}
+		for _, bound := range l.slice.bounds {
+			bound(b)
+		}
+		l.slice.order(b)
+		branches = append(branches, b.Limit(l.slice.limit))
+	}
+	if len(branches) == 0 {
+		return nil, nil
+	}
+	inBranches := func(sel *sql.Selector) {
+		sel.Where(sql.P(func(b *sql.Builder) {
+			b.WriteString(sel.C(procedure.FieldID) + " IN (")
+			for i, br := range branches {
+				if i > 0 {
+					b.WriteString(" UNION ALL ")
+				}
+				b.WriteString(`SELECT "id" FROM (`).Join(br).WriteString(`) AS "b` + strconv.Itoa(i) + `"`)
+			}
+			b.WriteString(")")
+		}))
+	}
+	// Every list shares the window, so the slices share one order.
+	return s.client.Procedure.Query().Where(inBranches).Order(orderBy[procedure.OrderOption](&lists[0].slice)).All(ctx)
+}
+
+func anys(ids []uuid.UUID) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
+}
