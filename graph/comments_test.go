@@ -182,9 +182,10 @@ func cs(from, to int) []string {
 }
 
 // TestCommentViews: comments(first:, last:) shows the oldest first or the
-// newest last comments, oldest first, by default all (a procedure over the
-// bound from before it: its newest 100); out of range, or both, is refused
-// before anything runs; every view of a page is read in one statement.
+// newest last comments, oldest first, by default the oldest 20 (a page of
+// the connection), with the total of all of them, even of a procedure over
+// the bound from before it; out of range, or both, is refused before
+// anything runs; every view of a page is read in one statement.
 func TestCommentViews(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {
 		s := apitest.Start(t, db)
@@ -202,7 +203,7 @@ func TestCommentViews(t *testing.T) {
 			var out struct {
 				Procedure struct{ Comments nodes[struct{ Text string }] }
 			}
-			ok(t, s.GraphQL(t, w.ViewToken, `query($id: ID!) { procedure(id: $id) { comments`+args+` { text } } }`, obj("id", id)), &out)
+			ok(t, s.GraphQL(t, w.ViewToken, `query($id: ID!) { procedure(id: $id) { comments`+args+` { nodes { text } } } }`, obj("id", id)), &out)
 			got := []string{}
 			for _, c := range out.Procedure.Comments {
 				got = append(got, c.Text)
@@ -219,7 +220,9 @@ func TestCommentViews(t *testing.T) {
 			{"Last1", p.ID, "(last: 1)", cs(6, 7)},
 			{"FirstMoreThanHeld", p.ID, "(first: 100)", cs(0, 7)},
 			{"None", empty.ID, "(last: 5)", []string{}},
-			{"OverTheBoundShowsTheNewest", legacy.ID, "", cs(over-limits.CommentsPerProcedure, over)},
+			{"FirstZero", p.ID, "(first: 0)", []string{}},
+			{"OverTheBoundDefaultPage", legacy.ID, "", cs(0, core.DefaultCommentPageSize)},
+			{"OverTheBoundAll", legacy.ID, "(first: 100)", cs(0, 100)},
 			{"OverTheBoundFirst", legacy.ID, "(first: 2)", cs(0, 2)},
 			{"OverTheBoundLast", legacy.ID, "(last: 2)", cs(over-2, over)},
 		} {
@@ -236,11 +239,10 @@ func TestCommentViews(t *testing.T) {
 				vars  map[string]any
 				field string
 			}{
-				{"(first: 0)", nil, "first"},
 				{"(first: -1)", nil, "first"},
 				{"(last: 101)", nil, "last"},
 				{"(first: 1, last: 1)", nil, "last"},
-				{"(first: $n)", obj("n", 0), "first"},
+				{"(first: $n)", obj("n", -1), "first"},
 				{"(last: $n)", obj("n", 101), "last"},
 			} {
 				before := s.DB.Statements()
@@ -257,7 +259,7 @@ func TestCommentViews(t *testing.T) {
 					decl += ", $n: Int"
 				}
 				before = s.DB.Statements()
-				r := s.GraphQL(t, w.ViewToken, `query(`+decl+`) { procedure(id: $id) { comments`+tc.args+` { text } } }`, vars)
+				r := s.GraphQL(t, w.ViewToken, `query(`+decl+`) { procedure(id: $id) { comments`+tc.args+` { nodes { text } } } }`, vars)
 				wantError(t, r, "validation_failed", tc.field)
 				if r.Status != http.StatusBadRequest || len(r.Data) != 0 {
 					t.Fatalf("comments%s: status %d, data %s", tc.args, r.Status, r.Data)
@@ -286,7 +288,7 @@ func TestCommentViews(t *testing.T) {
 				Procedures struct {
 					Nodes []struct {
 						Name                string
-						Oldest, Newest, All []struct{ Text string }
+						Oldest, Newest, All nodes[struct{ Text string }]
 					}
 				}
 			}
@@ -295,12 +297,12 @@ func TestCommentViews(t *testing.T) {
 				t.Fatalf("three views of a page's comments cost %d statements, one view %d", n, base)
 			}
 			want := map[string][3][]string{
-				"Legacy": {cs(0, 2), cs(over-2, over), cs(over-limits.CommentsPerProcedure, over)},
+				"Legacy": {cs(0, 2), cs(over-2, over), cs(0, core.DefaultCommentPageSize)},
 				"Quiet":  {{}, {}, {}},
 				"Seven":  {cs(0, 2), cs(5, 7), cs(0, 7)},
 			}
 			for _, node := range out.Procedures.Nodes {
-				text := func(c []struct{ Text string }) []string {
+				text := func(c nodes[struct{ Text string }]) []string {
 					out := []string{}
 					for _, x := range c {
 						out = append(out, x.Text)

@@ -55,37 +55,42 @@ func TestComplexity(t *testing.T) {
 		{"Connection", `{ procedures(first: 10) { totalCount pageInfo { hasNextPage } edges { cursor node { id name } } nodes { id } } }`, nil,
 			1 + 1 + 10*(1+1) + 10},
 		{"OtherConnectionDefault", `{ projects { nodes { id name } } }`, nil, 1 + 100},
-		// Nested lists multiply: comments count 100 (the most a procedure
-		// shows) unless first or last says fewer.
-		{"NestedComments", `{ procedures(first: 20) { nodes { comments { nodes { text } } } } }`, nil, 1 + 20*(1+100)},
-		{"NestedCommentsLast", `{ procedures(first: 20) { nodes { comments(last: 3) { nodes { text author { name } } } } } }`, nil, 1 + 20*(1+3*(1+1))},
-		{"CommentsFirst", `{ procedure(id: ` + id + `) { comments(first: 5) { nodes { id } } } }`, nil, 1 + 5},
-		{"CommentsByVariable", `query($n: Int) { procedure(id: ` + id + `) { comments(last: $n) { nodes { id } } } }`, map[string]any{"n": 7}, 1 + 7},
+		// Nested connections multiply: a procedure's comments count their
+		// default page (20) unless first or last says otherwise, plus their
+		// connection.
+		{"NestedComments", `{ procedures(first: 20) { nodes { comments { nodes { text } } } } }`, nil, 1 + 20*(1+1+20)},
+		{"NestedCommentsLast", `{ procedures(first: 20) { nodes { comments(last: 3) { nodes { text author { name } } } } } }`, nil, 1 + 20*(1+1+3*(1+1))},
+		{"CommentsFirst", `{ procedure(id: ` + id + `) { comments(first: 5) { nodes { id } } } }`, nil, 1 + 1 + 5},
+		{"CommentsByVariable", `query($n: Int) { procedure(id: ` + id + `) { comments(last: $n) { nodes { id } } } }`, map[string]any{"n": 7}, 1 + 1 + 7},
+		{"NestedProcedures", `{ projects(first: 20) { nodes { procedures(first: 10) { totalCount nodes { id } } } } }`, nil, 1 + 20*(1+1+10)},
+		{"ProjectDashboard", `{ projects(first: 20) { nodes { name procedures(first: 10) { totalCount nodes { name category { name } doer { name } project { name }
+			comments(first: 5) { totalCount nodes { text } } } } } } }`, nil, 1 + 20*(1+1+10*(1+3+1+5))},
+		{"AssignedProcedures", `{ viewer { assignedProcedures(last: 5) { edges { node { id } } } } }`, nil, 1 + 1 + 5*2},
 		{"NodesByIds", `{ nodes(ids: [` + id + `, "b", "c"]) { id } }`, nil, 3},
 		{"NodesByVariable", `query($ids: [ID!]!) { nodes(ids: $ids) { id } }`, map[string]any{"ids": []any{"a", "b"}}, 2},
 		// Fragments of every type count in full (the most an element can
 		// select).
 		{"NodesWithFragments", `{ nodes(ids: ["a", "b"]) { id ... on Procedure { comments(first: 2) { nodes { id } } } ... on Project { name } } }`, nil,
-			2 * (1 + 2)},
-		{"FragmentSpread", `{ procedure(id: ` + id + `) { ...P } } fragment P on Procedure { id comments { nodes { id } } }`, nil, 1 + 100},
+			2 * (1 + 1 + 2)},
+		{"FragmentSpread", `{ procedure(id: ` + id + `) { ...P } } fragment P on Procedure { id comments { nodes { id } } }`, nil, 1 + 1 + 20},
 		{"Aliases", `{ a: procedure(id: ` + id + `) { content } b: procedure(id: ` + id + `) { content } }`, nil, 2},
 		{"Tokens", `{ tokens { id name } }`, nil, 100},
 		{"Introspection", `{ __schema { types { name fields { name } } } __type(name: "Procedure") { fields { name } } }`, nil, 0},
 		{"Typename", `{ __typename }`, nil, 0},
 		{"Mutation", `mutation { addComment(input: {procedureId: ` + id + `, text: "t"}) { id text } }`, nil, 1},
-		{"Subscription", `subscription { procedureEvents { kind procedure { comments { nodes { text } } } } }`, nil, 1 + 1 + 100},
+		{"Subscription", `subscription { procedureEvents { kind procedure { comments { nodes { text } } } } }`, nil, 1 + 1 + 1 + 20},
 		// The figures docs/api.md and the README give.
 		{"DocsViewer", `{ viewer { id } }`, nil, 1},
 		{"DocsThreePages", `{ a: procedures(first: 100) { nodes { id } } b: procedures(first: 100) { nodes { id } } c: projects(first: 100) { nodes { id } } }`, nil, 303},
-		{"DocsCommentsOfAPage", `{ procedures { nodes { comments(last: 5) { nodes { text } } } } }`, nil, 121},
-		{"ReadmeQuickstart", `{ viewer { name role } procedures(first: 10) { totalCount nodes { shortId name state dueAt category { name } doer { name } project { name } comments(last: 3) { nodes { text } } } } }`, nil, 72},
+		{"DocsCommentsOfAPage", `{ procedures { nodes { comments(last: 5) { nodes { text } } } } }`, nil, 141},
+		{"ReadmeQuickstart", `{ viewer { name role } procedures(first: 10) { totalCount nodes { shortId name state dueAt category { name } doer { name } project { name } comments(last: 3) { nodes { text } } } } }`, nil, 82},
 		{"ReadmeBoard", `query Board { procedures(first: 50, filter: {state: IN_PROGRESS, search: "keys"}, orderBy: {field: DUE_AT, direction: ASC}) {
-			totalCount pageInfo { hasNextPage endCursor } edges { cursor node { shortId name position doer { name } comments(last: 3) { nodes { text author { name } } } } } } }`, nil, 452},
+			totalCount pageInfo { hasNextPage endCursor } edges { cursor node { shortId name position doer { name } comments(last: 3) { nodes { text author { name } } } } } } }`, nil, 502},
 		{"ReadmeBoardAllComments", `{ procedures(first: 50) {
-			totalCount pageInfo { hasNextPage endCursor } edges { cursor node { shortId name position doer { name } comments { nodes { text author { name } } } } } } }`, nil, 10152},
+			totalCount pageInfo { hasNextPage endCursor } edges { cursor node { shortId name position doer { name } comments { nodes { text author { name } } } } } } }`, nil, 2202},
 		{"DocsHundredWithEverything", `{ procedures(first: 100) { totalCount pageInfo { hasNextPage endCursor } nodes {
 			id shortId name priority state content categoryId doerId creatorId position dueAt createdAt updatedAt projectId workspaceId captureId displayVideo isFineTunedData
-			category { id name } doer { id name email } project { id name } comments(last: 3) { nodes { id text createdAt } } } } }`, nil, 702},
+			category { id name } doer { id name email } project { id name } comments(last: 3) { nodes { id text createdAt } } } } }`, nil, 802},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := complexity(t, tc.query, tc.vars); got != tc.want {
@@ -130,6 +135,7 @@ func TestComplexityLimitThroughNesting(t *testing.T) {
 	for _, q := range []string{
 		`{ procedures(first: 20) { nodes { id } } }`,
 		`{ procedures(first: 20) { nodes { comments(last: 50) { nodes { text } } } } }`,
+		`{ procedures(first: 100) { nodes { id } } }`,
 	} {
 		if r := s.GraphQL(t, w.ViewToken, q, nil); len(r.Errors) > 0 {
 			t.Fatalf("%s: %+v", q, r.Errors)
@@ -141,9 +147,9 @@ func TestComplexityLimitThroughNesting(t *testing.T) {
 	}
 	auth := s.DB.Statements() - before
 	before = s.DB.Statements()
-	r := s.GraphQL(t, w.ViewToken, `{ procedures(first: 20) { nodes { comments { nodes { text } } } } }`, nil)
+	r := s.GraphQL(t, w.ViewToken, `{ procedures(first: 100) { nodes { comments(first: 30) { nodes { text } } } } }`, nil)
 	wantError(t, r, "validation_failed")
-	if r.Status != http.StatusBadRequest || !strings.Contains(r.Errors[0].Message, "complexity 2021") {
+	if r.Status != http.StatusBadRequest || !strings.Contains(r.Errors[0].Message, "complexity 3201") {
 		t.Fatalf("status %d: %+v", r.Status, r.Errors)
 	}
 	if ran := s.DB.Statements() - before; ran != auth {

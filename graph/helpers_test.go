@@ -44,27 +44,27 @@ type commentT struct {
 }
 
 type procT struct {
-	ID              string     `json:"id"`
-	ShortID         string     `json:"shortId"`
-	Name            string     `json:"name"`
-	Priority        string     `json:"priority"`
-	State           string     `json:"state"`
-	Content         *string    `json:"content"`
-	CategoryID      *string    `json:"categoryId"`
-	DoerID          *string    `json:"doerId"`
-	CreatorID       string     `json:"creatorId"`
-	Position        float64    `json:"position"`
-	DueAt           string     `json:"dueAt"`
-	CreatedAt       string     `json:"createdAt"`
-	UpdatedAt       string     `json:"updatedAt"`
-	ProjectID       string     `json:"projectId"`
-	WorkspaceID     string     `json:"workspaceId"`
-	CaptureID       *string    `json:"captureId"`
-	DisplayVideo    bool       `json:"displayVideo"`
-	IsFineTunedData bool       `json:"isFineTunedData"`
-	Category        *named     `json:"category"`
-	Doer            *named     `json:"doer"`
-	Project         named      `json:"project"`
+	ID              string          `json:"id"`
+	ShortID         string          `json:"shortId"`
+	Name            string          `json:"name"`
+	Priority        string          `json:"priority"`
+	State           string          `json:"state"`
+	Content         *string         `json:"content"`
+	CategoryID      *string         `json:"categoryId"`
+	DoerID          *string         `json:"doerId"`
+	CreatorID       string          `json:"creatorId"`
+	Position        float64         `json:"position"`
+	DueAt           string          `json:"dueAt"`
+	CreatedAt       string          `json:"createdAt"`
+	UpdatedAt       string          `json:"updatedAt"`
+	ProjectID       string          `json:"projectId"`
+	WorkspaceID     string          `json:"workspaceId"`
+	CaptureID       *string         `json:"captureId"`
+	DisplayVideo    bool            `json:"displayVideo"`
+	IsFineTunedData bool            `json:"isFineTunedData"`
+	Category        *named          `json:"category"`
+	Doer            *named          `json:"doer"`
+	Project         named           `json:"project"`
 	Comments        nodes[commentT] `json:"comments"`
 }
 

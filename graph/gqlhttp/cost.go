@@ -13,7 +13,7 @@ import (
 // ComplexityPerToken is how much complexity (complexity.go) one token of
 // the rate limit buys: an operation costs ceil(complexity /
 // ComplexityPerToken) tokens, at least 1, so that a page of 100 procedures'
-// ids costs 2 and the most complex operation allowed (MaxComplexity) 20.
+// ids costs 2 and the most complex operation allowed (MaxComplexity) 25.
 const ComplexityPerToken = 100
 
 // OperationTokens is what an operation of complexity costs.

@@ -59,7 +59,7 @@ const (
 	MaxFreeWrappedTypes = 16
 	// MaxComplexity bounds an operation's cost: what its response can
 	// hold, nested lists multiplied (complexity.go).
-	MaxComplexity = 2000
+	MaxComplexity = 2500
 	// MaxPageSize bounds first/last on every GraphQL connection. The core
 	// allows REST's other lists up to 500.
 	MaxPageSize = 100
