@@ -642,8 +642,8 @@ func TestProcedureRoundTrip(t *testing.T) {
 
 // TestProcedureCommentBound: a procedure holds at most
 // limits.CommentsPerProcedure comments; the next POST .../comments is 409
-// conflict naming the bound, and writes nothing. A procedure's answer shows
-// every comment it holds, all of them within the bound.
+// conflict naming the bound, and writes nothing. A procedure's answer
+// embeds its newest limits.EmbeddedComments.
 func TestProcedureCommentBound(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {
@@ -667,8 +667,12 @@ func TestProcedureCommentBound(t *testing.T) {
 		}
 		e.unchanged(t, before)
 		got := wantOK(t, e.do(t, "GET", "/procedures/"+id, e.ws.ViewToken, nil))
-		if list := got["comments"].([]any); len(list) != limits.CommentsPerProcedure {
-			t.Fatalf("%d comments shown, want %d", len(list), limits.CommentsPerProcedure)
+		list := got["comments"].([]any)
+		if len(list) != limits.EmbeddedComments {
+			t.Fatalf("%d comments shown, want the newest %d", len(list), limits.EmbeddedComments)
+		}
+		if newest := list[len(list)-1].(map[string]any)["text"]; newest != "the last place" {
+			t.Fatalf("last comment shown %q, want the newest", newest)
 		}
 	})
 }

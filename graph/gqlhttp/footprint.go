@@ -8,15 +8,16 @@ import (
 
 // A query whose every field is a procedure, a page of procedures, or what
 // they show (their fields and edges: category, doer, project, comments and
-// comment authors, none of which leads further) depends only on what core
-// records in its footprint: its cached response stays valid through the
+// comment authors, and the procedures of those projects, categories and
+// members, which core records as lists of their parent) depends only on
+// what core records in its footprint: its cached response stays valid through the
 // writes that leave that footprint alone (internal/respcache). Anything
 // else — workspace, viewer, tokens, the other lists, node lookups,
 // introspection — may depend on any write.
 var (
 	footprintedRoots = map[string]bool{"procedure": true, "procedures": true, "__typename": true}
 	footprintedTypes = map[string]bool{
-		"ProcedureConnection": true, "ProcedureEdge": true, "PageInfo": true,
+		"ProcedureConnection": true, "ProcedureEdge": true, "PageInfo": true, "CommentConnection": true, "CommentEdge": true,
 		"Procedure": true, "Category": true, "Member": true, "Project": true, "Comment": true,
 	}
 )

@@ -107,7 +107,7 @@ type ListResponse struct {
 				Category *struct{ ID string }
 				Doer     *struct{ ID string }
 				Project  *struct{ ID string }
-				Comments []struct{ ID string }
+				Comments struct{ Nodes []struct{ ID string } }
 			}
 		}
 	}

@@ -44,7 +44,7 @@ func TestProcedureListStatementCount(t *testing.T) {
 					if p.Category == nil || p.Doer == nil || p.Project == nil {
 						t.Fatalf("procedure %s is missing an edge", p.ID)
 					}
-					if len(p.Comments) > 0 {
+					if len(p.Comments.Nodes) > 0 {
 						withComments++
 					}
 				}
