@@ -288,8 +288,8 @@ func (s *Service) FindProcedures(ctx context.Context, f ProcedureFilter, o Proce
 	k := procedureKeyset(o, scopeOf("procedures", key, string(o.Field), strconv.FormatBool(o.Desc)))
 	list, err := listPage(ctx, s, "procedures", key, k, w, DefaultProcedurePageSize, MaxProcedurePageSize,
 		func() (int, error) {
-			if key, ok := pf.tallyKey(); ok {
-				if n, found, err := s.tally(ctx, v.WorkspaceID, key); err != nil || found {
+			if keys, ok := pf.tallyKeys(); ok {
+				if n, found, err := s.tally(ctx, v.WorkspaceID, keys); err != nil || found {
 					return n, err
 				}
 			}

@@ -43,22 +43,31 @@ func tallyKeys() []string {
 	return keys
 }
 
-// tallyKey names the tally that is the filter's total, if it filters by
-// nothing, by one state or by one priority.
-func (pf parsedFilter) tallyKey() (string, bool) {
+// tallyKeys names the tallies whose sum is the filter's total, if it
+// filters by nothing, by states only or by priorities only: a procedure has
+// one state and one priority, so those lists' totals are sums of tallies.
+func (pf parsedFilter) tallyKeys() ([]string, bool) {
 	if pf.search != "" || pf.categories.filters() || pf.doers.filters() || pf.projects.filters() ||
-		pf.dueFrom != nil || pf.dueTo != nil || len(pf.states) > 1 || len(pf.priorities) > 1 {
-		return "", false
+		pf.dueFrom != nil || pf.dueTo != nil {
+		return nil, false
 	}
 	switch {
 	case len(pf.states) == 0 && len(pf.priorities) == 0:
-		return tallyAll, true
+		return []string{tallyAll}, true
 	case len(pf.priorities) == 0:
-		return stateTally(pf.states[0]), true
+		keys := make([]string, len(pf.states))
+		for i, st := range pf.states {
+			keys[i] = stateTally(st)
+		}
+		return keys, true
 	case len(pf.states) == 0:
-		return priorityTally(pf.priorities[0]), true
+		keys := make([]string, len(pf.priorities))
+		for i, p := range pf.priorities {
+			keys[i] = priorityTally(p)
+		}
+		return keys, true
 	}
-	return "", false
+	return nil, false
 }
 
 // tallyChange accumulates a write's effect on the tallies.
@@ -171,12 +180,16 @@ func RebuildTallies(ctx context.Context, client *ent.Client, workspaceID uuid.UU
 	return rebuildTallies(ctx, client, workspaceID)
 }
 
-// tally reads the workspace's tally key, if it has it.
-func (s *Service) tally(ctx context.Context, workspaceID uuid.UUID, key string) (int, bool, error) {
-	ns, err := s.client.ProcedureTally.Query().Where(proceduretally.WorkspaceID(workspaceID), proceduretally.Key(key)).
+// tally reads the sum of the workspace's tallies keys, if it has them all.
+func (s *Service) tally(ctx context.Context, workspaceID uuid.UUID, keys []string) (int, bool, error) {
+	ns, err := s.client.ProcedureTally.Query().Where(proceduretally.WorkspaceID(workspaceID), proceduretally.KeyIn(keys...)).
 		Select(proceduretally.FieldCount).Ints(ctx)
-	if err != nil || len(ns) == 0 {
+	if err != nil || len(ns) != len(keys) {
 		return 0, false, err
 	}
-	return ns[0], true, nil
+	total := 0
+	for _, n := range ns {
+		total += n
+	}
+	return total, true, nil
 }
