@@ -84,8 +84,11 @@ func TestComplexity(t *testing.T) {
 		{"DocsThreePages", `{ a: procedures(first: 100) { nodes { id } } b: procedures(first: 100) { nodes { id } } c: projects(first: 100) { nodes { id } } }`, nil, 303},
 		{"DocsCommentsOfAPage", `{ procedures { nodes { comments(last: 5) { nodes { text } } } } }`, nil, 141},
 		{"ReadmeQuickstart", `{ viewer { name role } procedures(first: 10) { totalCount nodes { shortId name state dueAt category { name } doer { name } project { name } comments(last: 3) { nodes { text } } } } }`, nil, 82},
-		{"ReadmeBoard", `query Board { procedures(first: 50, filter: {state: IN_PROGRESS, search: "keys"}, orderBy: {field: DUE_AT, direction: ASC}) {
+		{"ReadmeBoard", `query Board { procedures(first: 50, filter: {states: [TODO, IN_PROGRESS], doerIds: [null, "01900000-0000-7000-8000-000000000002"], search: "keys"}, orderBy: {field: DUE_AT, direction: ASC}) {
 			totalCount pageInfo { hasNextPage endCursor } edges { cursor node { shortId name position doer { name } comments(last: 3) { nodes { text author { name } } } } } } }`, nil, 502},
+		{"ReadmeDashboard", `query Dashboard { projects(first: 20) { nodes { name procedures(first: 10, filter: {priorities: [HIGH, MEDIUM]}) { totalCount nodes {
+			shortId name state category { name } doer { name } comments(last: 5) { totalCount nodes { text } } } } } }
+			viewer { assignedProcedures(first: 5, filter: {states: [TODO]}) { totalCount nodes { shortId name } } } }`, nil, 1 + 20*(1+1+10*(1+1+1+1+5)) + 1 + 1 + 5},
 		{"ReadmeBoardAllComments", `{ procedures(first: 50) {
 			totalCount pageInfo { hasNextPage endCursor } edges { cursor node { shortId name position doer { name } comments { nodes { text author { name } } } } } } }`, nil, 2202},
 		{"DocsHundredWithEverything", `{ procedures(first: 100) { totalCount pageInfo { hasNextPage endCursor } nodes {
