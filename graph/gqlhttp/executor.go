@@ -45,6 +45,7 @@ func NewExecutor(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, lv *li
 	srv.AddTransport(direct{transport.POST{}})
 	srv.SetQueryCache(queries)
 	srv.SetParserTokenLimit(MaxTokens)
+	srv.SetValidationRulesFn(validationRules)
 	srv.Use(extension.Introspection{})
 	// Before persisted queries: see documentLimits.
 	srv.Use(documentLimits{validated: queries})
