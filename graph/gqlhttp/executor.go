@@ -53,6 +53,7 @@ func NewExecutor(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, lv *li
 	srv.Use(documentLimits{validated: queries})
 	srv.Use(extension.AutomaticPersistedQuery{Cache: perWorkspace{lru.New[string](1000)}})
 	srv.Use(depthLimit{max: MaxDepth})
+	srv.Use(introspectionBudget{schema: PublishedSchema()})
 	srv.Use(pageSizeLimit{max: MaxPageSize})
 	srv.Use(complexityLimit{max: MaxComplexity})
 	// After the complexity limit, which computes the cost it charges.
