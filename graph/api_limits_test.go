@@ -397,6 +397,9 @@ func TestGraphQLHostileDocuments(t *testing.T) {
 		passing := []struct{ name, query string }{
 			{"PlaygroundIntrospection", introspection(6)},
 			{"StandardIntrospection", introspection(9)},
+			// As graphql-js 16 prints it (introspection_queries_test.go).
+			{"GraphQLJSIntrospection", graphqlJSIntrospection},
+			{"GraphQLJSIntrospectionAllOptions", graphqlJSIntrospectionAllOptions},
 			{"FreeTypeRefs", introspection(gqlhttp.MaxFreeWrappedTypes)},
 			{"FullProceduresPage", fullPage},
 			{"FieldRepeatsAtLimit", repeatedFields(gqlhttp.MaxFieldRepeats)},

@@ -202,7 +202,7 @@ func TestCreateProcedureGenerate(t *testing.T) {
 
 		t.Run("GeneratedContentStored", func(t *testing.T) {
 			p := createProc(t, s, w.MemberToken, procInput(w, "Gen", map[string]any{
-				"content": "raw notes", "generateProcedure": true, "contentType": "process", "docStyle": "detailed", "language": "python",
+				"content": "raw notes", "generateProcedure": true, "contentType": "PROCESS", "docStyle": "DETAILED", "language": "PYTHON",
 			}))
 			want := "# Gen (process/detailed/python)\nraw notes"
 			if deref(p.Content) != want {

@@ -278,6 +278,10 @@ func TestFieldErrors(t *testing.T) {
 			create("contentType pdf", map[string]any{"contentType": "pdf"}, "contentType"),
 			create("docStyle fancy", map[string]any{"docStyle": "fancy"}, "docStyle"),
 			create("language rust", map[string]any{"language": "rust"}, "language"),
+			// GraphQL's spelling of the same values is not REST's.
+			create("contentType in GraphQL's spelling", map[string]any{"contentType": "CODE"}, "contentType"),
+			create("docStyle in GraphQL's spelling", map[string]any{"docStyle": "TECHNICAL"}, "docStyle"),
+			create("language in GraphQL's spelling", map[string]any{"language": "CSHARP"}, "language"),
 			// Bad timestamps.
 			create("dueAt tomorrow", map[string]any{"dueAt": "tomorrow"}, "dueAt"),
 			create("dueAt February 30", map[string]any{"dueAt": "2030-02-30"}, "dueAt"),

@@ -1503,26 +1503,35 @@ enum Role {
   VIEWER
 }
 
+"""
+What generated content is (createProcedure's generateProcedure). REST spells
+the same values in lower case: code, standard, api, process.
+"""
 enum ContentType {
-  code
-  standard
-  api
-  process
+  CODE
+  STANDARD
+  API
+  PROCESS
 }
 
+"How a generated document is written. REST: technical, simplified, detailed."
 enum DocStyle {
-  technical
-  simplified
-  detailed
+  TECHNICAL
+  SIMPLIFIED
+  DETAILED
 }
 
+"""
+The programming language of a generated document's code; OTHER is none of the
+others, or none. REST spells the values in lower case (typescript, ..., other).
+"""
 enum Language {
-  typescript
-  javascript
-  python
-  java
-  csharp
-  other
+  TYPESCRIPT
+  JAVASCRIPT
+  PYTHON
+  JAVA
+  CSHARP
+  OTHER
 }
 
 enum OrderDirection {

@@ -30,7 +30,8 @@ import (
 //   - tokens: MaxPageSize, nominally (a workspace's tokens are few and an
 //     admin's to make).
 //
-// Introspection costs nothing (a schema is fixed and small). Fragments and
+// Introspection costs nothing here: it has a budget of its own
+// (introspection.go). Fragments and
 // inline fragments of every type count in full, the most any object can
 // select. TestEveryListIsPriced fails for a list field of the schema without
 // a rule here.

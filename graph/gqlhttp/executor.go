@@ -34,7 +34,9 @@ import (
 // caches its parsed and validated documents.
 func NewExecutor(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, lv *live.Live, queries graphql.Cache[*ast.QueryDocument]) *handler.Server {
 	registerErrorCodes.Do(registerProtocolErrors)
-	srv := handler.New(generated.NewExecutableSchema(generated.Config{Resolvers: r}))
+	// The published schema: documents are validated against it and
+	// introspection shows it (published.go).
+	srv := handler.New(generated.NewExecutableSchema(generated.Config{Resolvers: r, Schema: PublishedSchema()}))
 	if lv != nil {
 		// Before POST, which would take a Server-Sent Events request too.
 		for _, t := range lv.Transports(graphqlError(log)) {
@@ -45,11 +47,13 @@ func NewExecutor(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, lv *li
 	srv.AddTransport(direct{transport.POST{}})
 	srv.SetQueryCache(queries)
 	srv.SetParserTokenLimit(MaxTokens)
+	srv.SetValidationRulesFn(validationRules)
 	srv.Use(extension.Introspection{})
 	// Before persisted queries: see documentLimits.
 	srv.Use(documentLimits{validated: queries})
 	srv.Use(extension.AutomaticPersistedQuery{Cache: perWorkspace{lru.New[string](1000)}})
 	srv.Use(depthLimit{max: MaxDepth})
+	srv.Use(introspectionBudget{schema: PublishedSchema()})
 	srv.Use(pageSizeLimit{max: MaxPageSize})
 	srv.Use(complexityLimit{max: MaxComplexity})
 	// After the complexity limit, which computes the cost it charges.

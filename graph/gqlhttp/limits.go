@@ -167,6 +167,9 @@ func CheckDocument(ctx context.Context, query string) *gqlerror.Error {
 		}
 		return nil
 	}
+	if err := refuseIncremental(doc); err != nil {
+		return err
+	}
 	c := &counter{walk: newWalk(ctx, doc), shapes: map[string]*shape{}}
 	if len(c.fragments) < len(doc.Fragments) {
 		// Validation refuses this too, but walks every definition first;

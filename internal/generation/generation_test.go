@@ -4,27 +4,55 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/procsvc/procsvc/graph/model"
 	"github.com/procsvc/procsvc/internal/generation"
 )
 
-// TestGraphQLEnumsMatch is the drift check of the GraphQL schema's enums
-// (gqlgen writes them from the schema, so they cannot be written from
-// here): ContentType, DocStyle and Language list exactly this package's
-// values, in the same order.
-func TestGraphQLEnumsMatch(t *testing.T) {
+// TestChoices is the mapping's table: each value of the GraphQL enums, in
+// the schema's order (graph/model's test holds the schema to it), and the
+// word docs/contract.md spells it with, which REST takes and the core
+// validates.
+func TestChoices(t *testing.T) {
+	type pair struct{ graphql, rest string }
 	for _, e := range []struct {
-		name      string
-		graphql   []string
-		generated []string
+		enum    string
+		choices []generation.Choice
+		words   []string
+		want    []pair
 	}{
-		{"ContentType", values(model.AllContentType), generation.ContentTypes},
-		{"DocStyle", values(model.AllDocStyle), generation.DocStyles},
-		{"Language", values(model.AllLanguage), generation.Languages},
+		{"ContentType", generation.ContentTypeChoices, generation.ContentTypes,
+			[]pair{{"CODE", "code"}, {"STANDARD", "standard"}, {"API", "api"}, {"PROCESS", "process"}}},
+		{"DocStyle", generation.DocStyleChoices, generation.DocStyles,
+			[]pair{{"TECHNICAL", "technical"}, {"SIMPLIFIED", "simplified"}, {"DETAILED", "detailed"}}},
+		{"Language", generation.LanguageChoices, generation.Languages,
+			[]pair{{"TYPESCRIPT", "typescript"}, {"JAVASCRIPT", "javascript"}, {"PYTHON", "python"},
+				{"JAVA", "java"}, {"CSHARP", "csharp"}, {"OTHER", "other"}}},
 	} {
-		if !slices.Equal(e.graphql, e.generated) {
-			t.Errorf("GraphQL enum %s is %q; internal/generation has %q: change both", e.name, e.graphql, e.generated)
-		}
+		t.Run(e.enum, func(t *testing.T) {
+			if len(e.choices) != len(e.want) || len(e.words) != len(e.want) {
+				t.Fatalf("%d choices and %d words, want %d", len(e.choices), len(e.words), len(e.want))
+			}
+			for i, p := range e.want {
+				if c := e.choices[i]; c.Name != p.graphql || c.Word != p.rest {
+					t.Errorf("choice %d is %+v, want %s ↔ %s", i, c, p.graphql, p.rest)
+				}
+				if e.words[i] != p.rest {
+					t.Errorf("REST word %d is %q, want %q", i, e.words[i], p.rest)
+				}
+				if w, ok := generation.WordOf(e.choices, p.graphql); !ok || w != p.rest {
+					t.Errorf("WordOf(%s) = %q, %v", p.graphql, w, ok)
+				}
+				if n, ok := generation.NameOf(e.choices, p.rest); !ok || n != p.graphql {
+					t.Errorf("NameOf(%s) = %q, %v", p.rest, n, ok)
+				}
+				// Neither spelling is the other's.
+				if _, ok := generation.WordOf(e.choices, p.rest); ok {
+					t.Errorf("%q is taken as a GraphQL value", p.rest)
+				}
+				if _, ok := generation.NameOf(e.choices, p.graphql); ok {
+					t.Errorf("%q is taken as a REST word", p.graphql)
+				}
+			}
+		})
 	}
 }
 
@@ -35,12 +63,4 @@ func TestDefaultsAreValues(t *testing.T) {
 		!slices.Contains(generation.Languages, generation.DefaultLanguage) {
 		t.Fatal("a default is not among its values")
 	}
-}
-
-func values[T ~string](all []T) []string {
-	out := make([]string, len(all))
-	for i, v := range all {
-		out[i] = string(v)
-	}
-	return out
 }

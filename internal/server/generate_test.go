@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -102,9 +103,12 @@ func TestGenerationThroughBothFaces(t *testing.T) {
 					"categoryId": w.CategoryID, "doerId": w.MemberID, "projectId": w.ProjectID,
 					"content": "generate new keys\ndeploy them\nrevoke the old ones", "generateProcedure": true,
 					"contentType": "process", "docStyle": "detailed", "language": "other"}
+				// The same choices as GraphQL spells them (internal/generation).
+				gqlIn := maps.Clone(in)
+				gqlIn["contentType"], gqlIn["docStyle"], gqlIn["language"] = "PROCESS", "DETAILED", "OTHER"
 				before := total(t, s, w.MemberToken)
 
-				gql := s.GraphQL(t, w.MemberToken, createMutation, map[string]any{"in": in})
+				gql := s.GraphQL(t, w.MemberToken, createMutation, map[string]any{"in": gqlIn})
 				status, body := restCreate(t, s, w.MemberToken, in)
 				if tc.fail {
 					if gql.Code() != "generation_failed" {
