@@ -20,7 +20,7 @@ type ProcedureTally struct {
 	ID int `json:"id,omitempty"`
 	// WorkspaceID holds the value of the "workspace_id" field.
 	WorkspaceID uuid.UUID `json:"workspace_id,omitempty"`
-	// "all", "state:<STATE>" or "priority:<PRIORITY>"
+	// "all", "state:<STATE>", "priority:<PRIORITY>", or a parent's: "project:<id>", "category:<id>", "doer:<id>"
 	Key string `json:"key,omitempty"`
 	// Count holds the value of the "count" field.
 	Count int64 `json:"count,omitempty"`

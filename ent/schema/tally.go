@@ -24,7 +24,7 @@ func (ProcedureTally) Mixin() []ent.Mixin { return []ent.Mixin{TenantMixin{}} }
 func (ProcedureTally) Fields() []ent.Field {
 	return []ent.Field{
 		field.UUID("workspace_id", ids.New(ids.KindWorkspace)).Immutable(),
-		field.String("key").Immutable().Comment(`"all", "state:<STATE>" or "priority:<PRIORITY>"`),
+		field.String("key").Immutable().Comment(`"all", "state:<STATE>", "priority:<PRIORITY>", or a parent's: "project:<id>", "category:<id>", "doer:<id>"`),
 		field.Int64("count").Default(0),
 	}
 }

@@ -171,8 +171,8 @@ func (s *Service) fieldsChanged(ctx context.Context, tx *ent.Tx, workspaceID uui
 		return apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
 	}
 	if rows[0].Tallied != int64(keys) {
-		// The workspace lacks its tally rows (see tallyChange.apply).
-		if err := rebuildTallies(ctx, tx.Client(), workspaceID); err != nil {
+		// The workspace lacks some of its tally rows (see tallyChange.apply).
+		if err := repairTallies(ctx, tx.Client(), workspaceID, tallies.keys()); err != nil {
 			return err
 		}
 	}

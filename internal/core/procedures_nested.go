@@ -9,7 +9,9 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 
+	"entgo.io/ent/dialect"
 	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
 
@@ -137,7 +139,7 @@ func (s *Service) findProceduresOf(ctx context.Context, v *viewer.Viewer, edge P
 		return nil
 	}
 	preds := pf.predicates()
-	if err := s.nestedTotals(ctx, edge, key, preds, lists); err != nil {
+	if err := s.nestedTotals(ctx, v.WorkspaceID, edge, key, preds, lists); err != nil {
 		return apperr.Map(err)
 	}
 	rows, err := s.nestedRows(ctx, v, edge, preds, lists)
@@ -160,9 +162,10 @@ func (s *Service) findProceduresOf(ctx context.Context, v *viewer.Viewer, edge P
 	return nil
 }
 
-// nestedTotals sets the total of every list: cached ones as they are, the
-// others counted in one statement grouped by parent.
-func (s *Service) nestedTotals(ctx context.Context, edge Parent, key string, preds []predicate.Procedure, lists []*nestedList) error {
+// nestedTotals sets the total of every list: cached ones as they are, those
+// filtering by nothing but their parent from the parent's tally, the others
+// counted in one statement grouped by parent.
+func (s *Service) nestedTotals(ctx context.Context, workspaceID uuid.UUID, edge Parent, key string, preds []predicate.Procedure, lists []*nestedList) error {
 	listKey := func(id uuid.UUID) string { return string(edge) + ":" + id.String() + "|" + key }
 	var missing []uuid.UUID
 	for _, l := range lists {
@@ -174,6 +177,28 @@ func (s *Service) nestedTotals(ctx context.Context, edge Parent, key string, pre
 	}
 	if len(missing) == 0 {
 		return nil
+	}
+	if len(preds) == 0 {
+		// Nothing but the parent: its tally, kept by every write.
+		tallied, err := s.parentTallies(ctx, workspaceID, edge, missing)
+		if err != nil {
+			return err
+		}
+		missing = slices.DeleteFunc(missing, func(id uuid.UUID) bool {
+			n, ok := tallied[id]
+			if ok {
+				for _, l := range lists {
+					if l.parent == id {
+						l.total = n
+					}
+				}
+				s.totals.put(ctx, "procedures", listKey(id), n)
+			}
+			return ok
+		})
+		if len(missing) == 0 {
+			return nil
+		}
 	}
 	var counted []struct {
 		Parent uuid.UUID `sql:"parent"`
@@ -203,7 +228,10 @@ func (s *Service) nestedTotals(ctx context.Context, edge Parent, key string, pre
 // nestedRows reads every list's slice in one statement: the ids each
 // parent's slice takes (a limited read per parent, which an index on the
 // parent and the default sort serves), then their rows in the slices'
-// order.
+// order. On PostgreSQL the parents are one uuid[] parameter joined
+// LATERAL to the per-parent read, so that the statement's text (and plan)
+// is the same for any number of parents; SQLite, without LATERAL, reads a
+// UNION ALL of the per-parent reads.
 func (s *Service) nestedRows(ctx context.Context, v *viewer.Viewer, edge Parent, preds []predicate.Procedure, lists []*nestedList) ([]*ent.Procedure, error) {
 	workspaceID, scoped, err := tenancy.Of(ctx)
 	if err != nil {
@@ -212,14 +240,21 @@ func (s *Service) nestedRows(ctx context.Context, v *viewer.Viewer, edge Parent,
 	if !scoped {
 		workspaceID = v.WorkspaceID
 	}
-	var branches []*sql.Selector
+	var todo []*nestedList
 	for _, l := range lists {
-		if l.slice.limit == 0 || l.total == 0 {
-			continue
+		if l.slice.limit > 0 && l.total > 0 {
+			todo = append(todo, l)
 		}
+	}
+	if len(todo) == 0 {
+		return nil, nil
+	}
+	// branch is the read of one parent's slice (parent writes the
+	// condition on the parent's column).
+	branch := func(l *nestedList, parent func(b *sql.Builder, column string)) *sql.Selector {
 		t := sql.Table(procedure.Table)
 		b := sql.Select(t.C(procedure.FieldID)).From(t)
-		b.Where(sql.And(sql.EQ(t.C(tenancy.Column), workspaceID), sql.EQ(t.C(edge.column()), l.parent)))
+		b.Where(sql.And(sql.EQ(t.C(tenancy.Column), workspaceID), sql.P(func(bb *sql.Builder) { parent(bb, t.C(edge.column())) })))
 		for _, p := range preds {
 			p(b)
 		}
@@ -227,25 +262,51 @@ func (s *Service) nestedRows(ctx context.Context, v *viewer.Viewer, edge Parent,
 			bound(b)
 		}
 		l.slice.order(b)
-		branches = append(branches, b.Limit(l.slice.limit))
+		return b.Limit(l.slice.limit)
 	}
-	if len(branches) == 0 {
-		return nil, nil
-	}
+	// One lateral read serves every list when they share the slice: always
+	// but for a list at a cursor, which is one parent's.
+	lateral := len(todo) == 1 || len(todo[0].slice.bounds) == 0
 	inBranches := func(sel *sql.Selector) {
 		sel.Where(sql.P(func(b *sql.Builder) {
 			b.WriteString(sel.C(procedure.FieldID) + " IN (")
-			for i, br := range branches {
+			if lateral && sel.Dialect() == dialect.Postgres {
+				ids := make([]uuid.UUID, len(todo))
+				for i, l := range todo {
+					ids[i] = l.parent
+				}
+				b.WriteString(`SELECT "b"."id" FROM unnest(`).Arg(uuidArray(ids)).WriteString(`::uuid[]) AS "parent"("id") CROSS JOIN LATERAL (`)
+				b.Join(branch(todo[0], func(b *sql.Builder, column string) { b.WriteString(column + ` = "parent"."id"`) }))
+				b.WriteString(`) AS "b")`)
+				return
+			}
+			for i, l := range todo {
 				if i > 0 {
 					b.WriteString(" UNION ALL ")
 				}
+				br := branch(l, func(b *sql.Builder, column string) { b.WriteString(column + " = ").Arg(l.parent) })
 				b.WriteString(`SELECT "id" FROM (`).Join(br).WriteString(`) AS "b` + strconv.Itoa(i) + `"`)
 			}
 			b.WriteString(")")
 		}))
 	}
 	// Every list shares the window, so the slices share one order.
-	return s.client.Procedure.Query().Where(inBranches).Order(orderBy[procedure.OrderOption](&lists[0].slice)).All(ctx)
+	return s.client.Procedure.Query().Where(inBranches).Order(orderBy[procedure.OrderOption](&todo[0].slice)).All(ctx)
+}
+
+// uuidArray is ids as a PostgreSQL array literal.
+func uuidArray(ids []uuid.UUID) string {
+	var b strings.Builder
+	b.Grow(2 + 37*len(ids))
+	b.WriteByte('{')
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(id.String())
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 func anys(ids []uuid.UUID) []any {

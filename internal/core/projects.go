@@ -9,6 +9,7 @@ import (
 	"github.com/procsvc/procsvc/ent/category"
 	"github.com/procsvc/procsvc/ent/predicate"
 	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/ent/proceduretally"
 	"github.com/procsvc/procsvc/ent/project"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/ids"
@@ -283,6 +284,11 @@ func (s *Service) DeleteCategory(ctx context.Context, id string, conds ...Precon
 			return err
 		}
 		if err := tx.Procedure.Update().Where(procedure.CategoryID(cid)).ClearCategoryID().Exec(ctx); err != nil {
+			return err
+		}
+		// Its procedures have left it: its tally (tallies.go) goes with it.
+		if _, err := tx.ProcedureTally.Delete().Where(proceduretally.WorkspaceID(v.WorkspaceID),
+			proceduretally.Key(parentTally(ParentCategory, cid))).Exec(ctx); err != nil {
 			return err
 		}
 		n, err := tx.Category.Delete().Where(category.ID(cid)).Exec(ctx)

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
@@ -28,9 +29,23 @@ func stateTally(s procedure.State) string { return "state:" + string(s) }
 
 func priorityTally(p procedure.Priority) string { return "priority:" + string(p) }
 
-func talliesOf(p *ent.Procedure) [3]string {
-	return [3]string{tallyAll, stateTally(p.State), priorityTally(p.Priority)}
+// parentTally is the tally of the procedures of one project, category or
+// doer: the total of a nested list that filters by nothing more.
+func parentTally(e Parent, id uuid.UUID) string { return string(e) + ":" + id.String() }
+
+func talliesOf(p *ent.Procedure) []string {
+	keys := append(make([]string, 0, 6), tallyAll, stateTally(p.State), priorityTally(p.Priority), parentTally(ParentProject, p.ProjectID))
+	if p.CategoryID != nil {
+		keys = append(keys, parentTally(ParentCategory, *p.CategoryID))
+	}
+	if p.DoerID != nil {
+		keys = append(keys, parentTally(ParentDoer, *p.DoerID))
+	}
+	return keys
 }
+
+// globalTally reports whether key is one of tallyKeys (not a parent's).
+func globalTally(key string) bool { return slices.Contains(tallyKeys(), key) }
 
 func tallyKeys() []string {
 	keys := []string{tallyAll}
@@ -128,7 +143,60 @@ func (c tallyChange) apply(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUI
 	if n == len(keys) {
 		return nil
 	}
-	return rebuildTallies(ctx, tx.Client(), workspaceID)
+	return repairTallies(ctx, tx.Client(), workspaceID, keys)
+}
+
+// repairTallies makes the tally rows of keys that a write found missing:
+// a parent's (a project, category or doer first given a procedure since
+// tallies of parents exist) is counted from its rows, which the write has
+// already changed; a missing global tally (a workspace from before
+// tallies) has every tally rebuilt. It runs in the write's transaction,
+// under the workspace lock, so the counts are exact.
+func repairTallies(ctx context.Context, c *ent.Client, workspaceID uuid.UUID, keys []string) error {
+	have, err := c.ProcedureTally.Query().Where(proceduretally.WorkspaceID(workspaceID), proceduretally.KeyIn(keys...)).
+		Select(proceduretally.FieldKey).Strings(ctx)
+	if err != nil {
+		return err
+	}
+	var rows []*ent.ProcedureTallyCreate
+	for _, k := range keys {
+		if slices.Contains(have, k) {
+			continue
+		}
+		if globalTally(k) {
+			return rebuildTallies(ctx, c, workspaceID)
+		}
+		edge, id, ok := parseParentTally(k)
+		if !ok {
+			return rebuildTallies(ctx, c, workspaceID)
+		}
+		n, err := c.Procedure.Query().Where(procedure.WorkspaceID(workspaceID), func(s *sql.Selector) {
+			s.Where(sql.EQ(s.C(edge.column()), id))
+		}).Count(ctx)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, c.ProcedureTally.Create().SetWorkspaceID(workspaceID).SetKey(k).SetCount(int64(n)))
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	return c.ProcedureTally.CreateBulk(rows...).Exec(ctx)
+}
+
+// parseParentTally reads a parent's tally key.
+func parseParentTally(key string) (Parent, uuid.UUID, bool) {
+	edge, raw, ok := strings.Cut(key, ":")
+	if !ok {
+		return "", uuid.Nil, false
+	}
+	id, err := uuid.Parse(raw)
+	switch e := Parent(edge); {
+	case err != nil:
+	case e == ParentProject, e == ParentCategory, e == ParentDoer:
+		return e, id, true
+	}
+	return "", uuid.Nil, false
 }
 
 // rebuildTallies replaces the workspace's tallies with counts of its rows.
@@ -162,6 +230,22 @@ func rebuildTallies(ctx context.Context, c *ent.Client, workspaceID uuid.UUID) e
 	for _, r := range byPriority {
 		counts[priorityTally(r.Priority)] = r.Count
 	}
+	for _, e := range []Parent{ParentProject, ParentCategory, ParentDoer} {
+		var byParent []struct {
+			Parent *uuid.UUID `sql:"parent"`
+			Count  int64      `sql:"count"`
+		}
+		if err := c.Procedure.Query().Where(procedure.WorkspaceID(workspaceID)).Modify(func(s *sql.Selector) {
+			s.Select(sql.As(s.C(e.column()), "parent"), sql.As(sql.Count("*"), "count")).GroupBy(s.C(e.column()))
+		}).Scan(ctx, &byParent); err != nil {
+			return err
+		}
+		for _, r := range byParent {
+			if r.Parent != nil {
+				counts[parentTally(e, *r.Parent)] = r.Count
+			}
+		}
+	}
 	if _, err := c.ProcedureTally.Delete().Where(proceduretally.WorkspaceID(workspaceID)).Exec(ctx); err != nil {
 		return err
 	}
@@ -178,6 +262,31 @@ func rebuildTallies(ctx context.Context, c *ent.Client, workspaceID uuid.UUID) e
 // a viewer of that workspace.
 func RebuildTallies(ctx context.Context, client *ent.Client, workspaceID uuid.UUID) error {
 	return rebuildTallies(ctx, client, workspaceID)
+}
+
+// parentTallies reads the tallies of the parents ids, by parent; a
+// parent without one (no procedure since tallies of parents exist) is
+// missing.
+func (s *Service) parentTallies(ctx context.Context, workspaceID uuid.UUID, e Parent, ids []uuid.UUID) (map[uuid.UUID]int, error) {
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = parentTally(e, id)
+	}
+	var rows []struct {
+		Key   string `json:"key"`
+		Count int    `json:"count"`
+	}
+	if err := s.client.ProcedureTally.Query().Where(proceduretally.WorkspaceID(workspaceID), proceduretally.KeyIn(keys...)).
+		Select(proceduretally.FieldKey, proceduretally.FieldCount).Scan(ctx, &rows); err != nil {
+		return nil, err
+	}
+	out := make(map[uuid.UUID]int, len(rows))
+	for _, r := range rows {
+		if _, id, ok := parseParentTally(r.Key); ok {
+			out[id] = r.Count
+		}
+	}
+	return out, nil
 }
 
 // tally reads the sum of the workspace's tallies keys, if it has them all.

@@ -8,13 +8,17 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/ent/predicate"
 	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/ent/proceduretally"
 	"github.com/procsvc/procsvc/internal/apitest"
@@ -32,17 +36,27 @@ func checkTallies(t *testing.T, db *database.DB, ws uuid.UUID) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tallies) != 1+len(procedure.StateValues())+len(procedure.PriorityValues()) {
-		t.Fatalf("%d tally rows: %+v", len(tallies), tallies)
-	}
+	global := 0
 	for _, tl := range tallies {
 		q := db.Client.Procedure.Query().Where(procedure.WorkspaceID(ws))
+		parent := func(prefix string, where func(uuid.UUID) predicate.Procedure) bool {
+			id, err := uuid.Parse(strings.TrimPrefix(tl.Key, prefix))
+			if !strings.HasPrefix(tl.Key, prefix) || err != nil {
+				return false
+			}
+			q.Where(where(id))
+			return true
+		}
 		switch k := tl.Key; {
 		case k == "all":
+			global++
 		case len(k) > 6 && k[:6] == "state:":
+			global++
 			q.Where(procedure.StateEQ(procedure.State(k[6:])))
 		case len(k) > 9 && k[:9] == "priority:":
+			global++
 			q.Where(procedure.PriorityEQ(procedure.Priority(k[9:])))
+		case parent("project:", procedure.ProjectID), parent("category:", procedure.CategoryID), parent("doer:", procedure.DoerID):
 		default:
 			t.Fatalf("unknown tally %q", k)
 		}
@@ -52,6 +66,25 @@ func checkTallies(t *testing.T, db *database.DB, ws uuid.UUID) {
 		}
 		if int64(n) != tl.Count {
 			t.Errorf("tally %s = %d, COUNT = %d", tl.Key, tl.Count, n)
+		}
+	}
+	if global != 1+len(procedure.StateValues())+len(procedure.PriorityValues()) {
+		t.Fatalf("%d global tally rows: %+v", global, tallies)
+	}
+	// Every parent of a procedure has its tally.
+	for _, e := range []struct {
+		prefix string
+		column string
+	}{{"project:", procedure.FieldProjectID}, {"category:", procedure.FieldCategoryID}, {"doer:", procedure.FieldDoerID}} {
+		ids, err := db.Client.Procedure.Query().Where(procedure.WorkspaceID(ws), func(s *sql.Selector) { s.Where(sql.NotNull(s.C(e.column))) }).
+			Unique(true).Select(e.column).Strings(sys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if !slices.ContainsFunc(tallies, func(tl *ent.ProcedureTally) bool { return tl.Key == e.prefix+id }) {
+				t.Errorf("no tally for %s%s", e.prefix, id)
+			}
 		}
 	}
 }
