@@ -14,13 +14,15 @@ import (
 )
 
 // Tallies are the exact sizes of a workspace's largest procedure sets (all,
-// each state, each priority), kept in each write's own transaction under the
-// workspace lock: a list filtering by nothing, one state or one priority
-// reads its total in one indexed row instead of counting up to the whole
-// workspace after every write. Narrower lists (a project, a category, a
-// doer, a search, a due range, or any combination) count their rows through
-// an index, cached per workspace version (totals.go). docs/performance.md has
-// the measurements behind the split.
+// each state, each priority) and of each parent's (each project's,
+// category's and doer's procedures), kept in each write's own transaction
+// under the workspace lock: a list filtering by nothing, by states or by
+// priorities reads its total in a few indexed rows instead of counting up
+// to the whole workspace after every write, and so does every parent's
+// nested list filtering by nothing more (a project dashboard's totals).
+// Other lists (a search, a due range, or any combination) count their rows
+// through an index, cached per workspace version (totals.go).
+// docs/performance.md has the measurements behind the split.
 
 // tallyAll is the tally of every procedure of the workspace.
 const tallyAll = "all"
