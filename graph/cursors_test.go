@@ -443,6 +443,21 @@ func TestCursorErrors(t *testing.T) {
 			}
 		})
 
+		// A cursor names a row, not a direction: the start of a page read
+		// backward starts a page read forward, and the other way round.
+		t.Run("EitherDirection", func(t *testing.T) {
+			want := keyIDs(f.sorted(listOrder("NAME", false)))
+			back := listProcs(t, s, token, obj("last", 3, "orderBy", nameAsc))
+			p := listProcs(t, s, token, obj("first", 5, "after", *back.PageInfo.StartCursor, "orderBy", nameAsc))
+			if !sameStrings(ids(p.Nodes), want[len(want)-2:]) {
+				t.Fatalf("after the last page's start: %v, want %v", ids(p.Nodes), want[len(want)-2:])
+			}
+			p = listProcs(t, s, token, obj("last", 5, "before", c, "orderBy", nameAsc))
+			if !sameStrings(ids(p.Nodes), want[:1]) {
+				t.Fatalf("before the first page's end: %v, want %v", ids(p.Nodes), want[:1])
+			}
+		})
+
 		t.Run("EmptyPages", func(t *testing.T) {
 			n := len(f.rows)
 			for _, tc := range []struct {

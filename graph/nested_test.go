@@ -382,6 +382,56 @@ func TestNestedConnections(t *testing.T) {
 			}
 		})
 
+		// Two views of the nested list under aliases, each with its own
+		// arguments, and parents nobody announced (nodes(ids:) and
+		// aliased single objects): each answers as the top-level list.
+		t.Run("AliasesAndUnannouncedParents", func(t *testing.T) {
+			k := parentKinds[0]
+			var out struct {
+				Projects struct {
+					Nodes []struct {
+						ID           string
+						Newest       nestedConn
+						OldestByName nestedConn
+					}
+				}
+				Nodes []struct {
+					ID         string
+					Procedures nestedConn
+				}
+				A, B struct {
+					ID         string
+					Procedures nestedConn
+				}
+			}
+			const conn = `totalCount pageInfo { hasNextPage hasPreviousPage startCursor endCursor } edges { cursor node { id } } nodes { id }`
+			ok(t, s.GraphQL(t, f.w.ViewToken, `query($ids: [ID!]!, $a: ID!, $b: ID!) {
+				projects(first: 6) { nodes { id newest: procedures(first: 2) { `+conn+` }
+					oldestByName: procedures(last: 3, orderBy: {field: NAME, direction: DESC}, filter: {states: [TODO, COMPLETED]}) { `+conn+` } } }
+				nodes(ids: $ids) { id ... on Project { procedures(first: 4, orderBy: {field: DUE_AT, direction: ASC}) { `+conn+` } } }
+				a: project(id: $a) { id procedures(last: 2) { `+conn+` } }
+				b: project(id: $b) { id procedures(last: 2) { `+conn+` } } }`,
+				obj("ids", []string{f.parent["Project"][0], f.parent["Project"][2], f.parent["Project"][12]},
+					"a", f.parent["Project"][2], "b", f.parent["Project"][12])), &out)
+			for _, n := range out.Projects.Nodes {
+				sameAsTopLevel(t, n.ID+" newest", n.Newest, f.topLevel(t, k, n.ID, obj("first", 2)))
+				sameAsTopLevel(t, n.ID+" oldest by name", n.OldestByName, f.topLevel(t, k, n.ID,
+					obj("last", 3, "orderBy", obj("field", "NAME", "direction", "DESC"), "filter", obj("states", []string{"TODO", "COMPLETED"}))))
+			}
+			if len(out.Nodes) != 3 {
+				t.Fatalf("%d nodes", len(out.Nodes))
+			}
+			for _, n := range out.Nodes {
+				sameAsTopLevel(t, n.ID+" by node", n.Procedures, f.topLevel(t, k, n.ID, obj("first", 4, "orderBy", obj("field", "DUE_AT", "direction", "ASC"))))
+			}
+			for _, n := range []struct {
+				ID         string
+				Procedures nestedConn
+			}{out.A, out.B} {
+				sameAsTopLevel(t, n.ID+" by alias", n.Procedures, f.topLevel(t, k, n.ID, obj("last", 2)))
+			}
+		})
+
 		// A cursor is one parent's: on another parent's field (or the
 		// top-level list, or another kind's field) it is validation_failed
 		// on that field alone.
