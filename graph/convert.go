@@ -97,10 +97,16 @@ func procedureFilter(f *model.ProcedureFilter) (core.ProcedureFilter, error) {
 	return out, val.Err()
 }
 
-// either is the list given of a singular field and its list field.
+// either is the list given of a singular field and its list field. The
+// list's length is checked here, where its name is known and before a null
+// element (categoryIds, doerIds) leaves it: a null is one of its at most
+// core.MaxFilterValues values.
 func either[T any](val *apperr.Validation, listField, field string, one, list []T) []T {
 	if one != nil && list != nil {
 		val.Add(listField, "cannot be combined with %s", field)
+	}
+	if len(list) > core.MaxFilterValues {
+		val.Add(listField, "must list at most %d values", core.MaxFilterValues)
 	}
 	if one != nil {
 		return one

@@ -373,25 +373,43 @@ func addComment(t testing.TB, s *apitest.Server, token, procedureID, text string
 	return out.AddComment.ID
 }
 
+// dialectSQL is query, written with ? placeholders, in db's dialect.
+func dialectSQL(db *database.DB, query string) string {
+	if db.Dialect != "postgres" {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // execSQL runs a raw statement written with ? placeholders on either dialect.
 func execSQL(t testing.TB, db *database.DB, query string, args ...any) {
 	t.Helper()
-	if db.Dialect == "postgres" {
-		var b strings.Builder
-		n := 0
-		for _, r := range query {
-			if r == '?' {
-				n++
-				b.WriteString("$" + strconv.Itoa(n))
-				continue
-			}
-			b.WriteRune(r)
-		}
-		query = b.String()
-	}
+	query = dialectSQL(db, query)
 	if _, err := db.SQL.ExecContext(context.Background(), query, args...); err != nil {
 		t.Fatalf("exec %s: %v", query, err)
 	}
+}
+
+// countSQL runs a raw COUNT written with ? placeholders on either dialect:
+// what a test checks the API's totals against, read past every cache.
+func countSQL(t testing.TB, db *database.DB, query string, args ...any) int {
+	t.Helper()
+	query = dialectSQL(db, query)
+	var n int
+	if err := db.SQL.QueryRowContext(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatalf("count %s: %v", query, err)
+	}
+	return n
 }
 
 // ---------------------------------------------------------------------------
