@@ -113,3 +113,15 @@ func (r *Resolver) CategoryPage(ctx context.Context, f core.ListFilter, w core.W
 func (r *Resolver) MemberPage(ctx context.Context, f core.ListFilter, w core.Window) (*core.MemberList, error) {
 	return r.Service.FindMembers(ctx, f, w)
 }
+
+// CommentPage returns the page w selects of the comments of the procedure
+// id names (an id or a shortId), oldest first: REST's list of a
+// procedure's comments. GraphQL reads the same list through
+// Procedure.comments.
+func (r *Resolver) CommentPage(ctx context.Context, procedureID string, w core.Window) (*core.CommentList, error) {
+	p, err := r.Service.Procedure(ctx, procedureID)
+	if err != nil {
+		return nil, err
+	}
+	return r.Service.ProcedureComments(ctx, p.ID, w)
+}

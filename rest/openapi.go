@@ -10,6 +10,7 @@ import (
 	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/generation"
+	"github.com/procsvc/procsvc/internal/limits"
 )
 
 // The OpenAPI 3.1 document is built from the same route table the router
@@ -75,7 +76,9 @@ func schemas() obj {
 		"category": nullable(object([]string{"id", "name"}, obj{"id": uuidStr, "name": str})),
 		"doer":     nullable(object([]string{"id", "name", "email"}, obj{"id": uuidStr, "name": str, "email": str})),
 		"project":  nullable(object([]string{"id", "name"}, obj{"id": uuidStr, "name": str})),
-		"comments": nullable(obj{"type": "array", "items": object([]string{"id", "text", "createdAt"}, obj{"id": uuidStr, "text": str, "createdAt": timestamp})}),
+		"comments": nullable(obj{"type": "array", "maxItems": limits.EmbeddedComments,
+			"description": "the procedure's newest " + itoa(limits.EmbeddedComments) + " comments, oldest first; GET /procedures/{id}/comments pages through all of them",
+			"items":       object([]string{"id", "text", "createdAt"}, obj{"id": uuidStr, "text": str, "createdAt": timestamp})}),
 	}
 	projectProps := obj{"id": uuidStr, "name": str, "workspaceId": uuidStr, "startedAt": nullable(timestamp),
 		"dueAt": nullable(timestamp), "createdAt": timestamp, "updatedAt": timestamp}
@@ -109,6 +112,7 @@ func schemas() obj {
 		"ProjectList":   list("Project"),
 		"CategoryList":  list("Category"),
 		"MemberList":    list("Member"),
+		"CommentList":   list("Comment"),
 		"Deleted":       object([]string{"success"}, obj{"success": obj{"type": "boolean", "const": true}}),
 		"Error": object([]string{"code", "message", "requestId"}, obj{
 			"code": enum(codes...), "message": str, "requestId": uuidStr,
@@ -224,6 +228,8 @@ func operations() map[string]operation {
 		query("startedAt", "dueAt on or after (timestamp)", timeInput),
 		query("dueAt", "dueAt on or before (timestamp)", timeInput),
 	)
+	// A procedure's comments page like the lists, without a search.
+	commentParams := pageParams(core.DefaultCommentPageSize, core.MaxCommentPageSize)[:4]
 	read := []string{"400", "401", "404"}
 	write := []string{"400", "401", "403", "404", "409", "413", "415"}
 	return map[string]operation{
@@ -233,6 +239,7 @@ func operations() map[string]operation {
 		"PUT /procedures/{id}":           {"Update a procedure (only the fields sent)", []any{ifMatch}, "UpdateProcedure", "Procedure", append(write, "412"), true},
 		"DELETE /procedures/{id}":        {"Delete a procedure and its comments", []any{ifMatch}, "", "Deleted", []string{"400", "401", "403", "404", "412"}, false},
 		"POST /procedures/{id}/comments": {"Comment on a procedure", nil, "AddComment", "Comment", write, false},
+		"GET /procedures/{id}/comments":  {"List a procedure's comments, oldest first", commentParams, "", "CommentList", read, false},
 		"GET /projects":                  {"List projects", pageParams(core.DefaultListPageSize, core.MaxListPageSize), "", "ProjectList", []string{"400", "401"}, false},
 		"POST /projects":                 {"Create a project", nil, "CreateProject", "Project", write, true},
 		"GET /projects/{id}":             {"Get a project", nil, "", "Project", read, true},

@@ -121,8 +121,8 @@ func TestOpenAPIRoutesMatchServer(t *testing.T) {
 			t.Errorf("%s is in the OpenAPI document but not served", r)
 		}
 	}
-	if len(served) != 18 {
-		t.Errorf("%d routes served, want docs/design.md §5's 13 + 5 = 18", len(served))
+	if len(served) != 19 {
+		t.Errorf("%d routes served, want docs/design.md §5's 13 + 6 = 19", len(served))
 	}
 
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {
@@ -218,6 +218,11 @@ func TestOpenAPITraffic(t *testing.T) {
 			{"comment", call{method: "POST", path: proc + "/comments", token: M, body: js(map[string]any{"text": "Looks right"})}, 200, "", validRequest},
 			{"comment without text", call{method: "POST", path: proc + "/comments", token: M, body: js(map[string]any{})}, 400, "validation_failed", invalidRequest},
 			{"comment on an unknown procedure", call{method: "POST", path: "/procedures/RST-404/comments", token: M, body: js(map[string]any{"text": "x"})}, 404, "not_found", validRequest},
+			// GET /procedures/{id}/comments
+			{"list comments", call{method: "GET", path: proc + "/comments?page=1&limit=5", token: V}, 200, "", validRequest},
+			{"list comments with a bad limit", call{method: "GET", path: proc + "/comments?limit=ten", token: V}, 400, "validation_failed", invalidRequest},
+			{"list comments past the largest page", call{method: "GET", path: proc + "/comments?limit=101", token: V}, 400, "validation_failed", validRequest},
+			{"list comments of an unknown procedure", call{method: "GET", path: "/procedures/RST-404/comments", token: V}, 404, "not_found", validRequest},
 			// GET /projects
 			{"list projects", call{method: "GET", path: "/projects?search=project&page=1&limit=10", token: V}, 200, "", validRequest},
 			{"list projects with limit=501", call{method: "GET", path: "/projects?limit=501", token: V}, 400, "validation_failed", anyRequest},

@@ -270,6 +270,18 @@ func (a *API) deleteProcedure(w http.ResponseWriter, r *http.Request) error {
 	return deleteWith(w, r, a.r.Mutation().DeleteProcedure)
 }
 
+// listComments pages through a procedure's comments, oldest first: the
+// procedure embeds only its newest limits.EmbeddedComments.
+func (a *API) listComments(w http.ResponseWriter, r *http.Request) error {
+	p := newParams(r.URL.Query())
+	window := page(p, core.DefaultCommentPageSize, core.MaxCommentPageSize)
+	if err := p.finish(); err != nil {
+		return err
+	}
+	list, err := a.r.CommentPage(r.Context(), r.PathValue("id"), window)
+	return writeList(w, list, err, commentShape)
+}
+
 func (a *API) addComment(w http.ResponseWriter, r *http.Request) error {
 	b, err := readBody(w, r)
 	if err != nil {

@@ -56,6 +56,7 @@ var routes = []route{
 	{"GET", "/procedures/{id}", (*API).getProcedure, footprinted},
 	{"PUT", "/procedures/{id}", (*API).updateProcedure, false},
 	{"DELETE", "/procedures/{id}", (*API).deleteProcedure, false},
+	{"GET", "/procedures/{id}/comments", (*API).listComments, footprinted},
 	{"POST", "/procedures/{id}/comments", (*API).addComment, false},
 	{"GET", "/projects", (*API).listProjects, false},
 	{"POST", "/projects", (*API).createProject, false},
