@@ -60,7 +60,14 @@ type LoadConfig struct {
 const (
 	MixCreate = "create"
 	MixUpdate = "update"
+	// MixDashboard is MixUpdate with every read the project dashboard
+	// (DashboardQuery, GraphQL only).
+	MixDashboard = "dashboard"
 )
+
+// updates reports whether mix writes by changing priorities (MixUpdate's
+// writes, verified alike).
+func updates(mix string) bool { return mix == MixUpdate || mix == MixDashboard }
 
 // Report is what a run measured.
 type Report struct {
@@ -118,13 +125,13 @@ func (r *Report) Print(w io.Writer, cfg LoadConfig) {
 		cfg.PageSize = 50
 	}
 	mix := ""
-	if cfg.Mix == MixUpdate {
-		mix = fmt.Sprintf(" mix=update pool=%d", r.PoolSize)
+	if updates(cfg.Mix) {
+		mix = fmt.Sprintf(" mix=%s pool=%d", cfg.Mix, r.PoolSize)
 	}
 	fmt.Fprintf(w, "api=%s clients=%d duration=%s write_ratio=%.2f page=%d%s\n", cfg.API, cfg.Clients, r.Elapsed.Round(time.Millisecond), cfg.WriteRatio, cfg.PageSize, mix)
 	fmt.Fprintf(w, "requests=%d req/s=%.1f p50=%s p90=%s p99=%s max=%s\n", r.Requests, r.RequestsPerSecond(),
 		r.P50.Round(10*time.Microsecond), r.P90.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), r.Max.Round(10*time.Microsecond))
-	if cfg.Mix == MixUpdate {
+	if updates(cfg.Mix) {
 		rate := func(n int) float64 {
 			if r.Elapsed <= 0 {
 				return 0
@@ -145,7 +152,7 @@ func (r *Report) Print(w io.Writer, cfg LoadConfig) {
 		if !r.Verified {
 			status = "FAILED"
 		}
-		if cfg.Mix == MixUpdate {
+		if updates(cfg.Mix) {
 			fmt.Fprintf(w, "updates: acknowledged=%d checked=%d uncertain=%d verification=%s\n", r.Updated, r.Checked, r.Uncertain, status)
 		} else {
 			fmt.Fprintf(w, "writes: created=%d deleted=%d duplicates=%d verification=%s\n", r.Created, r.Deleted, r.Duplicates, status)
@@ -185,8 +192,16 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 	if cfg.Mix == "" {
 		cfg.Mix = MixCreate
 	}
-	if cfg.Mix != MixCreate && cfg.Mix != MixUpdate {
-		return nil, fmt.Errorf("load: mix must be create or update, not %q", cfg.Mix)
+	if cfg.Mix != MixCreate && !updates(cfg.Mix) {
+		return nil, fmt.Errorf("load: mix must be create, update or dashboard, not %q", cfg.Mix)
+	}
+	if cfg.Mix == MixDashboard {
+		if cfg.API != "graphql" {
+			return nil, errors.New("load: the dashboard mix is GraphQL's")
+		}
+		if err := c.checkDashboard(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Pool <= 0 {
 		cfg.Pool = 500
@@ -194,7 +209,7 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 	c.cfg = cfg
 	var pool []*target
 	switch {
-	case cfg.Mix == MixUpdate:
+	case updates(cfg.Mix):
 		var err error
 		if cfg.API == "graphql" {
 			if c.page2, err = c.secondPage(ctx); err != nil {
@@ -254,7 +269,7 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 			for runCtx.Err() == nil && take() {
 				var o outcome
 				switch {
-				case cfg.Mix == MixUpdate && len(own) > 0 && rng.Float64() < cfg.WriteRatio:
+				case updates(cfg.Mix) && len(own) > 0 && rng.Float64() < cfg.WriteRatio:
 					t := own[rng.IntN(len(own))]
 					prio := otherPriority(rng, t.priority)
 					key := c.newKey()
@@ -265,6 +280,10 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 					} else {
 						t.pending = append(t.pending, prio)
 					}
+				case cfg.Mix == MixDashboard:
+					o = c.timed(runCtx, false, func(ctx context.Context) (string, error) {
+						return "", c.graphql(ctx, DashboardQuery, map[string]any{"first": dashboardProjects}, nil)
+					})
 				case cfg.Mix == MixUpdate:
 					shape := rng.IntN(len(restShapes))
 					o = c.timed(runCtx, false, func(ctx context.Context) (string, error) { return "", c.listShape(ctx, shape) })
@@ -323,7 +342,7 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 		lat = append(lat, o.latency)
 		if o.write {
 			writeLat = append(writeLat, o.latency)
-			if o.code == "" && cfg.Mix == MixUpdate {
+			if o.code == "" && updates(cfg.Mix) {
 				rep.Updated++
 			}
 		} else {
@@ -342,7 +361,7 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 	rep.Attempts, rep.Timeouts, rep.Retries = int(c.attempts.Load()), int(c.timeouts.Load()), int(c.retries.Load())
 	rep.Replays, rep.InProgress, rep.Unacknowledged = int(c.replays.Load()), int(c.inProgressCount.Load()), len(unacked)
 	switch {
-	case cfg.WriteRatio > 0 && cfg.Mix == MixUpdate:
+	case cfg.WriteRatio > 0 && updates(cfg.Mix):
 		rep.Verified, rep.Checked, rep.Uncertain, rep.VerifyNotes = c.verifyUpdates(ctx, pool)
 	case cfg.WriteRatio > 0:
 		rep.Verified, rep.Duplicates, rep.VerifyNotes = c.verify(ctx, created, deleted, unacked)

@@ -267,3 +267,60 @@ func (c *client) verifyUpdates(ctx context.Context, pool []*target) (ok bool, ch
 }
 
 // printErrors prints a report's errors by kind, sorted, or "errors: none":
+
+// DashboardQuery is a frontend's project dashboard (docs/performance.md):
+// $first projects, each with its 10 newest procedures, their category,
+// doer and project, and each procedure's 5 oldest comments, with every
+// level's totals. Each level is read for all its parents at once.
+const DashboardQuery = `query Dashboard($first: Int!) {
+  projects(first: $first) { totalCount nodes { id name
+    procedures(first: 10) { totalCount nodes { id shortId name state priority dueAt
+      category { name } doer { name } project { name }
+      comments(first: 5) { totalCount nodes { id text createdAt } } } } } } }`
+
+// dashboardProjects is the dashboard mix's number of projects.
+const dashboardProjects = 20
+
+// checkDashboard reads the dashboard once, decoding it in full, and
+// refuses a run whose answer is not one: errors, more projects or
+// procedures than asked, a total below its page. The run itself only
+// checks each answer for errors (decoding tens of kilobytes per read would
+// measure the client).
+func (c *client) checkDashboard(ctx context.Context) error {
+	var out struct {
+		Projects struct {
+			TotalCount int
+			Nodes      []struct {
+				Procedures struct {
+					TotalCount int
+					Nodes      []struct {
+						Project  *struct{ Name string }
+						Comments struct {
+							TotalCount int
+							Nodes      []struct{ ID string }
+						}
+					}
+				}
+			}
+		}
+	}
+	if err := c.graphql(ctx, DashboardQuery, map[string]any{"first": dashboardProjects}, &out); err != nil {
+		return fmt.Errorf("load: dashboard: %w", err)
+	}
+	p := out.Projects
+	if len(p.Nodes) == 0 || len(p.Nodes) > dashboardProjects || p.TotalCount < len(p.Nodes) {
+		return fmt.Errorf("load: dashboard: %d projects of %d", len(p.Nodes), p.TotalCount)
+	}
+	for _, n := range p.Nodes {
+		procs := n.Procedures
+		if len(procs.Nodes) > 10 || procs.TotalCount < len(procs.Nodes) {
+			return fmt.Errorf("load: dashboard: %d procedures of %d", len(procs.Nodes), procs.TotalCount)
+		}
+		for _, pr := range procs.Nodes {
+			if pr.Project == nil || len(pr.Comments.Nodes) > 5 || pr.Comments.TotalCount < len(pr.Comments.Nodes) {
+				return fmt.Errorf("load: dashboard: a procedure without its project, or %d comments of %d", len(pr.Comments.Nodes), pr.Comments.TotalCount)
+			}
+		}
+	}
+	return nil
+}

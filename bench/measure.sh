@@ -15,6 +15,9 @@
 #   REUSE_DB_URL=postgres://…/db TOKEN=pms_… bash bench/measure.sh
 #       # measure an already seeded database (kept afterwards) instead of
 #       # seeding a new one
+#   MIX=dashboard APIS=graphql WRITE_RATIOS="0 0.10" bash bench/measure.sh
+#       # the project dashboard (20 projects × 10 procedures × 5 comments,
+#       # every level with its totals) as every read, writes as MIX=update's
 #   MIX=live PROCEDURES=1000 NOISE=0 bash bench/measure.sh
 #       # live updates: SUBSCRIBERS (1000) subscriptions with one token while
 #       # procedures are renamed at WRITE_RATE (50/s) for LIVE_DURATION (20s),
@@ -109,7 +112,7 @@ if [ "$MIX" = live ]; then
   exit 0
 fi
 
-if [ "$MIX" = update ]; then
+if [ "$MIX" = update ] || [ "$MIX" = dashboard ]; then
   printf '| cache | api | write ratio | clients | reads/s | writes/s | read p50 | read p90 | read p99 | write p50 | write p90 | write p99 | procsvc CPU ms/req | PostgreSQL CPU ms/req | errors | verification |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
 else
   printf '| cache | api | clients | req/s | p50 | p90 | p99 | procsvc CPU ms/req | PostgreSQL CPU ms/req | errors |\n|---|---|---|---|---|---|---|---|---|---|\n'
@@ -119,13 +122,14 @@ PROCSVC_LOG_LEVEL=warn "$BIN" serve --addr "$ADDR" --response-cache-mb "$cache" 
 SERVER=$!
 for _ in $(seq 1 50); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.2; done
 for api in $APIS; do
-  if [ "$MIX" = update ]; then
+  if [ "$MIX" = update ] || [ "$MIX" = dashboard ]; then
+    [ "$MIX" = dashboard ] && [ "$api" != graphql ] && continue
     for ratio in $WRITE_RATIOS; do
       for c in $CLIENTS; do
-        "$BENCH" load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration 2s --mix update >/dev/null
+        "$BENCH" load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration 2s --mix "$MIX" >/dev/null
         a0=$(ticks $SERVER); p0=$(pg_ticks)
         # a failed verification exits non-zero: keep the row, show it
-        out=$("$BENCH" load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration "$DURATION" --mix update --write-ratio "$ratio") || true
+        out=$("$BENCH" load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration "$DURATION" --mix "$MIX" --write-ratio "$ratio") || true
         a1=$(ticks $SERVER); p1=$(pg_ticks)
         n=$(echo "$out" | sed -n 's/^requests=\([0-9]*\).*/\1/p')
         rps=$(echo "$out" | sed -n 's/.*reads\/s=\([0-9.]*\).*/\1/p'); wps=$(echo "$out" | sed -n 's/.*writes\/s=\([0-9.]*\).*/\1/p')

@@ -97,8 +97,8 @@ func load(ctx context.Context, args []string, env cli.Env) error {
 	fs.IntVar(&cfg.Retries, "retries", 0, "send a request again, up to this many times, after a client timeout, a transport error, a 503 or a 409 in progress (writes only with --idempotency-keys)")
 	fs.DurationVar(&cfg.RetryBackoff, "retry-backoff", 10*time.Millisecond, "pause before the first retry, doubled for each next one up to 1s, with jitter")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", 0, "client-side timeout of each attempt (0: 30s); a tiny one injects timeouts")
-	fs.StringVar(&cfg.Mix, "mix", bench.MixCreate, "create: writes create and delete procedures of the run's own, reads list one page;\nupdate: the realistic mix, reads spread over five list shapes (first page, second page, state,\ndueAt ascending, priority) and writes change the priority of existing procedures")
-	fs.IntVar(&cfg.Pool, "pool", 500, "--mix update: existing procedures sampled at start to update, split between the clients")
+	fs.StringVar(&cfg.Mix, "mix", bench.MixCreate, "create: writes create and delete procedures of the run's own, reads list one page;\nupdate: the realistic mix, reads spread over five list shapes (first page, second page, state,\ndueAt ascending, priority) and writes change the priority of existing procedures;\ndashboard: update's writes, and every read the project dashboard (20 projects, 10 procedures each\nwith their edges and 5 comments; GraphQL only)")
+	fs.IntVar(&cfg.Pool, "pool", 500, "--mix update and dashboard: existing procedures sampled at start to update, split between the clients")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
