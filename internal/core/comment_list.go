@@ -36,11 +36,15 @@ func commentKeyset(procedureID uuid.UUID) keyset[ent.Comment] {
 	}
 }
 
+// commentOrder is a comment list's keyset without its scope: what
+// checking a window without cursors needs.
+var commentOrder = keyset[ent.Comment]{column: comment.FieldCreatedAt}
+
 // CommentWindow checks w, a window without cursors, and returns how many
 // comments it takes from which end: the oldest n, or the newest when
 // newest. Errors: validation_failed naming the argument.
 func CommentWindow(w Window) (n int, newest bool, err error) {
-	sl, err := commentKeyset(uuid.Nil).plan(w, DefaultCommentPageSize, MaxCommentPageSize)
+	sl, err := commentOrder.plan(Window{First: w.First, Last: w.Last}, DefaultCommentPageSize, MaxCommentPageSize)
 	if err != nil {
 		return 0, false, err
 	}
@@ -51,13 +55,23 @@ func CommentWindow(w Window) (n int, newest bool, err error) {
 // or (newest) the newest of its total, as CommentWindow took them, oldest
 // first.
 func CommentPage(procedureID uuid.UUID, rows []*ent.Comment, total int, newest bool) *CommentList {
-	k := commentKeyset(procedureID)
 	more := len(rows) < total
 	info := PageInfo{HasNextPage: more}
 	if newest {
 		info = PageInfo{HasPreviousPage: more}
 	}
-	return &CommentList{Items: rows, Total: total, PageInfo: info, cursor: k.cursor}
+	// The keyset (its scope, a digest) is made only if a cursor is asked
+	// for: a page of procedures shows hundreds of comment lists, most
+	// without cursors.
+	var k *keyset[ent.Comment]
+	cursor := func(c *ent.Comment) Cursor {
+		if k == nil {
+			ks := commentKeyset(procedureID)
+			k = &ks
+		}
+		return k.cursor(c)
+	}
+	return &CommentList{Items: rows, Total: total, PageInfo: info, cursor: cursor}
 }
 
 // ProcedureComments returns the page w selects of the comments of the
