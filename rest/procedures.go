@@ -286,6 +286,21 @@ func (a *API) addComment(w http.ResponseWriter, r *http.Request) error {
 	return ok(w, commentShape(c))
 }
 
+// listComments answers a page of all of a procedure's comments, oldest
+// first, in the List envelope: how a client reads past the newest
+// limits.EmbeddedComments a procedure's answer embeds. A page holds at most
+// core.MaxCommentPageSize comments, which always fit the bound on a
+// response (limits.ResponseBytes), so it is not measured against it.
+func (a *API) listComments(w http.ResponseWriter, r *http.Request) error {
+	p := newParams(r.URL.Query())
+	window := page(p, core.DefaultCommentPageSize, core.MaxCommentPageSize)
+	if err := p.finish(); err != nil {
+		return err
+	}
+	list, err := a.r.CommentPage(r.Context(), r.PathValue("id"), window)
+	return writeList(w, list, err, embeddedCommentShape)
+}
+
 // names spells enum values as the strings a query parameter takes.
 func names[T ~string](values []T) []string {
 	out := make([]string, len(values))
