@@ -114,12 +114,12 @@ func (r *Resolver) MemberPage(ctx context.Context, f core.ListFilter, w core.Win
 	return r.Service.FindMembers(ctx, f, w)
 }
 
-// CommentPage returns the page w selects of the comments of the procedure
-// id names (an id or a shortId), oldest first: REST's list of a
-// procedure's comments. GraphQL reads the same list through
-// Procedure.comments.
-func (r *Resolver) CommentPage(ctx context.Context, procedureID string, w core.Window) (*core.CommentList, error) {
-	p, err := r.Service.Procedure(ctx, procedureID)
+// CommentPage returns the page w selects of the comments, oldest first, of
+// the procedure idOrShortID names. The procedure is read through the core,
+// so a foreign or missing one is not_found as everywhere; its comments are
+// then the same core read as a GraphQL comments page at a cursor.
+func (r *Resolver) CommentPage(ctx context.Context, idOrShortID string, w core.Window) (*core.CommentList, error) {
+	p, err := r.Service.Procedure(ctx, idOrShortID)
 	if err != nil {
 		return nil, err
 	}

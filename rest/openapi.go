@@ -76,15 +76,14 @@ func schemas() obj {
 		"category": nullable(object([]string{"id", "name"}, obj{"id": uuidStr, "name": str})),
 		"doer":     nullable(object([]string{"id", "name", "email"}, obj{"id": uuidStr, "name": str, "email": str})),
 		"project":  nullable(object([]string{"id", "name"}, obj{"id": uuidStr, "name": str})),
-		"comments": nullable(obj{"type": "array", "maxItems": limits.EmbeddedComments,
-			"description": "the procedure's newest " + itoa(limits.EmbeddedComments) + " comments, oldest first; GET /procedures/{id}/comments pages through all of them",
-			"items":       object([]string{"id", "text", "createdAt"}, obj{"id": uuidStr, "text": str, "createdAt": timestamp})}),
+		"comments": embeddedComments(),
 	}
 	projectProps := obj{"id": uuidStr, "name": str, "workspaceId": uuidStr, "startedAt": nullable(timestamp),
 		"dueAt": nullable(timestamp), "createdAt": timestamp, "updatedAt": timestamp}
 	categoryProps := obj{"id": uuidStr, "name": str, "workspaceId": uuidStr, "createdAt": timestamp, "updatedAt": timestamp}
 	memberProps := obj{"id": uuidStr, "name": str, "email": str, "role": roles,
 		"workspaceId": uuidStr, "createdAt": timestamp}
+	embeddedCommentProps := obj{"id": uuidStr, "text": str, "createdAt": timestamp}
 	commentProps := obj{"id": uuidStr, "procedureId": uuidStr, "authorId": uuidStr, "text": str, "createdAt": timestamp, "updatedAt": timestamp}
 	list := func(item string) obj {
 		return object([]string{"data", "meta"}, obj{
@@ -103,17 +102,18 @@ func schemas() obj {
 		"method_not_allowed", "conflict", "precondition_failed", "payload_too_large", "unsupported_media_type",
 		"rate_limited", "internal", "generation_failed", "unavailable"}
 	return obj{
-		"Procedure":     object(keys(procedureProps), procedureProps),
-		"Project":       object(keys(projectProps), projectProps),
-		"Category":      object(keys(categoryProps), categoryProps),
-		"Member":        object(keys(memberProps), memberProps),
-		"Comment":       object(keys(commentProps), commentProps),
-		"ProcedureList": list("Procedure"),
-		"ProjectList":   list("Project"),
-		"CategoryList":  list("Category"),
-		"MemberList":    list("Member"),
-		"CommentList":   list("Comment"),
-		"Deleted":       object([]string{"success"}, obj{"success": obj{"type": "boolean", "const": true}}),
+		"Procedure":       object(keys(procedureProps), procedureProps),
+		"Project":         object(keys(projectProps), projectProps),
+		"Category":        object(keys(categoryProps), categoryProps),
+		"Member":          object(keys(memberProps), memberProps),
+		"Comment":         object(keys(commentProps), commentProps),
+		"EmbeddedComment": object(keys(embeddedCommentProps), embeddedCommentProps),
+		"ProcedureList":   list("Procedure"),
+		"ProjectList":     list("Project"),
+		"CategoryList":    list("Category"),
+		"MemberList":      list("Member"),
+		"CommentList":     list("EmbeddedComment"),
+		"Deleted":         object([]string{"success"}, obj{"success": obj{"type": "boolean", "const": true}}),
 		"Error": object([]string{"code", "message", "requestId"}, obj{
 			"code": enum(codes...), "message": str, "requestId": uuidStr,
 			"fields": obj{"type": "array", "items": object([]string{"field", "message"}, obj{"field": str, "message": str})},
@@ -139,6 +139,17 @@ func schemas() obj {
 		"UpdateCategory": object(nil, readOnly(obj{"name": str}, "id", "workspaceId", "createdAt", "updatedAt")),
 		"AddComment":     object([]string{"text"}, obj{"text": str}),
 	}
+}
+
+// embeddedComments is a procedure's comments property: its newest
+// limits.EmbeddedComments, so that a procedure's answer stays bounded, and
+// where the rest are.
+func embeddedComments() obj {
+	n := itoa(limits.EmbeddedComments)
+	o := nullable(obj{"type": "array", "maxItems": limits.EmbeddedComments, "items": ref("EmbeddedComment")})
+	o["description"] = "the procedure's newest " + n + " comments (all of them when it has at most " + n + "), oldest first; " +
+		"GET /procedures/{id}/comments pages through every one of them, and its meta.total counts them"
+	return o
 }
 
 func errorResponse(desc string) obj {
@@ -167,13 +178,18 @@ func query(name, desc string, schema obj) obj {
 	return obj{"name": name, "in": "query", "required": false, "description": desc, "schema": schema}
 }
 
-func pageParams(def, max int) []any {
+// pages are the parameters of a page by number: page and its size.
+func pages(def, max int) []any {
 	size := obj{"type": "string", "pattern": `^[0-9]+$`, "description": "1.." + itoa(max) + ", default " + itoa(def)}
 	return []any{
 		query("page", "1-based page number, default 1", obj{"type": "string", "pattern": `^[0-9]+$`}),
 		query("limit", "page size", size), query("pageSize", "alias of limit", size), query("perPage", "alias of limit", size),
-		query("search", "case-insensitive substring", str), query("q", "alias of search", str),
 	}
+}
+
+// pageParams are the parameters of a list searched by name, paged.
+func pageParams(def, max int) []any {
+	return append(pages(def, max), query("search", "case-insensitive substring", str), query("q", "alias of search", str))
 }
 
 type operation struct {
@@ -228,8 +244,6 @@ func operations() map[string]operation {
 		query("startedAt", "dueAt on or after (timestamp)", timeInput),
 		query("dueAt", "dueAt on or before (timestamp)", timeInput),
 	)
-	// A procedure's comments page like the lists, without a search.
-	commentParams := pageParams(core.DefaultCommentPageSize, core.MaxCommentPageSize)[:4]
 	read := []string{"400", "401", "404"}
 	write := []string{"400", "401", "403", "404", "409", "413", "415"}
 	return map[string]operation{
@@ -238,8 +252,8 @@ func operations() map[string]operation {
 		"GET /procedures/{id}":           {"Get a procedure by id or shortId", nil, "", "Procedure", read, true},
 		"PUT /procedures/{id}":           {"Update a procedure (only the fields sent)", []any{ifMatch}, "UpdateProcedure", "Procedure", append(write, "412"), true},
 		"DELETE /procedures/{id}":        {"Delete a procedure and its comments", []any{ifMatch}, "", "Deleted", []string{"400", "401", "403", "404", "412"}, false},
+		"GET /procedures/{id}/comments":  {"List a procedure's comments, oldest first", pages(core.DefaultCommentPageSize, core.MaxCommentPageSize), "", "CommentList", read, false},
 		"POST /procedures/{id}/comments": {"Comment on a procedure", nil, "AddComment", "Comment", write, false},
-		"GET /procedures/{id}/comments":  {"List a procedure's comments, oldest first", commentParams, "", "CommentList", read, false},
 		"GET /projects":                  {"List projects", pageParams(core.DefaultListPageSize, core.MaxListPageSize), "", "ProjectList", []string{"400", "401"}, false},
 		"POST /projects":                 {"Create a project", nil, "CreateProject", "Project", write, true},
 		"GET /projects/{id}":             {"Get a project", nil, "", "Project", read, true},
@@ -253,6 +267,13 @@ func operations() map[string]operation {
 		"GET /members":                   {"List members", pageParams(core.DefaultListPageSize, core.MaxListPageSize), "", "MemberList", []string{"400", "401"}, false},
 		"GET /members/{id}":              {"Get a member", nil, "", "Member", read, false},
 	}
+}
+
+// descriptions say more of an operation than its summary.
+var descriptions = map[string]string{
+	"GET /procedures/{id}/comments": "Every comment of the procedure (id or shortId), oldest first, in pages by number. " +
+		"A procedure's own answer embeds only its newest " + itoa(limits.EmbeddedComments) + " (its comments property); " +
+		"this list holds them all, and meta.total counts them.",
 }
 
 var errorDescriptions = map[string]string{
@@ -304,6 +325,9 @@ func Document() map[string]any {
 			"operationId": strings.ToLower(rt.Method) + strings.NewReplacer("/", "_", "{", "", "}", "").Replace(rt.Path),
 			"summary":     op.summary,
 			"responses":   responses,
+		}
+		if d := descriptions[rt.Method+" "+rt.Path]; d != "" {
+			o["description"] = d
 		}
 		if len(op.params) > 0 {
 			o["parameters"] = op.params

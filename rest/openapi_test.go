@@ -20,6 +20,7 @@ import (
 
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
+	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/rest"
 )
 
@@ -214,15 +215,19 @@ func TestOpenAPITraffic(t *testing.T) {
 			{"update with a null name", call{method: "PUT", path: proc, token: M, body: js(map[string]any{"name": nil})}, 400, "validation_failed", invalidRequest},
 			{"update an unknown procedure", call{method: "PUT", path: "/procedures/RST-404", token: M, body: js(map[string]any{"name": "x"})}, 404, "not_found", validRequest},
 			{"update with a revoked token", call{method: "PUT", path: proc, token: revokedToken(t, e), body: js(map[string]any{"name": "x"})}, 400, "disconnected", validRequest},
+			// GET /procedures/{id}/comments
+			{"list a procedure's comments", call{method: "GET", path: proc + "/comments?page=1&limit=5", token: V}, 200, "", validRequest},
+			{"list comments by shortId with an alias", call{method: "GET", path: "/procedures/RST-1/comments?perPage=3", token: V}, 200, "", validRequest},
+			{"list comments past the last page", call{method: "GET", path: proc + "/comments?page=9&pageSize=100", token: V}, 200, "", validRequest},
+			{"list comments with page=x", call{method: "GET", path: proc + "/comments?page=x", token: V}, 400, "validation_failed", invalidRequest},
+			{"list comments with limit=101", call{method: "GET", path: proc + "/comments?limit=101", token: V}, 400, "validation_failed", anyRequest},
+			{"list the comments of an unknown procedure", call{method: "GET", path: "/procedures/RST-404/comments", token: V}, 404, "not_found", validRequest},
+			{"list another workspace's comments", call{method: "GET", path: "/procedures/" + other.createProcedure(t, nil)["id"].(string) + "/comments", token: V}, 404, "not_found", validRequest},
+			{"list comments without a token", call{method: "GET", path: proc + "/comments"}, 401, "unauthenticated", invalidRequest},
 			// POST /procedures/{id}/comments
 			{"comment", call{method: "POST", path: proc + "/comments", token: M, body: js(map[string]any{"text": "Looks right"})}, 200, "", validRequest},
 			{"comment without text", call{method: "POST", path: proc + "/comments", token: M, body: js(map[string]any{})}, 400, "validation_failed", invalidRequest},
 			{"comment on an unknown procedure", call{method: "POST", path: "/procedures/RST-404/comments", token: M, body: js(map[string]any{"text": "x"})}, 404, "not_found", validRequest},
-			// GET /procedures/{id}/comments
-			{"list comments", call{method: "GET", path: proc + "/comments?page=1&limit=5", token: V}, 200, "", validRequest},
-			{"list comments with a bad limit", call{method: "GET", path: proc + "/comments?limit=ten", token: V}, 400, "validation_failed", invalidRequest},
-			{"list comments past the largest page", call{method: "GET", path: proc + "/comments?limit=101", token: V}, 400, "validation_failed", validRequest},
-			{"list comments of an unknown procedure", call{method: "GET", path: "/procedures/RST-404/comments", token: V}, 404, "not_found", validRequest},
 			// GET /projects
 			{"list projects", call{method: "GET", path: "/projects?search=project&page=1&limit=10", token: V}, 200, "", validRequest},
 			{"list projects with limit=501", call{method: "GET", path: "/projects?limit=501", token: V}, 400, "validation_failed", anyRequest},
@@ -427,6 +432,30 @@ func TestOpenAPIValidatorCatchesDrift(t *testing.T) {
 			{"list data not an array", listCall, listResp, set("data", map[string]any{}), 200, nil},
 			{"list item of the wrong resource", listCall, listResp, set("data", []any{map[string]any{"id": tg.project, "name": "p"}}), 200, nil},
 		}...)
+		embedded := procResp.JSON.(map[string]any)["comments"].([]any)
+		if len(embedded) != 1 {
+			t.Fatalf("the target embeds %d comments, want its one", len(embedded))
+		}
+		tooMany := make([]any, limits.EmbeddedComments+1)
+		for i := range tooMany {
+			tooMany[i] = embedded[0]
+		}
+		commentsCall := call{method: "GET", path: "/procedures/" + tg.procedure + "/comments", token: e.ws.ViewToken}
+		commentsResp := e.send(t, commentsCall)
+		item := func(change func(map[string]any)) []any {
+			c := map[string]any{}
+			for k, v := range embedded[0].(map[string]any) {
+				c[k] = v
+			}
+			change(c)
+			return []any{c}
+		}
+		answers = append(answers, []answer{
+			{"more embedded comments than the bound", getProc, procResp, set("comments", tooMany), 200, nil},
+			{"comment listed with its author", commentsCall, commentsResp, set("data", item(func(c map[string]any) { c["authorId"] = e.ws.MemberID })), 200, nil},
+			{"comment listed without createdAt", commentsCall, commentsResp, set("data", item(func(c map[string]any) { delete(c, "createdAt") })), 200, nil},
+			{"comment list without meta", commentsCall, commentsResp, del("meta"), 200, nil},
+		}...)
 		delCall := call{method: "DELETE", path: "/categories/" + tg.category, token: e.ws.MemberToken}
 		delResp := e.send(t, delCall)
 		checkDeleted(t, delResp)
@@ -469,6 +498,8 @@ func TestOpenAPIValidatorCatchesDrift(t *testing.T) {
 			{"project: startedAt a number", call{method: "POST", path: "/projects", token: "t", body: mustJSON(t, map[string]any{"name": "p", "startedAt": 5})}, false},
 			{"query: sortOrder outside the enum", call{method: "GET", path: "/procedures?sortOrder=up", token: "t"}, false},
 			{"query: page not a number", call{method: "GET", path: "/projects?page=x", token: "t"}, false},
+			{"comments: page and limit", call{method: "GET", path: "/procedures/PRC-1/comments?page=2&limit=10", token: "t"}, true},
+			{"comments: limit not a number", call{method: "GET", path: "/procedures/PRC-1/comments?limit=ten", token: "t"}, false},
 			{"no bearer token", call{method: "GET", path: "/members"}, false},
 			{"wrong Content-Type", call{method: "POST", path: "/categories", token: "t", body: []byte(`{"name":"x"}`), contentType: "text/plain"}, false},
 		}

@@ -270,18 +270,6 @@ func (a *API) deleteProcedure(w http.ResponseWriter, r *http.Request) error {
 	return deleteWith(w, r, a.r.Mutation().DeleteProcedure)
 }
 
-// listComments pages through a procedure's comments, oldest first: the
-// procedure embeds only its newest limits.EmbeddedComments.
-func (a *API) listComments(w http.ResponseWriter, r *http.Request) error {
-	p := newParams(r.URL.Query())
-	window := page(p, core.DefaultCommentPageSize, core.MaxCommentPageSize)
-	if err := p.finish(); err != nil {
-		return err
-	}
-	list, err := a.r.CommentPage(r.Context(), r.PathValue("id"), window)
-	return writeList(w, list, err, commentShape)
-}
-
 func (a *API) addComment(w http.ResponseWriter, r *http.Request) error {
 	b, err := readBody(w, r)
 	if err != nil {
@@ -296,6 +284,21 @@ func (a *API) addComment(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return ok(w, commentShape(c))
+}
+
+// listComments answers a page of all of a procedure's comments, oldest
+// first, in the List envelope: how a client reads past the newest
+// limits.EmbeddedComments a procedure's answer embeds. A page holds at most
+// core.MaxCommentPageSize comments, which always fit the bound on a
+// response (limits.ResponseBytes), so it is not measured against it.
+func (a *API) listComments(w http.ResponseWriter, r *http.Request) error {
+	p := newParams(r.URL.Query())
+	window := page(p, core.DefaultCommentPageSize, core.MaxCommentPageSize)
+	if err := p.finish(); err != nil {
+		return err
+	}
+	list, err := a.r.CommentPage(r.Context(), r.PathValue("id"), window)
+	return writeList(w, list, err, embeddedCommentShape)
 }
 
 // names spells enum values as the strings a query parameter takes.

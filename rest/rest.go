@@ -37,8 +37,10 @@ func New(r *graph.Resolver, log *slog.Logger) *API { return &API{r: r, log: log}
 // whose response shows only procedures read through the core (their fields
 // and edges, nothing else): core's footprint then covers all it depends on,
 // and its cached answer stays valid through the writes that leave that
-// footprint alone (internal/respcache). Every other GET's cached answer
-// lasts until the workspace's next write.
+// footprint alone (internal/respcache). A page of a procedure's comments is
+// such an edge: its handler reads the procedure through the core, which
+// records it, and every comment write announces that procedure. Every other
+// GET's cached answer lasts until the workspace's next write.
 type route struct {
 	Method, Path string
 	handle       func(a *API, w http.ResponseWriter, r *http.Request) error

@@ -37,6 +37,15 @@ type Comment struct {
 	UpdatedAt   Time   `json:"updatedAt"`
 }
 
+// EmbeddedComment is a comment as a procedure embeds it (encode.go writes
+// that array by hand) and as GET /procedures/{id}/comments lists it, so that
+// a client reading past the embedded newest ones gets items of one shape.
+type EmbeddedComment struct {
+	ID        string `json:"id"`
+	Text      string `json:"text"`
+	CreatedAt Time   `json:"createdAt"`
+}
+
 // Project is docs/contract.md §2.2's project.
 type Project struct {
 	ID          string `json:"id"`
@@ -101,6 +110,10 @@ func memberShape(m *ent.Member) Member {
 func commentShape(c *ent.Comment) Comment {
 	return Comment{ID: c.ID.String(), ProcedureID: c.ProcedureID.String(), AuthorID: c.AuthorID.String(),
 		Text: c.Text, CreatedAt: Time(c.CreatedAt), UpdatedAt: Time(c.UpdatedAt)}
+}
+
+func embeddedCommentShape(c *ent.Comment) EmbeddedComment {
+	return EmbeddedComment{ID: c.ID.String(), Text: c.Text, CreatedAt: Time(c.CreatedAt)}
 }
 
 // itoa is strconv.Itoa, named for the query-string code that uses it.

@@ -103,9 +103,11 @@ func (r *footprintRig) shapes() []footprintRead {
 	for _, q := range lists {
 		out = append(out, footprintRead{name: "REST list" + q, path: "/procedures?limit=6" + q})
 	}
-	for _, i := range []int{0, 5, 11} {
-		out = append(out, footprintRead{name: fmt.Sprintf("REST procedure %d", i), path: "/procedures/" + r.procedures[i]})
+	for _, i := range shownProcedures {
+		out = append(out, footprintRead{name: fmt.Sprintf("REST procedure %d", i), path: "/procedures/" + r.procedures[i]},
+			footprintRead{name: fmt.Sprintf("REST comments of %d", i), path: "/procedures/" + r.procedures[i] + "/comments?limit=2"})
 	}
+	out = append(out, footprintRead{name: "REST comments, page 2", path: "/procedures/" + r.procedures[shownProcedures[0]] + "/comments?limit=2&page=2"})
 	gql := []struct {
 		name, query string
 		vars        map[string]any
@@ -123,6 +125,31 @@ func (r *footprintRig) shapes() []footprintRead {
 		out = append(out, footprintRead{name: g.name, path: "/graphql", body: body})
 	}
 	return out
+}
+
+// shownProcedures are the indexes of r.procedures the REST shapes read one
+// by one (the delete write spares them).
+var shownProcedures = []int{0, 5, 11}
+
+// newestComment returns the id of the newest comment of a procedure the
+// shapes show, "" when none has one.
+func (r *footprintRig) newestComment(t *testing.T, rng *rand.Rand) string {
+	t.Helper()
+	for _, k := range rng.Perm(len(shownProcedures)) {
+		p, err := r.svc.Procedure(r.ctx, r.procedures[shownProcedures[k]])
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := 1
+		list, err := r.svc.ProcedureComments(r.ctx, p.ID, core.Window{Last: &last})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) > 0 {
+			return list.Items[0].ID.String()
+		}
+	}
+	return ""
 }
 
 type footprintRead struct {
@@ -239,6 +266,23 @@ func TestCachedReadsMatchFreshUnderWrites(t *testing.T) {
 			{"comment", func() error {
 				_, err := r.svc.AddComment(r.ctx, some(), "a comment")
 				return err
+			}},
+			{"comment a shown procedure", func() error {
+				_, err := r.svc.AddComment(r.ctx, r.procedures[pick(rng, shownProcedures)], "a comment shown")
+				return err
+			}},
+			{"comment edit", func() error {
+				if id := r.newestComment(t, rng); id != "" {
+					_, err := r.svc.UpdateComment(r.ctx, id, fmt.Sprintf("edited %d", rng.IntN(100)))
+					return err
+				}
+				return nil
+			}},
+			{"comment delete", func() error {
+				if id := r.newestComment(t, rng); id != "" {
+					return r.svc.DeleteComment(r.ctx, id)
+				}
+				return nil
 			}},
 			{"create", func() error {
 				r.create(t, rng, fmt.Sprintf("Procedure %02d", rng.IntN(40)))
