@@ -51,6 +51,16 @@ SERVER=
 ADDR=${ADDR:-127.0.0.1:18300}      # where procsvc serves; another port for a second run at once
 BIN=$(mktemp -d)/procsvc
 BENCH=$(dirname "$BIN")/procsvc-bench   # the load tools, a binary of their own
+# addr_free exits unless ADDR is free: a server already there (another
+# measure.sh at once) would be measured in place of ours, and our tokens,
+# unknown to it, would put the address in its failed-authentication limit.
+addr_free() {
+  if curl -s -o /dev/null "http://$ADDR/readyz"; then
+    echo "measure.sh: something already serves on $ADDR (another measure.sh?): wait, or set ADDR=127.0.0.1:PORT" >&2
+    exit 1
+  fi
+}
+addr_free
 trap 'kill $SERVER 2>/dev/null || true; [ -n "${REUSE_DB_URL:-}" ] || psql "$PG/postgres?sslmode=disable" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
 
 go build -o "$BIN" ./cmd/procsvc
@@ -81,14 +91,9 @@ pg_ticks() {
 hz=$(getconf CLK_TCK)
 
 # start_server FLAGS...: serves on ADDR in the background (SERVER is its
-# pid) and waits until it is ready. A server already on ADDR (another
-# measure.sh at once) would be measured in place of this one, its tokens
-# failing ours into the failure limit: refuse instead.
+# pid) and waits until it is ready.
 start_server() {
-  if curl -s -o /dev/null "http://$ADDR/readyz"; then
-    echo "measure.sh: something already serves on $ADDR (another measure.sh?): wait, or set ADDR=127.0.0.1:PORT" >&2
-    exit 1
-  fi
+  addr_free
   PROCSVC_LOG_LEVEL=warn "$BIN" serve --addr "$ADDR" "$@" ${SERVE_ARGS:-} 2>/dev/null &
   SERVER=$!
   for _ in $(seq 1 50); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.2; done
