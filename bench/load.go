@@ -46,27 +46,35 @@ type LoadConfig struct {
 	// a tiny one injects timeouts, which retries with the same key must
 	// survive without duplicating a write.
 	RequestTimeout time.Duration
-	// Mix is what writes do: "create" (the default: create procedures of
-	// the run's own and delete some, verified at the end) or "update" (the
-	// realistic mix: reads spread over five list shapes, writes changing the
-	// priority of existing procedures, verified at the end).
+	// Mix is what reads and writes do: "create" (the default: reads list
+	// one page, writes create procedures of the run's own and delete some,
+	// verified at the end), "update" (the realistic mix: reads spread over
+	// five list shapes, writes changing the priority of existing
+	// procedures, verified at the end) or "dashboard" (GraphQL only: reads
+	// are DashboardQuery, every answer checked by CheckDashboard, writes
+	// are the update mix's).
 	Mix string
-	// Pool is how many existing procedures the update mix samples at start
-	// and writes to (default 500); each client writes to its own share.
+	// Pool is how many existing procedures the update and dashboard mixes
+	// sample at start and write to (default 500); each client writes to its
+	// own share.
 	Pool int
+	// CheckEvery is how often the dashboard mix checks an answer with
+	// CheckDashboard: every answer (0 or 1, the default) or each client's
+	// every CheckEvery-th. A check decodes the whole answer, about 130 KB,
+	// which costs the client CPU the server may need on a small machine;
+	// answers not checked are still read for errors.
+	CheckEvery int
 }
 
 // Mixes of the load tool.
 const (
-	MixCreate = "create"
-	MixUpdate = "update"
-	// MixDashboard is MixUpdate with every read the project dashboard
-	// (DashboardQuery, GraphQL only).
+	MixCreate    = "create"
+	MixUpdate    = "update"
 	MixDashboard = "dashboard"
 )
 
-// updates reports whether mix writes by changing priorities (MixUpdate's
-// writes, verified alike).
+// updates reports whether mix's writes are priority updates of a sampled
+// pool (verified by verifyUpdates).
 func updates(mix string) bool { return mix == MixUpdate || mix == MixDashboard }
 
 // Report is what a run measured.
@@ -104,11 +112,15 @@ type Report struct {
 	Reads, Writes                int
 	ReadP50, ReadP90, ReadP99    time.Duration
 	WriteP50, WriteP90, WriteP99 time.Duration
-	// Update mix: PoolSize procedures sampled, Updated acknowledged
-	// updates, Checked procedures whose priority was verified, Uncertain
-	// those of them whose last update was never acknowledged (either value
-	// passes).
+	// Update and dashboard mixes: PoolSize procedures sampled, Updated
+	// acknowledged updates, Checked procedures whose priority was verified,
+	// Uncertain those of them whose last update was never acknowledged
+	// (either value passes).
 	PoolSize, Updated, Checked, Uncertain int
+	// Dashboard mix: ShapeChecked answers checked by CheckDashboard (those
+	// failing it are also counted in Errors), ShapeNotes the first failures.
+	ShapeChecked int
+	ShapeNotes   []string
 }
 
 // RequestsPerSecond is the run's throughput.
@@ -125,10 +137,17 @@ func (r *Report) Print(w io.Writer, cfg LoadConfig) {
 		cfg.PageSize = 50
 	}
 	mix := ""
-	if updates(cfg.Mix) {
-		mix = fmt.Sprintf(" mix=%s pool=%d", cfg.Mix, r.PoolSize)
+	switch cfg.Mix {
+	case MixUpdate:
+		mix = fmt.Sprintf(" mix=update pool=%d", r.PoolSize)
+	case MixDashboard:
+		mix = fmt.Sprintf(" mix=dashboard pool=%d projects=%d procedures=%d comments=%d", r.PoolSize, DashboardProjects, DashboardProcedures, DashboardComments)
 	}
-	fmt.Fprintf(w, "api=%s clients=%d duration=%s write_ratio=%.2f page=%d%s\n", cfg.API, cfg.Clients, r.Elapsed.Round(time.Millisecond), cfg.WriteRatio, cfg.PageSize, mix)
+	page := fmt.Sprintf(" page=%d", cfg.PageSize)
+	if cfg.Mix == MixDashboard {
+		page = "" // the dashboard's page sizes are its own
+	}
+	fmt.Fprintf(w, "api=%s clients=%d duration=%s write_ratio=%.2f%s%s\n", cfg.API, cfg.Clients, r.Elapsed.Round(time.Millisecond), cfg.WriteRatio, page, mix)
 	fmt.Fprintf(w, "requests=%d req/s=%.1f p50=%s p90=%s p99=%s max=%s\n", r.Requests, r.RequestsPerSecond(),
 		r.P50.Round(10*time.Microsecond), r.P90.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), r.Max.Round(10*time.Microsecond))
 	if updates(cfg.Mix) {
@@ -143,6 +162,16 @@ func (r *Report) Print(w io.Writer, cfg LoadConfig) {
 		fmt.Fprintf(w, "writes=%d writes/s=%.1f write_p50=%s write_p90=%s write_p99=%s\n", r.Writes, rate(r.Writes), rd(r.WriteP50), rd(r.WriteP90), rd(r.WriteP99))
 	}
 	printErrors(w, r.Errors)
+	if cfg.Mix == MixDashboard {
+		status := "OK"
+		if len(r.ShapeNotes) > 0 {
+			status = "FAILED"
+		}
+		fmt.Fprintf(w, "dashboard: checked=%d of %d shape=%s\n", r.ShapeChecked, r.Reads, status)
+		for _, n := range r.ShapeNotes {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
+	}
 	if cfg.IdempotencyKeys || cfg.Retries > 0 || cfg.RequestTimeout > 0 {
 		fmt.Fprintf(w, "retries: keys=%t max=%d timeout=%s attempts=%d timeouts=%d retries=%d replays=%d in_progress=%d unacknowledged=%d unacknowledged_deletes=%d\n",
 			cfg.IdempotencyKeys, cfg.Retries, cfg.RequestTimeout, r.Attempts, r.Timeouts, r.Retries, r.Replays, r.InProgress, r.Unacknowledged, r.UnacknowledgedDeletes)
@@ -163,9 +192,12 @@ func (r *Report) Print(w io.Writer, cfg LoadConfig) {
 	}
 }
 
-// Load runs cfg against a live server and verifies, at the end, that every
-// acknowledged create exists exactly once and every acknowledged delete is
-// gone.
+// Load runs cfg against a live server and verifies, at the end, every
+// acknowledged write (the create mix: every acknowledged create exists
+// exactly once and every acknowledged delete is gone; the update and
+// dashboard mixes: every procedure written reads back with its last
+// acknowledged priority). The dashboard mix also checks its answers as they
+// come.
 func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 	if cfg.Clients <= 0 || cfg.Duration <= 0 || cfg.URL == "" || cfg.Token == "" {
 		return nil, errors.New("load: url, token, clients and duration are required")
@@ -195,23 +227,21 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 	if cfg.Mix != MixCreate && !updates(cfg.Mix) {
 		return nil, fmt.Errorf("load: mix must be create, update or dashboard, not %q", cfg.Mix)
 	}
-	if cfg.Mix == MixDashboard {
-		if cfg.API != "graphql" {
-			return nil, errors.New("load: the dashboard mix is GraphQL's")
-		}
-		if err := c.checkDashboard(ctx); err != nil {
-			return nil, err
-		}
+	if cfg.Mix == MixDashboard && cfg.API != "graphql" {
+		return nil, errors.New("load: mix dashboard reads nested connections, which only GraphQL has: use api graphql")
 	}
 	if cfg.Pool <= 0 {
 		cfg.Pool = 500
+	}
+	if cfg.CheckEvery <= 0 {
+		cfg.CheckEvery = 1
 	}
 	c.cfg = cfg
 	var pool []*target
 	switch {
 	case updates(cfg.Mix):
 		var err error
-		if cfg.API == "graphql" {
+		if cfg.Mix == MixUpdate && cfg.API == "graphql" {
 			if c.page2, err = c.secondPage(ctx); err != nil {
 				return nil, err
 			}
@@ -266,6 +296,7 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 				own = append(own, pool[j])
 			}
 			seq := 0
+			reads := 0 // dashboard answers read, to check every CheckEvery-th
 			for runCtx.Err() == nil && take() {
 				var o outcome
 				switch {
@@ -281,9 +312,9 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 						t.pending = append(t.pending, prio)
 					}
 				case cfg.Mix == MixDashboard:
-					o = c.timed(runCtx, false, func(ctx context.Context) (string, error) {
-						return "", c.graphql(ctx, DashboardQuery, map[string]any{"first": dashboardProjects}, nil)
-					})
+					check := reads%cfg.CheckEvery == 0
+					reads++
+					o = c.timed(runCtx, false, func(ctx context.Context) (string, error) { return "", c.dashboard(ctx, check) })
 				case cfg.Mix == MixUpdate:
 					shape := rng.IntN(len(restShapes))
 					o = c.timed(runCtx, false, func(ctx context.Context) (string, error) { return "", c.listShape(ctx, shape) })
@@ -360,6 +391,7 @@ func Load(ctx context.Context, cfg LoadConfig) (*Report, error) {
 	rep.UnacknowledgedDeletes = unackedDeletes
 	rep.Attempts, rep.Timeouts, rep.Retries = int(c.attempts.Load()), int(c.timeouts.Load()), int(c.retries.Load())
 	rep.Replays, rep.InProgress, rep.Unacknowledged = int(c.replays.Load()), int(c.inProgressCount.Load()), len(unacked)
+	rep.ShapeChecked, rep.ShapeNotes = int(c.shapeChecked.Load()), c.shapeNotes
 	switch {
 	case cfg.WriteRatio > 0 && updates(cfg.Mix):
 		rep.Verified, rep.Checked, rep.Uncertain, rep.VerifyNotes = c.verifyUpdates(ctx, pool)

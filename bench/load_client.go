@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -30,6 +31,11 @@ type client struct {
 	// keys numbers Idempotency-Keys; the counters below feed the Report.
 	keys                                                  atomic.Int64
 	attempts, timeouts, retries, replays, inProgressCount atomic.Int64
+	// shapeChecked counts dashboard answers checked; shapeNotes describe
+	// the first failed checks.
+	shapeChecked atomic.Int64
+	shapeMu      sync.Mutex
+	shapeNotes   []string
 }
 
 type outcome struct {

@@ -12,12 +12,16 @@
 #   MIX=update WRITE_RATIOS="0 0.01 0.10" bash bench/measure.sh
 #       # the realistic mix: reads over five list shapes, writes changing the
 #       # priority of existing procedures; a row per (ratio, clients)
+#   MIX=dashboard WRITE_RATIOS="0 0.10" CACHES=0 CLIENTS=16 bash bench/measure.sh
+#       # the project dashboard (GraphQL only: APIS defaults to graphql): reads
+#       # are 20 projects × procedures(first: 10) with category, doer, project,
+#       # totalCount × comments(first: 5) with totalCount, each answer checked
+#       # (CHECK_EVERY=N checks each client's every Nth, to spare the
+#       # client's CPU); writes are the update mix's; a row per (ratio, clients)
+#   ADDR=127.0.0.1:18301 bash bench/measure.sh   # serve elsewhere than :18300
 #   REUSE_DB_URL=postgres://…/db TOKEN=pms_… bash bench/measure.sh
 #       # measure an already seeded database (kept afterwards) instead of
 #       # seeding a new one
-#   MIX=dashboard APIS=graphql WRITE_RATIOS="0 0.10" bash bench/measure.sh
-#       # the project dashboard (20 projects × 10 procedures × 5 comments,
-#       # every level with its totals) as every read, writes as MIX=update's
 #   MIX=live PROCEDURES=1000 NOISE=0 bash bench/measure.sh
 #       # live updates: SUBSCRIBERS (1000) subscriptions with one token while
 #       # procedures are renamed at WRITE_RATE (50/s) for LIVE_DURATION (20s),
@@ -32,15 +36,31 @@ NOISE_PROCEDURES=${NOISE_PROCEDURES:-25000}
 DURATION=${DURATION:-15s}
 CACHES=${CACHES:-"64 0"}   # response cache sizes (MB) to measure; 0 = off
 CLIENTS=${CLIENTS:-"16 64"}
-APIS=${APIS:-"rest graphql"}
+MIX=${MIX:-}                       # "update", "dashboard" or "live"; see above
+if [ "$MIX" = dashboard ]; then
+  APIS=${APIS:-graphql}
+  case " $APIS " in *" rest "*) echo "measure.sh: MIX=dashboard reads nested connections, which only GraphQL has: APIS=graphql" >&2; exit 2;; esac
+else
+  APIS=${APIS:-"rest graphql"}
+fi
+CHECK_EVERY=${CHECK_EVERY:-1}      # with MIX=dashboard
 PG=${PG:-postgres://postgres@127.0.0.1:5432}
-MIX=${MIX:-}                       # "update": the realistic read/update mix
-WRITE_RATIOS=${WRITE_RATIOS:-"0 0.01 0.10"}   # with MIX=update
+WRITE_RATIOS=${WRITE_RATIOS:-"0 0.01 0.10"}   # with MIX=update or dashboard
 DB=procsvc_measure_$$
 SERVER=
-ADDR=127.0.0.1:18300
+ADDR=${ADDR:-127.0.0.1:18300}      # where procsvc serves; another port for a second run at once
 BIN=$(mktemp -d)/procsvc
 BENCH=$(dirname "$BIN")/procsvc-bench   # the load tools, a binary of their own
+# addr_free exits unless ADDR is free: a server already there (another
+# measure.sh at once) would be measured in place of ours, and our tokens,
+# unknown to it, would put the address in its failed-authentication limit.
+addr_free() {
+  if curl -s -o /dev/null "http://$ADDR/readyz"; then
+    echo "measure.sh: something already serves on $ADDR (another measure.sh?): wait, or set ADDR=127.0.0.1:PORT" >&2
+    exit 1
+  fi
+}
+addr_free
 trap 'kill $SERVER 2>/dev/null || true; [ -n "${REUSE_DB_URL:-}" ] || psql "$PG/postgres?sslmode=disable" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
 
 go build -o "$BIN" ./cmd/procsvc
@@ -70,6 +90,19 @@ pg_ticks() {
 }
 hz=$(getconf CLK_TCK)
 
+# start_server FLAGS...: serves on ADDR in the background (SERVER is its
+# pid) and waits until it is ready.
+start_server() {
+  addr_free
+  PROCSVC_LOG_LEVEL=warn "$BIN" serve --addr "$ADDR" "$@" ${SERVE_ARGS:-} 2>/dev/null &
+  SERVER=$!
+  for _ in $(seq 1 50); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.2; done
+  if ! kill -0 "$SERVER" 2>/dev/null; then
+    echo "measure.sh: procsvc did not start on $ADDR" >&2
+    exit 1
+  fi
+}
+
 if [ "$MIX" = live ]; then
   SUBSCRIBERS=${SUBSCRIBERS:-1000}
   WRITE_RATE=${WRITE_RATE:-50}
@@ -79,9 +112,7 @@ if [ "$MIX" = live ]; then
   printf '| transport | subscribers | writes/s | delivery p50 | delivery p90 | delivery p99 | delivery max | write p50 | write p99 | missed | procsvc CPU ms/s | PostgreSQL CPU ms/s | procsvc peak RSS | errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
   for transport in $TRANSPORTS; do
     # every subscription shares the token: lift its cap and the rate limit
-    PROCSVC_LOG_LEVEL=warn "$BIN" serve --addr "$ADDR" --rate-limit 0 --subscriptions-per-token "$SUBSCRIBERS" --websockets-per-token "$SUBSCRIBERS" ${SERVE_ARGS:-} 2>/dev/null &
-    SERVER=$!
-    for _ in $(seq 1 50); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.2; done
+    start_server --rate-limit 0 --subscriptions-per-token "$SUBSCRIBERS" --websockets-per-token "$SUBSCRIBERS"
     : >"$LOGS/progress"
     "$BENCH" live --url "http://$ADDR" --token "$TOKEN" --transport "$transport" --subscribers "$SUBSCRIBERS" \
       --write-rate "$WRITE_RATE" --duration "$LIVE_DURATION" >"$LOGS/out" 2>"$LOGS/progress" &
@@ -112,24 +143,23 @@ if [ "$MIX" = live ]; then
   exit 0
 fi
 
-if [ "$MIX" = update ] || [ "$MIX" = dashboard ]; then
+if [ "$MIX" = update ]; then
   printf '| cache | api | write ratio | clients | reads/s | writes/s | read p50 | read p90 | read p99 | write p50 | write p90 | write p99 | procsvc CPU ms/req | PostgreSQL CPU ms/req | errors | verification |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+elif [ "$MIX" = dashboard ]; then
+  printf '| cache | api | write ratio | clients | reads/s | writes/s | read p50 | read p90 | read p99 | write p50 | write p90 | write p99 | procsvc CPU ms/req | PostgreSQL CPU ms/req | errors | verification | answers checked |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
 else
   printf '| cache | api | clients | req/s | p50 | p90 | p99 | procsvc CPU ms/req | PostgreSQL CPU ms/req | errors |\n|---|---|---|---|---|---|---|---|---|---|\n'
 fi
 for cache in $CACHES; do
-PROCSVC_LOG_LEVEL=warn "$BIN" serve --addr "$ADDR" --response-cache-mb "$cache" --rate-limit 0 ${SERVE_ARGS:-} 2>/dev/null &
-SERVER=$!
-for _ in $(seq 1 50); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.2; done
+start_server --response-cache-mb "$cache" --rate-limit 0
 for api in $APIS; do
   if [ "$MIX" = update ] || [ "$MIX" = dashboard ]; then
-    [ "$MIX" = dashboard ] && [ "$api" != graphql ] && continue
     for ratio in $WRITE_RATIOS; do
       for c in $CLIENTS; do
-        "$BENCH" load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration 2s --mix "$MIX" >/dev/null
+        "$BENCH" load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration 2s --mix "$MIX" --check-every "$CHECK_EVERY" >/dev/null
         a0=$(ticks $SERVER); p0=$(pg_ticks)
-        # a failed verification exits non-zero: keep the row, show it
-        out=$("$BENCH" load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration "$DURATION" --mix "$MIX" --write-ratio "$ratio") || true
+        # a failed verification or check exits non-zero: keep the row, show it
+        out=$("$BENCH" load --url "http://$ADDR" --token "$TOKEN" --api "$api" --clients "$c" --duration "$DURATION" --mix "$MIX" --write-ratio "$ratio" --check-every "$CHECK_EVERY") || true
         a1=$(ticks $SERVER); p1=$(pg_ticks)
         n=$(echo "$out" | sed -n 's/^requests=\([0-9]*\).*/\1/p')
         rps=$(echo "$out" | sed -n 's/.*reads\/s=\([0-9.]*\).*/\1/p'); wps=$(echo "$out" | sed -n 's/.*writes\/s=\([0-9.]*\).*/\1/p')
@@ -139,8 +169,14 @@ for api in $APIS; do
         verify=$(echo "$out" | sed -n 's/.*verification=\([A-Z]*\).*/\1/p')
         app=$(awk -v d=$((a1 - a0)) -v n="${n:-0}" -v hz="$hz" 'BEGIN { printf "%.2f", n ? d * 1000 / hz / n : 0 }')
         pg=$(awk -v d=$((p1 - p0)) -v n="${n:-0}" -v hz="$hz" 'BEGIN { printf "%.2f", n ? d * 1000 / hz / n : 0 }')
-        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$([ "$cache" = 0 ] && echo off || echo "${cache} MB")" "$api" "$ratio" "$c" \
-          "$rps" "$wps" "$rp50" "$rp90" "$rp99" "$wp50" "$wp90" "$wp99" "$app" "$pg" "${errs:-0}" "${verify:--}"
+        row=$(printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' "$([ "$cache" = 0 ] && echo off || echo "${cache} MB")" "$api" "$ratio" "$c" \
+          "$rps" "$wps" "$rp50" "$rp90" "$rp99" "$wp50" "$wp90" "$wp99" "$app" "$pg" "${errs:-0}" "${verify:--}")
+        if [ "$MIX" = dashboard ]; then
+          # "checked=N of M shape=OK|FAILED"; failures are in errors too
+          checked=$(echo "$out" | sed -n 's/^dashboard: checked=\([0-9]*\) of \([0-9]*\) shape=\([A-Z]*\).*/\1 of \2 \3/p')
+          row="$row ${checked:--} |"
+        fi
+        echo "$row"
       done
     done
     continue

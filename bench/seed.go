@@ -4,7 +4,7 @@
 // database; tests seed with it too), Load drives a running server with
 // concurrent clients and verifies every acknowledged write, Live times
 // live-update deliveries to many subscriptions. Its Go benchmarks measure
-// the procedure list page over each face.
+// the procedure list page over each face and the project dashboard.
 package bench
 
 import (

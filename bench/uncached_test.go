@@ -1,10 +1,8 @@
 package bench_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/procsvc/procsvc/bench"
@@ -61,78 +59,4 @@ func benchmarkUncached(b *testing.B, request func(*apitest.Lists) *http.Request)
 			b.ReportMetric(float64(h.DB.Statements()-start)/float64(b.N), "stmts/op")
 		})
 	}
-}
-
-// BenchmarkDashboardUncached computes bench.DashboardQuery (20 projects,
-// each with 10 procedures, their edges and 5 comments, every level with
-// its totals) on every iteration: a constant number of statements
-// (stmts/op) whatever the counts.
-func BenchmarkDashboardUncached(b *testing.B) {
-	benchmarkUncached(b, func(h *apitest.Lists) *http.Request { return h.GraphQLRequest(bench.DashboardQuery, 20) })
-}
-
-// BenchmarkDashboardUncachedAfterWrite is BenchmarkDashboardUncached with
-// a write before every read: a procedure's priority changes, so each
-// dashboard is computed at a new workspace version, its totals (the
-// parents' tallies) and shared edges read afresh. An op is the write and
-// the dashboard.
-func BenchmarkDashboardUncachedAfterWrite(b *testing.B) {
-	benchmarkUncachedAfterWrite(b, func(h *apitest.Lists) *http.Request { return h.GraphQLRequest(bench.DashboardQuery, 20) })
-}
-
-func benchmarkUncachedAfterWrite(b *testing.B, request func(*apitest.Lists) *http.Request) {
-	for _, dialect := range dbtest.Dialects(b) {
-		b.Run(dialect, func(b *testing.B) {
-			h := apitest.NewLists(b, dialect, bench.Shape{Procedures: 10_000, Projects: 50, Categories: 30, Members: 20, MaxComments: 3},
-				server.Deps{ResponseCacheBytes: 0})
-			id := firstProcedure(b, h)
-			priorities := []string{"LOW", "HIGH"}
-			write := func(i int) {
-				rec := httptest.NewRecorder()
-				h.Handler.ServeHTTP(rec, h.GraphQLMutation(`mutation($id: ID!, $p: Priority!) { updateProcedure(id: $id, input: {priority: $p}) { id } }`,
-					map[string]any{"id": id, "p": priorities[i%2]}))
-				if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), `"errors"`) {
-					b.Fatalf("write: %d %s", rec.Code, rec.Body.String())
-				}
-			}
-			for i := range 2 {
-				write(i)
-				h.Handler.ServeHTTP(httptest.NewRecorder(), request(h))
-			}
-			start := h.DB.Statements()
-			cpuStart, cpuOK := processCPU()
-			b.ReportAllocs()
-			b.ResetTimer()
-			i := 0
-			for b.Loop() {
-				write(i)
-				i++
-				rec := httptest.NewRecorder()
-				h.Handler.ServeHTTP(rec, request(h))
-				if rec.Code != http.StatusOK || rec.Header().Get("X-Cache") != "" || strings.HasPrefix(rec.Body.String(), `{"errors"`) {
-					b.Fatalf("status %d, X-Cache %q: %s", rec.Code, rec.Header().Get("X-Cache"), rec.Body.String())
-				}
-			}
-			b.StopTimer()
-			if cpuEnd, ok := processCPU(); ok && cpuOK {
-				b.ReportMetric(float64(cpuEnd-cpuStart)/float64(b.N), "cpu-ns/op")
-			}
-			b.ReportMetric(float64(h.DB.Statements()-start)/float64(b.N), "stmts/op")
-		})
-	}
-}
-
-// firstProcedure is the id of a procedure of h's workspace.
-func firstProcedure(b *testing.B, h *apitest.Lists) string {
-	rec := httptest.NewRecorder()
-	h.Handler.ServeHTTP(rec, h.GraphQLRequest(`query($first: Int!) { procedures(first: $first) { nodes { id } } }`, 1))
-	var out struct {
-		Data struct {
-			Procedures struct{ Nodes []struct{ ID string } }
-		}
-	}
-	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || len(out.Data.Procedures.Nodes) != 1 {
-		b.Fatalf("no procedure: %v %s", err, rec.Body.String())
-	}
-	return out.Data.Procedures.Nodes[0].ID
 }

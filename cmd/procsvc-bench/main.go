@@ -84,7 +84,7 @@ func seed(ctx context.Context, args []string, env cli.Env) error {
 
 func load(ctx context.Context, args []string, env cli.Env) error {
 	cfg := bench.LoadConfig{URL: "http://127.0.0.1:8080", Clients: 16, Duration: 10 * time.Second, API: "rest", PageSize: 50}
-	fs := cli.FlagSet("procsvc-bench load", "Drives a running procsvc with concurrent clients listing procedures (and, with\n--write-ratio, creating and deleting them, or with --mix update changing their priority),\nthen prints req/s, latency percentiles and errors by code, and verifies every acknowledged write.", env)
+	fs := cli.FlagSet("procsvc-bench load", "Drives a running procsvc with concurrent clients listing procedures (and, with\n--write-ratio, creating and deleting them, or with --mix update changing their priority),\nor reading the project dashboard (--mix dashboard), then prints req/s, latency percentiles\nand errors by code, and verifies every acknowledged write and every dashboard answer.", env)
 	fs.StringVar(&cfg.URL, "url", cfg.URL, "server base URL (loopback only in shared environments)")
 	fs.StringVar(&cfg.Token, "token", env.Getenv("PROCSVC_TOKEN"), "bearer token (env PROCSVC_TOKEN)")
 	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "concurrent clients")
@@ -97,8 +97,9 @@ func load(ctx context.Context, args []string, env cli.Env) error {
 	fs.IntVar(&cfg.Retries, "retries", 0, "send a request again, up to this many times, after a client timeout, a transport error, a 503 or a 409 in progress (writes only with --idempotency-keys)")
 	fs.DurationVar(&cfg.RetryBackoff, "retry-backoff", 10*time.Millisecond, "pause before the first retry, doubled for each next one up to 1s, with jitter")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", 0, "client-side timeout of each attempt (0: 30s); a tiny one injects timeouts")
-	fs.StringVar(&cfg.Mix, "mix", bench.MixCreate, "create: writes create and delete procedures of the run's own, reads list one page;\nupdate: the realistic mix, reads spread over five list shapes (first page, second page, state,\ndueAt ascending, priority) and writes change the priority of existing procedures;\ndashboard: update's writes, and every read the project dashboard (20 projects, 10 procedures each\nwith their edges and 5 comments; GraphQL only)")
-	fs.IntVar(&cfg.Pool, "pool", 500, "--mix update and dashboard: existing procedures sampled at start to update, split between the clients")
+	fs.StringVar(&cfg.Mix, "mix", bench.MixCreate, "create: writes create and delete procedures of the run's own, reads list one page;\nupdate: the realistic mix, reads spread over five list shapes (first page, second page, state,\ndueAt ascending, priority) and writes change the priority of existing procedures;\ndashboard (--api graphql): reads are the project dashboard, 20 projects × procedures(first: 10)\nwith category, doer, project and totalCount × comments(first: 5) with totalCount, every answer\nchecked (page sizes, totals, each procedure of its project), and writes are update's")
+	fs.IntVar(&cfg.Pool, "pool", 500, "--mix update or dashboard: existing procedures sampled at start to update, split between the clients")
+	fs.IntVar(&cfg.CheckEvery, "check-every", 1, "--mix dashboard: check every answer (1) or each client's every Nth, to spare the client's CPU (a check decodes ~130 KB)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -109,6 +110,9 @@ func load(ctx context.Context, args []string, env cli.Env) error {
 	rep.Print(env.Stdout, cfg)
 	if cfg.WriteRatio > 0 && !rep.Verified {
 		return errors.New("write verification failed")
+	}
+	if len(rep.ShapeNotes) > 0 {
+		return errors.New("dashboard check failed")
 	}
 	return nil
 }

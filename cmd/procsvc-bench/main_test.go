@@ -21,6 +21,7 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{"NoCommand", nil, 2, "missing command"},
 		{"SeedHelp", []string{"seed", "--help"}, 0, "-noise-workspaces"},
 		{"LoadHelp", []string{"load", "--help"}, 0, "-idempotency-keys"},
+		{"LoadHelpDashboard", []string{"load", "--help"}, 0, "-check-every"},
 		{"LiveHelp", []string{"live", "--help"}, 0, "-subscribers"},
 		{"UnknownCommand", []string{"serve"}, 2, "unknown command"},
 		{"UnexpectedArgument", []string{"load", "extra"}, 2, `unexpected argument "extra"`},

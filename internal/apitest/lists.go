@@ -97,15 +97,6 @@ func (l *Lists) GraphQLRequest(query string, first int) *http.Request {
 	return req
 }
 
-// GraphQLMutation is a POST /graphql of query with vars.
-func (l *Lists) GraphQLMutation(query string, vars map[string]any) *http.Request {
-	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-	req := httptest.NewRequest(http.MethodPost, "/graphql", strings.NewReader(string(body)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+l.Token)
-	return req
-}
-
 // ListResponse is the answer to ListQuery or TwoViewsQuery.
 type ListResponse struct {
 	Data struct {
