@@ -268,19 +268,28 @@ func validOrder(o ProcedureOrder) (ProcedureOrder, error) {
 	return o, nil
 }
 
+// procedureQuery checks what every procedure list starts from: a viewer,
+// f (parsed) and o (the default when empty).
+// Errors: unauthenticated, validation_failed naming the parameter.
+func procedureQuery(ctx context.Context, f ProcedureFilter, o ProcedureOrder) (*viewer.Viewer, parsedFilter, ProcedureOrder, error) {
+	v, err := require(ctx, viewer.RoleViewer)
+	if err != nil {
+		return nil, parsedFilter{}, o, err
+	}
+	pf, err := f.parse()
+	if err != nil {
+		return nil, parsedFilter{}, o, err
+	}
+	o, err = validOrder(o)
+	return v, pf, o, err
+}
+
 // FindProcedures returns one page of the procedures matching f, sorted by o,
 // with the exact total.
 // Errors: unauthenticated, validation_failed naming the parameter.
 func (s *Service) FindProcedures(ctx context.Context, f ProcedureFilter, o ProcedureOrder, w Window) (*ProcedureList, error) {
-	v, err := require(ctx, viewer.RoleViewer)
+	v, pf, o, err := procedureQuery(ctx, f, o)
 	if err != nil {
-		return nil, err
-	}
-	pf, err := f.parse()
-	if err != nil {
-		return nil, err
-	}
-	if o, err = validOrder(o); err != nil {
 		return nil, err
 	}
 	preds := pf.predicates()

@@ -87,15 +87,8 @@ type NestedPage struct {
 // Errors: unauthenticated, validation_failed naming the argument.
 func (s *Service) FindProceduresOf(ctx context.Context, edge Parent, parents []uuid.UUID, f ProcedureFilter,
 	o ProcedureOrder, w Window) (map[uuid.UUID]NestedPage, error) {
-	v, err := require(ctx, viewer.RoleViewer)
+	v, pf, o, err := procedureQuery(ctx, f, o)
 	if err != nil {
-		return nil, err
-	}
-	pf, err := f.parse()
-	if err != nil {
-		return nil, err
-	}
-	if o, err = validOrder(o); err != nil {
 		return nil, err
 	}
 	if w.Start != 0 {
