@@ -117,7 +117,12 @@ func TestLiveWebSocketProtocol(t *testing.T) {
 		w.subscribe("a", subscribeEvents, nil)
 		ready(t, s, 1)
 		w.send(wsMsg{ID: "a", Type: "complete"})
+		// The id is free once the completed subscription is gone; the
+		// write waits for the new one to be live, or its event could
+		// precede it.
+		ready(t, s, 0)
 		w.subscribe("a", subscribeEvents, nil)
+		ready(t, s, 1)
 		id := createProcedure(t, s, ws, ws.MemberToken, "Again", "")
 		if e := w.next("a"); *e.ProcedureID != id {
 			t.Fatalf("event: %+v", e)
