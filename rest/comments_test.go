@@ -231,12 +231,13 @@ func TestProcedureCommentsCache(t *testing.T) {
 			return r, got
 		}
 		// The cache stores an answer once it has been sent: read until the
-		// stored one answers.
+		// stored one answers (for up to 10 s: a loaded CI machine under
+		// -race may take a while to store it).
 		for i := 0; ; i++ {
 			if r, _ := read(); r.Header.Get("X-Cache") == "hit" {
 				break
 			}
-			if i == 100 {
+			if i == 1000 {
 				t.Fatal("the comments page is never served from the cache")
 			}
 			time.Sleep(10 * time.Millisecond)
