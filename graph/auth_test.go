@@ -219,7 +219,7 @@ func TestDisconnected(t *testing.T) {
 			ok(t, s.GraphQL(t, w.AdminToken, `mutation($id: ID) { createToken(input: {memberId: $id, expiresAt: "2999-01-01"}) { secret token { id } } }`, obj("id", memberID)), &out)
 			return out.CreateToken.Token.ID, out.CreateToken.Secret
 		}
-		expectDisconnected := func(t *testing.T, secret string) {
+		expectDisconnected := func(t *testing.T, secret string, reason apperr.Reason) {
 			t.Helper()
 			before := snapshot(t, s, w.AdminToken)
 			for _, q := range []string{`{ viewer { id } }`, `{ workspace { id } }`,
@@ -233,6 +233,9 @@ func TestDisconnected(t *testing.T) {
 				if r.Errors[0].Message != apperr.DisconnectedMessage {
 					t.Fatalf("message %q", r.Errors[0].Message)
 				}
+				if got := r.Errors[0].Extensions.Reason; got != string(reason) {
+					t.Fatalf("extensions.reason %q, want %q", got, reason)
+				}
 			}
 			if after := snapshot(t, s, w.AdminToken); after != before {
 				t.Fatalf("a disconnected token changed the workspace")
@@ -242,19 +245,19 @@ func TestDisconnected(t *testing.T) {
 			id, secret := create(t, w.MemberID)
 			ok(t, s.GraphQL(t, secret, `{ viewer { id } }`, nil), &struct{}{})
 			ok(t, s.GraphQL(t, w.AdminToken, `mutation($id: ID!) { revokeToken(id: $id) { id } }`, obj("id", id)), &struct{}{})
-			expectDisconnected(t, secret)
+			expectDisconnected(t, secret, apperr.TokenRevoked)
 		})
 		t.Run("ExpiredToken", func(t *testing.T) {
 			id, secret := create(t, w.MemberID)
 			ok(t, s.GraphQL(t, secret, `{ viewer { id } }`, nil), &struct{}{})
 			execSQL(t, db, "UPDATE tokens SET expires_at = ? WHERE id = ?", time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC), id)
-			expectDisconnected(t, secret)
+			expectDisconnected(t, secret, apperr.TokenExpired)
 		})
 		t.Run("RemovedMembersToken", func(t *testing.T) {
 			m, secret := memberWithToken(t, s, w, "Leaving", "leaving@acme.example", "ADMIN")
 			ok(t, s.GraphQL(t, secret, `{ viewer { id } }`, nil), &struct{}{})
 			ok(t, s.GraphQL(t, w.AdminToken, `mutation($id: ID!) { removeMember(id: $id) { id } }`, obj("id", m)), &struct{}{})
-			expectDisconnected(t, secret)
+			expectDisconnected(t, secret, apperr.MemberRemoved)
 		})
 		t.Run("RemovedMembersTokenStaysDeadWhenUnrevoked", func(t *testing.T) {
 			// Even if the token row were not revoked, a removed member's
@@ -262,7 +265,7 @@ func TestDisconnected(t *testing.T) {
 			m, secret := memberWithToken(t, s, w, "Leaving Two", "leaving2@acme.example", "MEMBER")
 			ok(t, s.GraphQL(t, w.AdminToken, `mutation($id: ID!) { removeMember(id: $id) { id } }`, obj("id", m)), &struct{}{})
 			execSQL(t, db, "UPDATE tokens SET revoked_at = NULL WHERE member_id = ?", m)
-			expectDisconnected(t, secret)
+			expectDisconnected(t, secret, apperr.MemberRemoved)
 		})
 		t.Run("OtherTokensUnaffected", func(t *testing.T) {
 			for _, token := range []string{w.AdminToken, w.MemberToken, w.ViewToken} {

@@ -522,7 +522,10 @@ func TestAuthentication(t *testing.T) {
 		if _, err := e.srv.Service.RemoveMember(ctx, gone.ID.String()); err != nil {
 			t.Fatal(err)
 		}
-		for _, who := range []struct{ name, secret string }{{"revoked token", secret}, {"removed member", goneSecret}} {
+		for _, who := range []struct {
+			name, secret string
+			reason       apperr.Reason
+		}{{"revoked token", secret, apperr.TokenRevoked}, {"removed member", goneSecret, apperr.MemberRemoved}} {
 			for _, route := range rest.Routes() {
 				t.Run("disconnected: "+who.name+" "+route, func(t *testing.T) {
 					var before string
@@ -540,6 +543,9 @@ func TestAuthentication(t *testing.T) {
 					}
 					if _, ok := r["fields"]; ok {
 						t.Fatalf("disconnected carries fields: %v", r)
+					}
+					if r["reason"] != string(who.reason) {
+						t.Fatalf("reason = %v, want %q", r["reason"], who.reason)
 					}
 					if isWrite(route) {
 						e.unchanged(t, before)

@@ -199,7 +199,7 @@ func wantError(t testing.TB, r *response, status int, code, field string) map[st
 	body := asObject(t, r.JSON, "error body")
 	for k := range body {
 		switch k {
-		case "code", "message", "requestId", "fields":
+		case "code", "message", "requestId", "fields", "reason":
 		default:
 			t.Fatalf("error body has unexpected key %q: %s", k, r)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/generation"
 	"github.com/procsvc/procsvc/internal/limits"
@@ -47,6 +48,12 @@ func keys(o obj) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// described is schema o with a description.
+func described(o obj, text string) obj {
+	o["description"] = text
+	return o
 }
 
 func enum[T ~string](values ...T) obj {
@@ -117,6 +124,8 @@ func schemas() obj {
 		"Error": object([]string{"code", "message", "requestId"}, obj{
 			"code": enum(codes...), "message": str, "requestId": uuidStr,
 			"fields": obj{"type": "array", "items": object([]string{"field", "message"}, obj{"field": str, "message": str})},
+			"reason": described(enum(apperr.Reasons...),
+				"disconnected only: why the token no longer authenticates (the message is the interface's, the same for every cause)"),
 		}),
 		"CreateProcedure": object([]string{"name", "priority", "state", "dueAt", "categoryId", "doerId", "projectId"}, readOnly(obj{
 			"name": str, "priority": priorities, "state": states,

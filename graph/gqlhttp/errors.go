@@ -83,12 +83,15 @@ func inputField(ctx context.Context, path ast.Path) string {
 	return ""
 }
 
-// extensions are a GraphQL error's extensions for body: the code, request id
-// and fields of docs/design.md §6's body.
+// extensions are a GraphQL error's extensions for body: the code, request id,
+// fields and reason of docs/design.md §6's body.
 func extensions(body middleware.ErrorBody) map[string]any {
 	ext := map[string]any{"code": string(body.Code), "requestId": body.RequestID}
 	if len(body.Fields) > 0 {
 		ext["fields"] = body.Fields
+	}
+	if body.Reason != "" {
+		ext["reason"] = string(body.Reason)
 	}
 	return ext
 }

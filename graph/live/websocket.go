@@ -399,6 +399,19 @@ func truncate(s string, n int) string {
 	return s
 }
 
+// forbidden is the close reason of a socket whose credential err refused:
+// its code, and its reason if it has one ("Forbidden: disconnected
+// (token_revoked)"), so that a client learns on a WebSocket what the body
+// of an HTTP request would say.
+func forbidden(err error) string {
+	ae := apperr.From(err)
+	text := "Forbidden: " + string(ae.Code)
+	if ae.Reason != "" {
+		text += " (" + string(ae.Reason) + ")"
+	}
+	return text
+}
+
 // init authenticates connection_init: the payload's authorization
 // ("Bearer <token>", as browsers cannot set headers on a WebSocket), else
 // the upgrade request's Authorization header; then charges the
@@ -430,7 +443,7 @@ func (c *socket) init(payload json.RawMessage) {
 			c.shut(CloseTooManyRequests, "Too many requests: "+string(apperr.RateLimited))
 			return
 		}
-		c.shut(CloseForbidden, "Forbidden: "+string(apperr.CodeOf(err)))
+		c.shut(CloseForbidden, forbidden(err))
 		return
 	}
 	base, err := l.opts.Limiter.Connection(c.ctx, v)

@@ -119,7 +119,7 @@ func (c *socket) run(ctx context.Context, id string, op *operation, params *grap
 	}()
 	v, err := l.reauthenticate(ctx, c.credential, c.viewer)
 	if err != nil {
-		c.shut(CloseForbidden, "Forbidden: "+string(apperr.CodeOf(err)))
+		c.shut(CloseForbidden, forbidden(err))
 		return
 	}
 	ctx = l.opts.Loaders(viewer.NewContext(ctx, v))
@@ -263,8 +263,8 @@ func (c *socket) stream(ctx context.Context, id string, op *operation, oc *graph
 	l := c.live
 	s, errs := l.open(ctx, c.exec, oc, c.credential)
 	if errs != nil {
-		if lostAccessErrors(errs) {
-			c.shut(CloseForbidden, "Forbidden: "+string(apperr.Disconnected))
+		if refusal := lostAccessErrors(errs); refusal != nil {
+			c.shut(CloseForbidden, forbidden(refusal))
 			return
 		}
 		c.finish(id, op, c.errorFrame(id, errs))
@@ -280,7 +280,7 @@ func (c *socket) stream(ctx context.Context, id string, op *operation, oc *graph
 			c.finish(id, op) // completed by the client, or the socket closes
 			return
 		case lostAccess(err):
-			c.shut(CloseForbidden, "Forbidden: "+string(apperr.CodeOf(err)))
+			c.shut(CloseForbidden, forbidden(err))
 			return
 		case err == errClosing:
 			c.shut(CloseGoingAway, "server shutting down")
@@ -295,14 +295,17 @@ func (c *socket) stream(ctx context.Context, id string, op *operation, oc *graph
 	}
 }
 
-// lostAccessErrors reports whether errs refuse a credential.
-func lostAccessErrors(errs gqlerror.List) bool {
+// lostAccessErrors returns the refusal of a credential among errs, if any,
+// with its code and reason.
+func lostAccessErrors(errs gqlerror.List) *apperr.Error {
 	for _, e := range errs {
-		if code, _ := e.Extensions["code"].(string); code == string(apperr.Disconnected) || code == string(apperr.Unauthenticated) {
-			return true
+		code, _ := e.Extensions["code"].(string)
+		if code == string(apperr.Disconnected) || code == string(apperr.Unauthenticated) {
+			reason, _ := e.Extensions["reason"].(string)
+			return &apperr.Error{Code: apperr.Code(code), Message: e.Message, Reason: apperr.Reason(reason)}
 		}
 	}
-	return false
+	return nil
 }
 
 // errorFrame is the error message of operation id.

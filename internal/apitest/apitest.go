@@ -100,6 +100,7 @@ type GQLError struct {
 	Extensions struct {
 		Code      string `json:"code"`
 		RequestID string `json:"requestId"`
+		Reason    string `json:"reason"`
 		Fields    []struct {
 			Field   string `json:"field"`
 			Message string `json:"message"`

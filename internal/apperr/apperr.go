@@ -50,6 +50,27 @@ func Known(c Code) bool { return slices.Contains(codes, c) }
 // credential.
 const DisconnectedMessage = "The login details for this item have changed (credentials, MFA or a required user action). A user login is required."
 
+// A Reason says which of a code's causes failed a request, where the
+// interface fixes the code's message and so cannot say it there: the body's
+// optional reason field (docs/api.md#authentication).
+type Reason string
+
+// The causes of disconnected.
+const (
+	TokenRevoked  Reason = "token_revoked"
+	TokenExpired  Reason = "token_expired"
+	MemberRemoved Reason = "member_removed"
+)
+
+// Reasons is every Reason above.
+var Reasons = []Reason{TokenRevoked, TokenExpired, MemberRemoved}
+
+// Disconnect returns the disconnected error of a credential refused for
+// reason: the interface's code and message, and the reason.
+func Disconnect(reason Reason) *Error {
+	return &Error{Code: Disconnected, Message: DisconnectedMessage, Reason: reason}
+}
+
 // FieldError names one invalid input field or parameter.
 type FieldError struct {
 	Field   string `json:"field"`
@@ -62,7 +83,9 @@ type Error struct {
 	Code    Code
 	Message string
 	Fields  []FieldError
-	Err     error
+	// Reason, if set, says which of the code's causes this is.
+	Reason Reason
+	Err    error
 }
 
 func (e *Error) Error() string {

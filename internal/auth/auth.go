@@ -121,11 +121,25 @@ func lookupQuery(dialect string) string {
 	return query
 }
 
-// errUnknown and errDisconnected are the refusals of a credential, a fresh
-// error each time (callers may annotate what they are given).
+// errUnknown is the refusal of a credential nobody issued, a fresh error
+// each time (callers may annotate what they are given); apperr.Disconnect is
+// that of one that no longer holds.
 func errUnknown() error { return apperr.New(apperr.Unauthenticated, "unknown token") }
 
-func errDisconnected() error { return apperr.New(apperr.Disconnected, apperr.DisconnectedMessage) }
+// disconnectReason is why a token that was issued no longer authenticates,
+// or "" if it still does. A removed member's tokens are revoked with it, so
+// the removal is named first: it is what the holder needs to hear.
+func disconnectReason(revoked, expires, memberRemoved sql.NullTime, now time.Time) apperr.Reason {
+	switch {
+	case memberRemoved.Valid:
+		return apperr.MemberRemoved
+	case revoked.Valid:
+		return apperr.TokenRevoked
+	case expires.Valid && !expires.Time.After(now):
+		return apperr.TokenExpired
+	}
+	return ""
+}
 
 // ParseBearer extracts the secret of an "Authorization: Bearer <secret>" header.
 // Errors: unauthenticated.
@@ -206,8 +220,8 @@ func (a *Authenticator) authenticate(ctx context.Context, header string) (*viewe
 		return nil, errUnknown()
 	}
 	sum := sha256.Sum256([]byte(secret))
-	if a.refused.has(sum) {
-		return nil, errDisconnected()
+	if reason, ok := a.refused.reason(sum); ok {
+		return nil, apperr.Disconnect(reason)
 	}
 	var rows entsql.Rows
 	if err := a.db.Driver().Query(ctx, a.lookup, []any{hex.EncodeToString(sum[:])}, &rows); err != nil {
@@ -230,9 +244,9 @@ func (a *Authenticator) authenticate(ctx context.Context, header string) (*viewe
 	}
 	rows.Close()
 	now := a.now()
-	if revoked.Valid || gone.Valid || (expires.Valid && !expires.Time.After(now)) {
-		a.refused.add(sum)
-		return nil, errDisconnected()
+	if reason := disconnectReason(revoked, expires, gone, now); reason != "" {
+		a.refused.add(sum, reason)
+		return nil, apperr.Disconnect(reason)
 	}
 	v.Role = viewer.Role(role)
 	v.VersionKnown = true

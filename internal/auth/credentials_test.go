@@ -79,15 +79,26 @@ func from(addr string) context.Context {
 // and the statements it sent.
 func (c *credentials) authenticate(t *testing.T, ctx context.Context, secret string) (apperr.Code, int64) {
 	t.Helper()
+	refusal, statements := c.refusal(t, ctx, secret)
+	if refusal == nil {
+		return "", statements
+	}
+	return refusal.Code, statements
+}
+
+// refusal authenticates secret and returns the error it was refused with
+// (nil if it authenticated) and the SQL statements it took.
+func (c *credentials) refusal(t *testing.T, ctx context.Context, secret string) (*apperr.Error, int64) {
+	t.Helper()
 	n := c.db.Statements()
 	v, err := c.a.Authenticate(ctx, "Bearer "+secret)
 	if (v == nil) == (err == nil) {
 		t.Fatalf("Authenticate returned viewer %v and error %v", v, err)
 	}
 	if err == nil {
-		return "", c.db.Statements() - n
+		return nil, c.db.Statements() - n
 	}
-	return apperr.CodeOf(err), c.db.Statements() - n
+	return apperr.From(err), c.db.Statements() - n
 }
 
 // token issues a token of the admin and returns its secret.
@@ -227,9 +238,9 @@ func TestBootstrapTokenWithBadChecksumRefused(t *testing.T) {
 }
 
 // TestRefusedForGoodCostsOneLookup: a revoked or expired token, or a
-// removed member's, is refused disconnected after one lookup, then with
-// none, however often it is sent (with or without a client address); the
-// workspace's other tokens go on.
+// removed member's, is refused disconnected, with the reason, after one
+// lookup, then with none and the same reason, however often it is sent
+// (with or without a client address); the workspace's other tokens go on.
 func TestRefusedForGoodCostsOneLookup(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {
 		c := newCredentials(t, db)
@@ -259,9 +270,17 @@ func TestRefusedForGoodCostsOneLookup(t *testing.T) {
 			c.clock.Advance(2 * time.Hour)
 			return secret
 		}
-		for name, refused := range map[string]func(*testing.T) string{"revoked": c.revoked, "removed member": removed, "expired": expired} {
-			t.Run(name, func(t *testing.T) {
-				secret := refused(t)
+		for _, tc := range []struct {
+			name    string
+			refused func(*testing.T) string
+			reason  apperr.Reason
+		}{
+			{"revoked", c.revoked, apperr.TokenRevoked},
+			{"removed member", removed, apperr.MemberRemoved},
+			{"expired", expired, apperr.TokenExpired},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				secret := tc.refused(t)
 				for i := range 1000 {
 					ctx := context.Background()
 					if i%2 == 1 {
@@ -271,8 +290,10 @@ func TestRefusedForGoodCostsOneLookup(t *testing.T) {
 					if i == 0 {
 						want = 1
 					}
-					if code, statements := c.authenticate(t, ctx, secret); code != apperr.Disconnected || statements != want {
-						t.Fatalf("use %d: %s after %d statements, want disconnected after %d", i+1, code, statements, want)
+					refusal, statements := c.refusal(t, ctx, secret)
+					if refusal == nil || refusal.Code != apperr.Disconnected || refusal.Reason != tc.reason ||
+						refusal.Message != apperr.DisconnectedMessage || statements != want {
+						t.Fatalf("use %d: %v after %d statements, want disconnected (%s) after %d", i+1, refusal, statements, tc.reason, want)
 					}
 				}
 				if code, _ := c.authenticate(t, context.Background(), c.boot.Secret); code != "" {

@@ -24,7 +24,7 @@ func BenchmarkSuccessfulAuthenticationOverhead(b *testing.B) {
 		if _, ok := l.reserve(key, now); !ok {
 			b.Fatal("refused")
 		}
-		if r.has(sum) {
+		if _, ok := r.reason(sum); ok {
 			b.Fatal("refused for good")
 		}
 		l.release(key, now)

@@ -3,6 +3,8 @@ package auth
 import (
 	"sync"
 
+	"github.com/procsvc/procsvc/internal/apperr"
+
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
@@ -12,34 +14,34 @@ import (
 const DefaultMaxRefused = 1 << 14
 
 // refusedSecrets remembers the hashes of secrets a lookup refused
-// disconnected. Such a refusal is permanent: a revocation is never undone,
+// disconnected, with the reason it gave. Such a refusal is permanent: a revocation is never undone,
 // a member's removal revokes their tokens and is never undone, an expiry
 // is never moved, and a secret's hash is unique and immutable. So a flood
 // of one revoked token costs one lookup.
 type refusedSecrets struct {
 	mu     sync.Mutex
-	hashes *simplelru.LRU[[32]byte, struct{}]
+	hashes *simplelru.LRU[[32]byte, apperr.Reason]
 }
 
 func newRefusedSecrets(size int) *refusedSecrets {
-	hashes, err := simplelru.NewLRU[[32]byte, struct{}](max(size, 1), nil)
+	hashes, err := simplelru.NewLRU[[32]byte, apperr.Reason](max(size, 1), nil)
 	if err != nil {
 		panic("auth: " + err.Error()) // only for a size below 1
 	}
 	return &refusedSecrets{hashes: hashes}
 }
 
-func (r *refusedSecrets) has(sum [32]byte) bool {
+// reason returns why the secret of hash sum was refused, if it was.
+func (r *refusedSecrets) reason(sum [32]byte) (apperr.Reason, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, ok := r.hashes.Get(sum)
-	return ok
+	return r.hashes.Get(sum)
 }
 
-func (r *refusedSecrets) add(sum [32]byte) {
+func (r *refusedSecrets) add(sum [32]byte, reason apperr.Reason) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.hashes.Add(sum, struct{}{})
+	r.hashes.Add(sum, reason)
 }
 
 func (r *refusedSecrets) len() int {

@@ -45,6 +45,10 @@ type ErrorBody struct {
 	Message   string              `json:"message"`
 	RequestID string              `json:"requestId"`
 	Fields    []apperr.FieldError `json:"fields,omitempty"`
+	// Reason says which cause of the code failed the request, for a code
+	// whose message the interface fixes (disconnected: token_revoked,
+	// token_expired, member_removed).
+	Reason apperr.Reason `json:"reason,omitempty"`
 }
 
 // Body returns the client-facing body of err, logging internal errors (with
@@ -52,13 +56,14 @@ type ErrorBody struct {
 // answer of both faces is built here.
 func Body(ctx context.Context, log *slog.Logger, err error) ErrorBody {
 	ae := apperr.From(err)
-	body := ErrorBody{Code: ae.Code, Message: ae.Message, RequestID: RequestID(ctx), Fields: ae.Fields}
+	body := ErrorBody{Code: ae.Code, Message: ae.Message, RequestID: RequestID(ctx), Fields: ae.Fields, Reason: ae.Reason}
 	if ae.Code == apperr.Internal || ae.Code == apperr.Unavailable {
 		log.ErrorContext(ctx, "request failed", "request_id", body.RequestID, "code", ae.Code, "error", err.Error())
 	}
 	if ae.Code == apperr.Internal {
 		body.Message = "internal error"
 		body.Fields = nil
+		body.Reason = ""
 	}
 	return body
 }

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -289,6 +290,16 @@ func (w *wsClient) waitClosed() websocket.StatusCode {
 			w.t.Fatal("the socket was not closed")
 		}
 	}
+}
+
+// closeReason is the reason the server closed the socket with, once
+// waitClosed has returned.
+func (w *wsClient) closeReason() string {
+	var ce websocket.CloseError
+	if !errors.As(w.closeErr, &ce) {
+		w.t.Fatalf("not closed by the server: %v", w.closeErr)
+	}
+	return ce.Reason
 }
 
 // errorCode returns the code of an error message's first error.

@@ -160,6 +160,9 @@ func TestLiveUpdates(t *testing.T) {
 						if code := c.waitClosed(); code != live.CloseForbidden {
 							t.Fatalf("closed with %d, want %d", code, live.CloseForbidden)
 						}
+						if reason := c.closeReason(); reason != "Forbidden: unauthenticated" {
+							t.Fatalf("close reason %q", reason)
+						}
 					})
 				}
 				t.Run("HeaderOnUpgrade", func(t *testing.T) {
@@ -290,6 +293,9 @@ func TestLiveUpdates(t *testing.T) {
 				if code := c.waitClosed(); code != live.CloseForbidden {
 					t.Fatalf("closed with %d, want %d", code, live.CloseForbidden)
 				}
+				if reason := c.closeReason(); reason != "Forbidden: disconnected (token_revoked)" {
+					t.Fatalf("close reason %q", reason)
+				}
 				t.Logf("WebSocket of a revoked token closed in %s", time.Since(start).Round(time.Millisecond))
 				var last []byte
 				for b := st.next(); b != nil; b = st.next() {
@@ -311,6 +317,9 @@ func TestLiveUpdates(t *testing.T) {
 				gql(t, s, lose.AdminToken, `mutation($id: ID!) { removeMember(id: $id) { id } }`, map[string]any{"id": lose.MemberID})
 				if code := c.waitClosed(); code != live.CloseForbidden {
 					t.Fatalf("closed with %d, want %d", code, live.CloseForbidden)
+				}
+				if reason := c.closeReason(); reason != "Forbidden: disconnected (member_removed)" {
+					t.Fatalf("close reason %q", reason)
 				}
 			})
 		})
@@ -336,6 +345,9 @@ func TestLiveRecheck(t *testing.T) {
 			}
 			if code := c.waitClosed(); code != live.CloseForbidden {
 				t.Fatalf("closed with %d, want %d", code, live.CloseForbidden)
+			}
+			if reason := c.closeReason(); reason != "Forbidden: disconnected (token_revoked)" {
+				t.Fatalf("close reason %q", reason)
 			}
 			t.Logf("cut %s after an unannounced revocation (re-check every 200ms)", time.Since(start).Round(time.Millisecond))
 		})
@@ -550,11 +562,14 @@ func TestLiveTokenExpiryCuts(t *testing.T) {
 			if code := c.waitClosed(); code != live.CloseForbidden {
 				t.Fatalf("closed with %d, want %d", code, live.CloseForbidden)
 			}
+			if reason := c.closeReason(); reason != "Forbidden: disconnected (token_expired)" {
+				t.Fatalf("close reason %q", reason)
+			}
 			var last []byte
 			for b := st.next(); b != nil; b = st.next() {
 				last = b
 			}
-			if !strings.Contains(string(last), `"disconnected"`) {
+			if !strings.Contains(string(last), `"disconnected"`) || !strings.Contains(string(last), `"reason":"token_expired"`) {
 				t.Fatalf("SSE's last event: %s", last)
 			}
 			late := time.Since(expiresAt)
