@@ -1757,13 +1757,13 @@ type Query {
   "Procedures, newest first unless orderBy says otherwise. Page size: default 20, max 100."
   procedures(first: Int, after: String, last: Int, before: String, filter: ProcedureFilter, orderBy: ProcedureOrder): ProcedureConnection!
   project(id: ID!): Project
-  "Projects by name. Page size: default 100, max 500."
+  "Projects by name. Page size: default and max 100."
   projects(first: Int, after: String, last: Int, before: String, search: String): ProjectConnection!
   category(id: ID!): Category
-  "Categories by name. Page size: default 100, max 500."
+  "Categories by name. Page size: default and max 100."
   categories(first: Int, after: String, last: Int, before: String, search: String): CategoryConnection!
   member(id: ID!): Member
-  "Current members by name. Page size: default 100, max 500."
+  "Current members by name. Page size: default and max 100."
   members(first: Int, after: String, last: Int, before: String, search: String): MemberConnection!
   "The workspace's tokens (ADMIN only). Secrets are never shown after creation."
   tokens: [Token!]!
