@@ -112,6 +112,35 @@ func memberAdd(ctx context.Context, args []string, env Env) error {
 	})
 }
 
+// memberPageSize is how many members member list reads at a time: it
+// pages by cursor through the whole list, as a GraphQL client would, since
+// core caps a page at MaxListPageSize. A variable for its test.
+var memberPageSize = core.MaxListPageSize
+
+func memberList(ctx context.Context, args []string, env Env) error {
+	fs := FlagSet("procsvc member list", "Lists a workspace's current members, by name (their ids are what token create --member takes).", env)
+	return asAdmin(ctx, fs, args, env, func(ctx context.Context, svc *core.Service) error {
+		tw := table(env, "ID\tNAME\tEMAIL\tROLE")
+		size := memberPageSize
+		w := core.Window{First: &size}
+		for {
+			page, err := svc.FindMembers(ctx, core.ListFilter{}, w)
+			if err != nil {
+				return err
+			}
+			for _, m := range page.Items {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.ID, m.Name, m.Email, m.Role)
+			}
+			if !page.PageInfo.HasNextPage || len(page.Items) == 0 {
+				break
+			}
+			after := page.Cursor(page.Items[len(page.Items)-1])
+			w.After = &after
+		}
+		return tw.Flush()
+	})
+}
+
 func tokenCreate(ctx context.Context, args []string, env Env) error {
 	var memberID, name string
 	var expiresIn time.Duration

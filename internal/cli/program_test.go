@@ -68,7 +68,7 @@ func TestCommandHelp(t *testing.T) {
 		{[]string{"token", "--help"}, 0, []string{"procsvc token create", "procsvc token list", "procsvc token revoke", `procsvc token SUBCOMMAND --help`}, "member add"},
 		{[]string{"token", "-h"}, 0, []string{"procsvc token revoke"}, "serve"},
 		{[]string{"help", "token"}, 0, []string{"procsvc token create"}, "workspace create"},
-		{[]string{"member", "help"}, 0, []string{"procsvc member add"}, "token"},
+		{[]string{"member", "help"}, 0, []string{"procsvc member add", "procsvc member list"}, "token"},
 		{[]string{"token"}, 2, []string{"missing subcommand", "procsvc token create"}, "workspace create"},
 		{[]string{"token", "frob"}, 2, []string{`unknown command "token frob"`}, ""},
 		{[]string{"help", "frob"}, 2, []string{`unknown command "frob"`}, ""},
