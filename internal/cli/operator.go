@@ -143,15 +143,15 @@ func memberList(ctx context.Context, args []string, env Env) error {
 
 func tokenCreate(ctx context.Context, args []string, env Env) error {
 	var memberID, name string
-	var expiresIn time.Duration
+	var expiresIn lifetime
 	fs := FlagSet("procsvc token create", "Issues a token for a member and prints its secret once.", env)
-	fs.StringVar(&memberID, "member", "", "member id (default: the workspace's first admin)")
+	fs.StringVar(&memberID, "member", "", "member id (default: the workspace's first admin; see procsvc member list)")
 	fs.StringVar(&name, "name", "", "a label for the token")
-	fs.DurationVar(&expiresIn, "expires-in", 0, "lifetime, e.g. 720h (default: no expiry)")
+	fs.Var(&expiresIn, "expires-in", "lifetime: days (30d, 1d12h) or a Go duration (36h, 90m); default: no expiry")
 	return asAdmin(ctx, fs, args, env, func(ctx context.Context, svc *core.Service) error {
 		in := core.TokenInput{MemberID: memberID, Name: name}
-		if expiresIn != 0 {
-			t := time.Now().UTC().Add(expiresIn)
+		if expiresIn.d != 0 {
+			t := time.Now().UTC().Add(expiresIn.d)
 			in.ExpiresAt = &t
 		}
 		t, secret, err := svc.CreateToken(ctx, in)
