@@ -17,6 +17,7 @@ import (
 	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/browsertest"
 	"github.com/procsvc/procsvc/internal/cli"
+	"github.com/procsvc/procsvc/internal/timefmt"
 )
 
 // syncBuffer is a bytes.Buffer safe to read while the server writes.
@@ -197,7 +198,7 @@ func TestOperatorCommands(t *testing.T) {
 	if text, code := run("member", "add", "--workspace", ws, "--name", "Bo", "--email", "bo@example.com"); code != 1 || !strings.Contains(text, "already exists") {
 		t.Fatalf("duplicate member: %d\n%s", code, text)
 	}
-	text, code = run("token", "create", "--workspace", ws, "--member", member, "--name", "ci", "--expires-in", "24h")
+	text, code = run("token", "create", "--workspace", ws, "--member", member, "--name", "ci", "--expires-in", "30d")
 	if code != 0 || !strings.Contains(text, "pms_") {
 		t.Fatalf("token create: %d\n%s", code, text)
 	}
@@ -206,6 +207,20 @@ func TestOperatorCommands(t *testing.T) {
 	text, code = run("token", "list", "--workspace", ws)
 	if code != 0 || !strings.Contains(text, token) || strings.Contains(text, "pms_") {
 		t.Fatalf("token list: %d\n%s", code, text)
+	}
+	// --expires-in 30d: the token expires 30 days after it was created
+	// (give or take the moments between the two clocks' readings).
+	row := regexp.MustCompile(`(?m)^` + token + `\s+\S+\s+ci\s+(\S+)\s+(\S+)`).FindStringSubmatch(text)
+	if row == nil {
+		t.Fatalf("no row for token %s in:\n%s", token, text)
+	}
+	created, err1 := timefmt.Parse(row[1])
+	expires, err2 := timefmt.Parse(row[2])
+	if lifetime := expires.Sub(created); err1 != nil || err2 != nil || lifetime < 30*24*time.Hour-time.Minute || lifetime > 30*24*time.Hour+time.Minute {
+		t.Fatalf("--expires-in 30d: created %s, expires %s (%v, %v); want 30 days apart", row[1], row[2], err1, err2)
+	}
+	if text, code = run("member", "list", "--workspace", ws); code != 0 || !regexp.MustCompile(`(?m)^`+member+`\s+Bo\s+bo@example.com\s+VIEWER$`).MatchString(text) {
+		t.Fatalf("member list: %d\n%s", code, text)
 	}
 	if text, code = run("token", "revoke", "--workspace", ws, "--id", token); code != 0 || !strings.Contains(text, "revoked") {
 		t.Fatalf("token revoke: %d\n%s", code, text)
