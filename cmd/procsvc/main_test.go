@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/browsertest"
 	"github.com/procsvc/procsvc/internal/cli"
+	"github.com/procsvc/procsvc/internal/timefmt"
 )
 
 // syncBuffer is a bytes.Buffer safe to read while the server writes.
@@ -67,8 +69,19 @@ func TestServeBootsAndPrintsAWorkingToken(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no token printed; stdout:\n%s", out.String())
 	}
+	// Where to go next, on the address bound: the printed URLs are the
+	// ones used below.
+	base := "http://" + addr
+	if want := "procsvc: listening on " + base + " — GraphQL " + base + "/graphql, playground " + base + "/playground\n"; !strings.Contains(out.String(), want) {
+		t.Fatalf("stdout lacks %q:\n%s", want, out.String())
+	}
+	if resp, err := http.Get(base + "/playground"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the printed playground URL: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	body := `{"query":"{ viewer { name role } procedures(first: 5) { totalCount nodes { shortId project { name } } } }"}`
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/graphql", strings.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, base+"/graphql", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+m[1])
 	resp, err := http.DefaultClient.Do(req)
@@ -114,6 +127,94 @@ func TestServeBootsAndPrintsAWorkingToken(t *testing.T) {
 	}
 }
 
+// listeningLine is serve's line saying where to go.
+var listeningLine = regexp.MustCompile(`procsvc: listening on (http://\S+) — GraphQL (\S+), playground (\S+)\n`)
+
+// TestServeOnATakenPortTouchesNothing: a start on a port another server
+// holds fails before it opens the database, so it neither bootstraps nor
+// prints a token no server would serve (nor does one whose --metrics-addr
+// is taken); the next start on a free port then bootstraps and prints the
+// token. Its address, ":0", has no host, and the
+// URLs it prints name localhost, where it answers.
+func TestServeOnATakenPortTouchesNothing(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	file := filepath.Join(t.TempDir(), "procsvc.db")
+	vars := map[string]string{"DATABASE_URL": "sqlite://" + file, "PROCSVC_ADDR": taken.Addr().String()}
+	var out, errOut syncBuffer
+	e := env(vars, &out, &errOut)
+	e.Ready = func(addr string) { t.Errorf("serve listens on %s, a taken port", addr) }
+	if code := cli.Run(context.Background(), []string{"serve"}, e); code != 1 {
+		t.Fatalf("serve on a taken port exited %d, want 1:\n%s%s", code, out.String(), errOut.String())
+	}
+	want := "procsvc: cannot listen on " + taken.Addr().String() + ": address already in use — is another procsvc running? use --addr"
+	if !strings.Contains(errOut.String(), want) {
+		t.Fatalf("stderr lacks %q:\n%s", want, errOut.String())
+	}
+	if strings.Contains(out.String(), "PROCSVC_TOKEN") || strings.Contains(out.String(), "created workspace") {
+		t.Fatalf("a failed start bootstrapped:\n%s", out.String())
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Fatalf("a failed start touched the database %s: %v", file, err)
+	}
+
+	// The internal metrics listener is bound before bootstrap too.
+	metricsVars := map[string]string{"DATABASE_URL": vars["DATABASE_URL"], "PROCSVC_ADDR": "127.0.0.1:0", "PROCSVC_METRICS_ADDR": taken.Addr().String()}
+	var outM, errOutM syncBuffer
+	if code := cli.Run(context.Background(), []string{"serve"}, env(metricsVars, &outM, &errOutM)); code != 1 || strings.Contains(outM.String(), "PROCSVC_TOKEN") {
+		t.Fatalf("serve with a taken --metrics-addr exited %d (want 1), printed:\n%s%s", code, outM.String(), errOutM.String())
+	}
+	var list, listErr syncBuffer
+	if code := cli.Run(context.Background(), []string{"workspace", "list"}, env(vars, &list, &listErr)); code != 0 || strings.Count(list.String(), "\n") != 1 {
+		t.Fatalf("after a failed start, workspace list exited %d and lists more than its header:\n%s%s", code, list.String(), listErr.String())
+	}
+
+	vars["PROCSVC_ADDR"] = ":0"
+	var out2, errOut2 syncBuffer
+	e2 := env(vars, &out2, &errOut2)
+	ready := make(chan string, 1)
+	e2.Ready = func(addr string) { ready <- addr }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- cli.Run(ctx, []string{"serve"}, e2) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case code := <-done:
+		t.Fatalf("serve on a free port exited %d: %s", code, errOut2.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	token := tokenLine.FindStringSubmatch(out2.String())
+	urls := listeningLine.FindStringSubmatch(out2.String())
+	if token == nil || urls == nil {
+		t.Fatalf("no token or no URLs printed:\n%s", out2.String())
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	if base := "http://localhost:" + port; urls[1] != base || urls[2] != base+"/graphql" || urls[3] != base+"/playground" {
+		t.Fatalf("printed %q, want URLs at %s (serve bound %s)", urls[0], base, addr)
+	}
+	req, _ := http.NewRequest(http.MethodPost, urls[2], strings.NewReader(`{"query":"{ viewer { role } }"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token[1])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("the printed GraphQL URL: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the printed GraphQL URL with the printed token: %d", resp.StatusCode)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("serve exited with %d after shutdown: %s", code, errOut2.String())
+	}
+}
+
 func TestHelpAndConfigErrors(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -123,6 +224,10 @@ func TestHelpAndConfigErrors(t *testing.T) {
 		wantText string
 	}{
 		{"TopLevelHelp", []string{"help"}, nil, 0, "procsvc migrate"},
+		{"DashDashHelp", []string{"--help"}, nil, 0, "procsvc member list"},
+		{"DashH", []string{"-h"}, nil, 0, "procsvc token revoke"},
+		{"GroupHelp", []string{"token", "--help"}, nil, 0, "procsvc token create"},
+		{"HelpCommand", []string{"help", "member", "list"}, nil, 0, "-workspace"},
 		{"ServeHelp", []string{"serve", "--help"}, nil, 0, "PROCSVC_ADDR"},
 		{"MigrateHelp", []string{"migrate", "--help"}, nil, 0, "DATABASE_URL"},
 		{"WorkspaceCreateHelp", []string{"workspace", "create", "--help"}, nil, 0, "-admin-email"},
@@ -197,7 +302,7 @@ func TestOperatorCommands(t *testing.T) {
 	if text, code := run("member", "add", "--workspace", ws, "--name", "Bo", "--email", "bo@example.com"); code != 1 || !strings.Contains(text, "already exists") {
 		t.Fatalf("duplicate member: %d\n%s", code, text)
 	}
-	text, code = run("token", "create", "--workspace", ws, "--member", member, "--name", "ci", "--expires-in", "24h")
+	text, code = run("token", "create", "--workspace", ws, "--member", member, "--name", "ci", "--expires-in", "30d")
 	if code != 0 || !strings.Contains(text, "pms_") {
 		t.Fatalf("token create: %d\n%s", code, text)
 	}
@@ -206,6 +311,20 @@ func TestOperatorCommands(t *testing.T) {
 	text, code = run("token", "list", "--workspace", ws)
 	if code != 0 || !strings.Contains(text, token) || strings.Contains(text, "pms_") {
 		t.Fatalf("token list: %d\n%s", code, text)
+	}
+	// --expires-in 30d: the token expires 30 days after it was created
+	// (give or take the moments between the two clocks' readings).
+	row := regexp.MustCompile(`(?m)^` + token + `\s+\S+\s+ci\s+(\S+)\s+(\S+)`).FindStringSubmatch(text)
+	if row == nil {
+		t.Fatalf("no row for token %s in:\n%s", token, text)
+	}
+	created, err1 := timefmt.Parse(row[1])
+	expires, err2 := timefmt.Parse(row[2])
+	if lifetime := expires.Sub(created); err1 != nil || err2 != nil || lifetime < 30*24*time.Hour-time.Minute || lifetime > 30*24*time.Hour+time.Minute {
+		t.Fatalf("--expires-in 30d: created %s, expires %s (%v, %v); want 30 days apart", row[1], row[2], err1, err2)
+	}
+	if text, code = run("member", "list", "--workspace", ws); code != 0 || !regexp.MustCompile(`(?m)^`+member+`\s+Bo\s+bo@example.com\s+VIEWER$`).MatchString(text) {
+		t.Fatalf("member list: %d\n%s", code, text)
 	}
 	if text, code = run("token", "revoke", "--workspace", ws, "--id", token); code != 0 || !strings.Contains(text, "revoked") {
 		t.Fatalf("token revoke: %d\n%s", code, text)

@@ -112,17 +112,46 @@ func memberAdd(ctx context.Context, args []string, env Env) error {
 	})
 }
 
+// memberPageSize is how many members member list reads at a time: it
+// pages by cursor through the whole list, as a GraphQL client would, since
+// core caps a page at MaxListPageSize. A variable for its test.
+var memberPageSize = core.MaxListPageSize
+
+func memberList(ctx context.Context, args []string, env Env) error {
+	fs := FlagSet("procsvc member list", "Lists a workspace's current members, by name (their ids are what token create --member takes).", env)
+	return asAdmin(ctx, fs, args, env, func(ctx context.Context, svc *core.Service) error {
+		tw := table(env, "ID\tNAME\tEMAIL\tROLE")
+		size := memberPageSize
+		w := core.Window{First: &size}
+		for {
+			page, err := svc.FindMembers(ctx, core.ListFilter{}, w)
+			if err != nil {
+				return err
+			}
+			for _, m := range page.Items {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.ID, m.Name, m.Email, m.Role)
+			}
+			if !page.PageInfo.HasNextPage || len(page.Items) == 0 {
+				break
+			}
+			after := page.Cursor(page.Items[len(page.Items)-1])
+			w.After = &after
+		}
+		return tw.Flush()
+	})
+}
+
 func tokenCreate(ctx context.Context, args []string, env Env) error {
 	var memberID, name string
-	var expiresIn time.Duration
+	var expiresIn lifetime
 	fs := FlagSet("procsvc token create", "Issues a token for a member and prints its secret once.", env)
-	fs.StringVar(&memberID, "member", "", "member id (default: the workspace's first admin)")
+	fs.StringVar(&memberID, "member", "", "member id (default: the workspace's first admin; see procsvc member list)")
 	fs.StringVar(&name, "name", "", "a label for the token")
-	fs.DurationVar(&expiresIn, "expires-in", 0, "lifetime, e.g. 720h (default: no expiry)")
+	fs.Var(&expiresIn, "expires-in", "lifetime: days (30d, 1d12h) or a Go duration (36h, 90m); default: no expiry")
 	return asAdmin(ctx, fs, args, env, func(ctx context.Context, svc *core.Service) error {
 		in := core.TokenInput{MemberID: memberID, Name: name}
-		if expiresIn != 0 {
-			t := time.Now().UTC().Add(expiresIn)
+		if expiresIn.d != 0 {
+			t := time.Now().UTC().Add(expiresIn.d)
 			in.ExpiresAt = &t
 		}
 		t, secret, err := svc.CreateToken(ctx, in)

@@ -24,6 +24,7 @@ var procsvc = Program{
 		{"workspace create", "[flags]", "create a workspace with an admin and print its token", workspaceCreate},
 		{"workspace list", "[flags]", "list workspaces", workspaceList},
 		{"member add", "[flags]", "add a member to a workspace", memberAdd},
+		{"member list", "[flags]", "list a workspace's members", memberList},
 		{"token create", "[flags]", "issue a token and print its secret once", tokenCreate},
 		{"token list", "[flags]", "list a workspace's tokens", tokenList},
 		{"token revoke", "[flags]", "revoke a token", tokenRevoke},

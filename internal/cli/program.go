@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/procsvc/procsvc/internal/apperr"
@@ -64,16 +65,35 @@ func (p Program) usage() string {
 	var b strings.Builder
 	b.WriteString(p.Intro)
 	b.WriteString("\n\nUsage:\n")
+	p.commandLines(&b, "")
+	b.WriteString("\n")
+	b.WriteString(p.Outro)
+	return b.String()
+}
+
+// groupUsage is the help of a group of two-word commands ("token"): a line
+// each of its commands.
+func (p Program) groupUsage(group string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage:\n")
+	p.commandLines(&b, group)
+	fmt.Fprintf(&b, "\nRun \"%s %s SUBCOMMAND --help\" for a subcommand's flags.\n", p.Name, group)
+	return b.String()
+}
+
+// commandLines writes a line per command of group, or of every command
+// when group is empty.
+func (p Program) commandLines(b *strings.Builder, group string) {
 	for _, c := range p.Commands {
+		if g, _, _ := strings.Cut(c.Name, " "); group != "" && g != group {
+			continue
+		}
 		line := p.Name + " " + c.Name + " " + c.Args
 		if c.Name == p.Default {
 			line = p.Name + " " + p.DefaultArgs
 		}
-		fmt.Fprintf(&b, "  %-32s %s\n", line, c.Summary)
+		fmt.Fprintf(b, "  %-32s %s\n", line, c.Summary)
 	}
-	b.WriteString("\n")
-	b.WriteString(p.Outro)
-	return b.String()
 }
 
 // isGroup reports whether word is the first word of two-word commands.
@@ -86,9 +106,49 @@ func (p Program) isGroup(word string) bool {
 	return false
 }
 
+// knows reports whether words name a command or a group.
+func (p Program) knows(words []string) bool {
+	for _, c := range p.Commands {
+		if c.Name == words[0] || len(words) > 1 && c.Name == words[0]+" "+words[1] {
+			return true
+		}
+	}
+	return p.isGroup(words[0]) && len(words) == 1
+}
+
+// isHelp reports whether arg asks for help where a command is expected.
+// The flag package takes -h, -help and --help (and --h) for a command's
+// help; the program takes the same, and the word help, for its own.
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--h", "--help":
+		return true
+	}
+	return false
+}
+
 // Run executes args (without the program name) and returns the exit code:
 // 0 on success or help, 2 for a usage error, 1 when the command failed.
+//
+// Help: "PROGRAM help", -h or --help list the commands (never the default
+// command's flags: a newcomer's first --help must show every command);
+// "PROGRAM GROUP --help" lists a group's commands; "PROGRAM COMMAND
+// --help" and "PROGRAM help COMMAND" show a command's flags.
 func (p Program) Run(ctx context.Context, args []string, env Env) int {
+	if len(args) > 0 && isHelp(args[0]) {
+		topic := slices.Clip(args[1:])
+		if len(topic) == 0 || isHelp(topic[0]) {
+			fmt.Fprint(env.Stdout, p.usage())
+			return 0
+		}
+		// "help COMMAND" is "COMMAND --help", shown on stdout like the
+		// program's own help (as go help build is); an unknown topic is
+		// still an error, on stderr.
+		if p.knows(topic) {
+			env.Stderr = env.Stdout
+		}
+		return p.Run(ctx, append(topic, "--help"), env)
+	}
 	name := p.Default
 	if len(args) > 0 && (!strings.HasPrefix(args[0], "-") || p.Default == "") {
 		name, args = args[0], args[1:]
@@ -98,16 +158,15 @@ func (p Program) Run(ctx context.Context, args []string, env Env) int {
 		return 2
 	}
 	if p.isGroup(name) {
-		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-			fmt.Fprintf(env.Stderr, "%s %s: missing subcommand\n\n%s", p.Name, name, p.usage())
+		switch {
+		case len(args) > 0 && isHelp(args[0]):
+			fmt.Fprint(env.Stdout, p.groupUsage(name))
+			return 0
+		case len(args) == 0 || strings.HasPrefix(args[0], "-"):
+			fmt.Fprintf(env.Stderr, "%s %s: missing subcommand\n\n%s", p.Name, name, p.groupUsage(name))
 			return 2
 		}
 		name, args = name+" "+args[0], args[1:]
-	}
-	switch name {
-	case "help", "-h", "--help":
-		fmt.Fprint(env.Stdout, p.usage())
-		return 0
 	}
 	for _, c := range p.Commands {
 		if c.Name == name {

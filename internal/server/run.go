@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/procsvc/procsvc/graph/live"
@@ -19,12 +20,15 @@ import (
 	"github.com/procsvc/procsvc/internal/generate"
 	"github.com/procsvc/procsvc/internal/idempotency"
 	"github.com/procsvc/procsvc/internal/metrics"
+	"github.com/procsvc/procsvc/internal/playground"
 )
 
 // Run serves cfg until ctx is cancelled, then drains in-flight requests for
-// at most cfg.ShutdownTimeout. On an empty database it first creates a demo
-// workspace and prints its admin token to out. ready, if set, is told the
-// bound address once the server accepts connections.
+// at most cfg.ShutdownTimeout. It binds cfg.Addr before touching the
+// database; then, on an empty database, it creates a demo workspace and
+// prints its admin token to out, and it prints the URLs it serves to out.
+// ready, if set, is told the bound address once the server accepts
+// connections.
 func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer, ready func(addr string)) error {
 	gen, summary, err := newGenerator(cfg.AI)
 	if err != nil {
@@ -39,6 +43,15 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	if cfg.AI.Provider == generate.ProviderOpenAI && cfg.WriteTimeout <= cfg.AI.Timeout {
 		log.Warn("--write-timeout is not longer than --ai-timeout: a slow generation outlives its response", "write_timeout", cfg.WriteTimeout.String(), "ai_timeout", cfg.AI.Timeout.String())
 	}
+	// Listening comes first: a second start while another server holds
+	// the port must fail before it opens, migrates or bootstraps anything,
+	// or it would create a demo workspace and print a token no server
+	// then serves (and the next successful start would print none).
+	ln, err := listen(cfg.Addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	db, err := database.Open(ctx, cfg.DatabaseURL, database.Options{MaxOpenConns: cfg.DBMaxConns, Prepare: cfg.DBPrepare,
 		LockTimeout: cfg.DBLockTimeout, StatementTimeout: cfg.DBStatementTimeout, IdleInTransactionTimeout: cfg.DBIdleInTransactionTimeout})
 	if err != nil {
@@ -71,9 +84,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	// Expired Idempotency-Keys are purged in the background until the
 	// server stops, before the database closes.
 	defer idempotency.New(db.Client, idempotency.Options{Log: log}).StartPurger(ctx, 0)()
-	if err := bootstrap(ctx, svc, cfg.BootstrapToken, out); err != nil {
-		return err
-	}
+	// The metrics listener too is bound before bootstrap, for the same
+	// reason as the API's.
 	var m *metrics.Metrics
 	if cfg.MetricsAddr != "" {
 		m = metrics.New(db.SQL, metrics.WithOperationNames())
@@ -82,6 +94,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 			return err
 		}
 		defer stop()
+	}
+	if err := bootstrap(ctx, svc, cfg.BootstrapToken, out); err != nil {
+		return err
 	}
 	srv := &http.Server{
 		Handler: NewHandler(Deps{DB: db, Service: svc, Log: log, Metrics: m, ResponseCacheBytes: int64(cfg.ResponseCacheMB) << 20,
@@ -99,19 +114,50 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-	}
 	// Shutting down ends every subscription first: Server-Sent Events
 	// streams finish (the drain waits for them) and WebSockets close with
 	// 1001, so that clients resubscribe elsewhere at once.
 	srv.RegisterOnShutdown(hub.Close)
 	log.Info("procsvc listening", "addr", ln.Addr().String(), "database", db.Dialect)
+	base := baseURL(ln.Addr())
+	fmt.Fprintf(out, "procsvc: listening on %s — GraphQL %s/graphql, playground %s%s\n", base, base, base, playground.Path)
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
 	return serveUntil(ctx, srv, ln, cfg.ShutdownTimeout, log)
+}
+
+// listen binds the API's address. Its errors say what to do: a port
+// already taken is most often a procsvc started earlier.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		return ln, nil
+	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("cannot listen on %s: %w — is another procsvc running? use --addr (PROCSVC_ADDR) to pick another address", addr, syscall.EADDRINUSE)
+	}
+	// A *net.OpError repeats the address ("listen tcp :80: bind: …");
+	// what follows it is the cause.
+	var op *net.OpError
+	if errors.As(err, &op) {
+		err = op.Err
+	}
+	return nil, fmt.Errorf("cannot listen on %s (--addr): %w", addr, err)
+}
+
+// baseURL is the URL of the API at addr, the address it listens on: an
+// unspecified host (":8080", "0.0.0.0:8080", "[::]:8080") is reachable as
+// localhost, and that is the URL a newcomer can open.
+func baseURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // serveUntil serves on ln until ctx ends (SIGINT or SIGTERM in main), then

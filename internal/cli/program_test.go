@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func run(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }}
+	code = Run(context.Background(), args, env)
+	return code, out.String(), errOut.String()
+}
+
+// TestTopLevelHelpListsEveryCommand: procsvc help, -h and --help list
+// every command of the table, a line each, on stdout, and none of them
+// shows serve's flags (the default command's --help does).
+func TestTopLevelHelpListsEveryCommand(t *testing.T) {
+	for _, asked := range [][]string{{"help"}, {"-h"}, {"--help"}, {"-help"}, {"help", "help"}} {
+		t.Run(strings.Join(asked, " "), func(t *testing.T) {
+			code, out, errOut := run(asked...)
+			if code != 0 || errOut != "" {
+				t.Fatalf("exit %d, stderr %q; want 0 and nothing", code, errOut)
+			}
+			for _, c := range procsvc.Commands {
+				line := "procsvc " + c.Name + " " + c.Args
+				if c.Name == procsvc.Default {
+					line = "procsvc " + procsvc.DefaultArgs
+				}
+				if strings.Count(out, line) != 1 || !strings.Contains(out, c.Summary) {
+					t.Errorf("help lacks the line of %q:\n%s", c.Name, out)
+				}
+			}
+			if strings.Contains(out, "-addr") {
+				t.Fatalf("top-level help shows serve's flags:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestCommandHelp: every command's --help, and help COMMAND, shows its
+// own flags (exit 0); a group's --help lists its subcommands.
+func TestCommandHelp(t *testing.T) {
+	for _, c := range procsvc.Commands {
+		words := strings.Fields(c.Name)
+		for _, args := range [][]string{append(words, "--help"), append(words, "-h"), append([]string{"help"}, words...)} {
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				code, out, errOut := run(args...)
+				all := out + errOut
+				if code != 0 || !strings.Contains(all, "Usage: procsvc "+c.Name+" [flags]") || !strings.Contains(all, "Flags:") {
+					t.Fatalf("exit %d (want 0), output is not %q's help:\n%s", code, c.Name, all)
+				}
+				if args[0] == "help" && errOut != "" {
+					t.Fatalf("help %s wrote to stderr (want stdout, as help does):\n%s", c.Name, errOut)
+				}
+			})
+		}
+	}
+	cases := []struct {
+		args     []string
+		wantCode int
+		want     []string // in the output
+		wantNot  string   // not in the output
+	}{
+		{[]string{"serve", "--help"}, 0, []string{"-addr", "-database-url"}, "workspace create"},
+		{[]string{"token", "--help"}, 0, []string{"procsvc token create", "procsvc token list", "procsvc token revoke", `procsvc token SUBCOMMAND --help`}, "member add"},
+		{[]string{"token", "-h"}, 0, []string{"procsvc token revoke"}, "serve"},
+		{[]string{"help", "token"}, 0, []string{"procsvc token create"}, "workspace create"},
+		{[]string{"member", "help"}, 0, []string{"procsvc member add", "procsvc member list"}, "token"},
+		{[]string{"token"}, 2, []string{"missing subcommand", "procsvc token create"}, "workspace create"},
+		{[]string{"token", "frob"}, 2, []string{`unknown command "token frob"`}, ""},
+		{[]string{"help", "frob"}, 2, []string{`unknown command "frob"`}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errOut := run(tc.args...)
+			all := out + errOut
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d:\n%s", code, tc.wantCode, all)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("output lacks %q:\n%s", w, all)
+				}
+			}
+			if tc.wantNot != "" && strings.Contains(all, tc.wantNot) {
+				t.Errorf("output has %q:\n%s", tc.wantNot, all)
+			}
+		})
+	}
+}
