@@ -29,8 +29,9 @@ var procsvc = Program{
 		{"token list", "[flags]", "list a workspace's tokens", tokenList},
 		{"token revoke", "[flags]", "revoke a token", tokenRevoke},
 	},
-	Outro: `Run "procsvc COMMAND --help" for a command's flags. Every flag can also be set
-through the environment variable named in its help.
+	Outro: `Run "procsvc COMMAND --help" for a command's flags. Each of serve's flags can
+also be set through the environment variable its help names; the other
+commands read DATABASE_URL when --database-url is not given.
 `,
 }
 
