@@ -25,6 +25,42 @@ const graphqlWSClientOnly = {
   },
 };
 
+// graphiql-explorer (inside @graphiql/plugin-explorer) is CommonJS and
+// require()s graphql. A package that is require()d anywhere is bundled from
+// its CommonJS entry for every importer (esbuild's guard against two copies),
+// and graphql's CommonJS entry cannot be tree-shaken: the bundle would carry
+// all of graphql (about 120 KB more). Instead each such require() gets a
+// module re-exporting, from graphql's ES module, exactly the names the
+// requiring file reads of it; a file whose uses cannot be read that way
+// fails the build rather than get a partial graphql.
+const graphqlRequiredAsESM = {
+  name: 'graphql-required-as-esm',
+  setup(build) {
+    build.onResolve({ filter: /^graphql$/ }, (args) =>
+      args.kind === 'require-call' ? { path: args.importer, namespace: 'graphql-names' } : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: 'graphql-names' }, (args) => {
+      const src = fs.readFileSync(args.path, 'utf8');
+      const vars = [...src.matchAll(/\b(?:var|let|const)\s+([A-Za-z_$][\w$]*)\s*=\s*require\(\s*['"]graphql['"]\s*\)/g)].map((m) => m[1]);
+      const requires = [...src.matchAll(/require\(\s*['"]graphql['"]\s*\)/g)].length;
+      if (vars.length === 0 || vars.length !== requires) {
+        return { errors: [{ text: `${args.path}: cannot tell which graphql names it uses (teach build.mjs's graphql-required-as-esm)` }] };
+      }
+      const names = new Set();
+      for (const v of vars) {
+        const uses = [...src.matchAll(new RegExp(`(?<![\\w$.])${v.replace(/\$/g, '\\$')}\\b(.?)([\\w$]*)`, 'g'))];
+        for (const m of uses) {
+          if (m[1] === '.') names.add(m[2]);
+          else if (!/^\s*=\s*require/.test(src.slice(m.index + v.length))) {
+            return { errors: [{ text: `${args.path}: uses ${v} other than as ${v}.name (teach build.mjs's graphql-required-as-esm)` }] };
+          }
+        }
+      }
+      return { contents: `export { ${[...names].sort().join(', ')} } from 'graphql';\n`, resolveDir: path.dirname(args.path), loader: 'js' };
+    });
+  },
+};
+
 fs.rmSync(stageDir, { recursive: true, force: true });
 const result = await esbuild.build({
   absWorkingDir: here,
@@ -51,7 +87,7 @@ const result = await esbuild.build({
   metafile: true,
   write: true,
   logLevel: 'warning',
-  plugins: [graphqlWSClientOnly],
+  plugins: [graphqlWSClientOnly, graphqlRequiredAsESM],
 });
 
 const hashed = {};
@@ -65,6 +101,7 @@ for (const ext of ['js', 'css']) {
 // Third-party licenses of every package that went into the bundle.
 const pkgDirs = new Set();
 for (const input of Object.keys(result.metafile.inputs)) {
+  if (input.startsWith('graphql-names:')) continue; // made up by graphqlRequiredAsESM
   const m = input.match(/^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//);
   if (m) pkgDirs.add(m[1]);
 }

@@ -435,10 +435,7 @@ func TestPlaygroundInRealBrowser(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no token printed:\n%s", out.String())
 	}
-	shot := os.Getenv("SCREENSHOT")
-	if shot == "" {
-		shot = filepath.Join(os.TempDir(), "procsvc-playground.png")
-	}
+	shot := filepath.Join(browsertest.ScreenshotDir(t), "procsvc-playground.png")
 	bctx, bcancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer bcancel()
 	if err := browsertest.RunBrowserTest(bctx, "http://"+addr, m[1], shot); err != nil {

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -91,13 +92,29 @@ func BrowserAvailable() (bool, string) {
 	return true, ""
 }
 
+// ScreenshotDir is where a browser test saves its screenshots: the test's
+// own temp dir (removed after it), or $PROCSVC_SCREENSHOT_DIR to keep them
+// for a person to look at.
+func ScreenshotDir(t testing.TB) string {
+	if dir := os.Getenv("PROCSVC_SCREENSHOT_DIR"); dir != "" {
+		return dir
+	}
+	return t.TempDir()
+}
+
 // RunBrowserTest runs web/e2e/playground.test.mjs with node against the
-// procsvc at baseURL (scheme://host:port, no trailing path): it opens
-// baseURL/playground in headless chromium, fails on any request to another
-// origin or any Content-Security-Policy violation, pastes token into the
-// headers editor, runs the starter query and waits for its result, and saves
-// a screenshot to screenshot (default /tmp/playground.png when empty). On
-// failure the error carries the script's output.
+// procsvc at baseURL (scheme://host:port, no trailing path), which must
+// serve subscriptions over WebSocket: a newcomer's first hour in the
+// playground. In headless chromium, failing on any request to another
+// origin, any Content-Security-Policy violation and any page error, it
+// checks that nothing shows as an error before the first run; that the docs
+// pane says why there is no schema, with no token and with a refused one;
+// that a refused token reads the same for a query and a subscription; that
+// token's query runs; that the explorer pane builds a query that runs; that
+// the token survives a reload, stays in the tab, and "Forget token" clears
+// it; and that opening /graphql lands on the playground. token must be
+// valid (any role). It saves a screenshot to screenshot (none when empty).
+// On failure the error carries the script's output.
 func RunBrowserTest(ctx context.Context, baseURL, token, screenshot string) error {
 	return runE2E(ctx, "playground.test.mjs", baseURL, token, screenshot)
 }
@@ -107,8 +124,9 @@ func RunBrowserTest(ctx context.Context, baseURL, token, screenshot string) erro
 // same checks as RunBrowserTest, the playground runs a procedureEvents
 // subscription over a same-origin WebSocket with token, the script renames a
 // procedure over HTTP and waits for the event in the result pane, then
-// checks that a changed token reconnects with the new one. token must be an
-// admin's or editor's (it writes).
+// checks that a changed token reconnects with the new one, and that its
+// refusal shows at once, in the words HTTP uses for that token. token must
+// be an admin's or editor's (it writes).
 func RunSubscriptionBrowserTest(ctx context.Context, baseURL, token, screenshot string) error {
 	return runE2E(ctx, "subscription.test.mjs", baseURL, token, screenshot)
 }

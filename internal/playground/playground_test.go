@@ -326,3 +326,30 @@ func TestAcceptsGzip(t *testing.T) {
 		}
 	}
 }
+
+// TestBundleHasExplorer pins that the query-building explorer pane
+// (@graphiql/plugin-explorer) is bundled with its styles, and credited.
+func TestBundleHasExplorer(t *testing.T) {
+	h, err := load(distFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js, css bool
+	for name, a := range h.assets {
+		switch {
+		case strings.HasSuffix(name, ".js"):
+			js = bytes.Contains(a.body, []byte("graphiql-explorer-root"))
+		case strings.HasSuffix(name, ".css"):
+			css = bytes.Contains(a.body, []byte(".graphiql-explorer-root"))
+		}
+	}
+	if !js || !css {
+		t.Errorf("the bundle lacks the explorer (script %v, styles %v); run web/build.sh", js, css)
+	}
+	lic := h.assets["licenses.txt"]
+	for _, pkg := range []string{"\n@graphiql/plugin-explorer@", "\ngraphiql-explorer@"} {
+		if lic == nil || !bytes.Contains(lic.body, []byte(pkg)) {
+			t.Errorf("licenses.txt does not list %s", strings.TrimSpace(pkg))
+		}
+	}
+}

@@ -162,8 +162,8 @@ func NewHandler(d Deps) *Handler {
 	lives := live.New(liveOpts)
 	registerLiveMetrics(d.Metrics, lives)
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", gqlhttp.NewHandler(resolver, d.Log, d.Metrics,
-		gqlhttp.Middleware{Authenticate: authenticate, Requests: requests(d.RateLimit.PerOperation), Streams: streams}, lives))
+	mux.Handle("/graphql", playground.RedirectBrowsers(gqlhttp.NewHandler(resolver, d.Log, d.Metrics,
+		gqlhttp.Middleware{Authenticate: authenticate, Requests: requests(d.RateLimit.PerOperation), Streams: streams}, lives)))
 	api := rest.New(resolver, d.Log)
 	api.Register(mux, authenticated(d.RateLimit.PerRequest)(restErr))
 	pg := playground.Handler()

@@ -3,7 +3,8 @@
 // /usr/bin/chromium) through playwright-core, opens $PLAYGROUND_URL/playground
 // and fails the test on any request or WebSocket to another origin, any
 // Content-Security-Policy violation and any uncaught page error. Saves a
-// screenshot to $SCREENSHOT (default /tmp/playground.png).
+// screenshot to $SCREENSHOT when it is set (the Go tests point it into
+// their temp dir).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,7 +13,7 @@ import { chromium } from 'playwright-core';
 export const TIMEOUT_MS = Number(process.env.PLAYGROUND_TIMEOUT_MS || 30000);
 export const baseURL = (process.env.PLAYGROUND_URL || '').replace(/\/+$/, '');
 export const token = process.env.PLAYGROUND_TOKEN || '';
-const screenshot = process.env.SCREENSHOT || '/tmp/playground.png';
+const screenshot = process.env.SCREENSHOT || '';
 const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
 
 export const TOKEN_PLACEHOLDER = '<paste your token>';
@@ -131,30 +132,36 @@ export async function runPlaygroundTest(body) {
     });
     context.on('requestfailed', (req) => failedRequests.push(`${req.url()}: ${req.failure()?.errorText}`));
 
-    const page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(TIMEOUT_MS);
-    page.on('pageerror', (err) => pageErrors.push(String(err)));
-    page.on('console', (msg) => {
-      const text = msg.text();
-      if (/Content Security Policy|Refused to/i.test(text)) cspViolations.push(text);
-    });
-    page.on('websocket', (ws) => {
-      const s = { url: ws.url(), sent: [], received: [], closed: false };
-      sockets.push(s);
-      requests.push(`WebSocket ${s.url}`);
-      if (new URL(s.url).origin !== wsOrigin) foreign.push(s.url);
-      ws.on('framesent', (f) => s.sent.push(String(f.payload)));
-      ws.on('framereceived', (f) => s.received.push(String(f.payload)));
-      ws.on('close', () => {
-        s.closed = true;
+    // Every page of the context (a test may open another tab) is watched.
+    const watch = (p) => {
+      p.setDefaultTimeout(TIMEOUT_MS);
+      p.on('pageerror', (err) => pageErrors.push(String(err)));
+      p.on('console', (msg) => {
+        const text = msg.text();
+        if (/Content Security Policy|Refused to/i.test(text)) cspViolations.push(text);
       });
-    });
-    await page.exposeFunction('__reportCSP', (v) => cspViolations.push(v));
-    await page.addInitScript(() => {
+      p.on('websocket', (ws) => {
+        const s = { url: ws.url(), sent: [], received: [], closed: false };
+        sockets.push(s);
+        requests.push(`WebSocket ${s.url}`);
+        if (new URL(s.url).origin !== wsOrigin) foreign.push(s.url);
+        ws.on('framesent', (f) => s.sent.push(String(f.payload)));
+        ws.on('framereceived', (f) => s.received.push(String(f.payload)));
+        ws.on('close', () => {
+          s.closed = true;
+        });
+      });
+    };
+    context.on('page', watch);
+    await context.exposeFunction('__reportCSP', (v) => cspViolations.push(v));
+    await context.addInitScript(() => {
       document.addEventListener('securitypolicyviolation', (e) => {
         window.__reportCSP(`${e.violatedDirective} blocked ${e.blockedURI || '(inline)'} ${e.sourceFile || ''}:${e.lineNumber || ''}`);
       });
     });
+    let page = context.pages()[0]; // a persistent context opens with one
+    if (page) watch(page);
+    else page = await context.newPage(); // watched through 'page'
 
     log(`opening ${pageURL}`);
     const resp = await page.goto(pageURL, { waitUntil: 'load' });
@@ -171,12 +178,14 @@ export async function runPlaygroundTest(body) {
       throw new Error(`headers editor is not prefilled with the token placeholder: ${headerBefore}`);
     }
 
-    await body({ page, origin, wsOrigin, sockets });
+    await body({ page, context, origin, wsOrigin, sockets });
 
-    await page.waitForTimeout(300); // let the panes settle for the picture
-    fs.mkdirSync(path.dirname(screenshot), { recursive: true });
-    await page.screenshot({ path: screenshot });
-    log(`screenshot saved to ${screenshot}`);
+    if (screenshot) {
+      await page.waitForTimeout(300); // let the panes settle for the picture
+      fs.mkdirSync(path.dirname(screenshot), { recursive: true });
+      await page.screenshot({ path: screenshot });
+      log(`screenshot saved to ${screenshot}`);
+    }
 
     if (pageErrors.length > 0) throw new Error(`uncaught errors in the page:\n  ${pageErrors.join('\n  ')}`);
     if (cspViolations.length > 0) throw new Error(`Content-Security-Policy violations:\n  ${[...new Set(cspViolations)].join('\n  ')}`);
@@ -190,7 +199,7 @@ export async function runPlaygroundTest(body) {
     for (const s of sockets) log(`WebSocket ${s.url}\n  sent: ${s.sent.join('\n        ')}\n  received: ${s.received.join('\n            ')}`);
     try {
       const p = context.pages()[0];
-      if (p) {
+      if (p && screenshot) {
         await p.screenshot({ path: screenshot });
         log(`failure screenshot saved to ${screenshot}`);
       }
@@ -216,4 +225,31 @@ export function main(test) {
       process.exit(1);
     },
   );
+}
+
+// answerOverHTTP posts query to /graphql with tok as an API client would and
+// returns the status and parsed body, errors and all.
+export async function answerOverHTTP(tok, query = '{ __typename }') {
+  const resp = await fetch(`${baseURL}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${tok}` },
+    body: JSON.stringify({ query }),
+  });
+  return { status: resp.status, body: JSON.parse(await resp.text()) };
+}
+
+// withoutRequestIds is a GraphQL response without its errors' requestIds,
+// which differ from one request to the next.
+export function withoutRequestIds(body) {
+  return JSON.parse(JSON.stringify(body), (key, value) => (key === 'requestId' ? undefined : value));
+}
+
+// showPlugin opens a side pane by its sidebar button's title.
+export async function showPlugin(page, title) {
+  await page.click(`.graphiql-sidebar button[aria-label="Show ${title}"]`);
+}
+
+// pluginText is the side pane's text ('' when none is open).
+export function pluginText(page) {
+  return page.$eval('.graphiql-plugin', (el) => el.textContent).catch(() => '');
 }

@@ -4,12 +4,23 @@
 import { useEffect } from 'react';
 import { createRoot } from 'react-dom/client';
 import { GraphiQL } from 'graphiql';
-import { useEditorContext, useSchemaStore } from '@graphiql/react';
-import { createGraphiQLFetcher } from '@graphiql/toolkit';
-import { Kind, OperationTypeNode, parse, print, visit } from 'graphql';
-import { CloseCode, createClient } from 'graphql-ws/client';
+import { useEditorContext } from '@graphiql/react';
 import { setNonce } from 'get-nonce';
+import { createProcsvcFetcher } from './fetcher.js';
+import { DOCS_PLUGIN, EXPLORER_PLUGIN } from './panes.jsx';
+import { loadSchema, schemaState } from './schema.js';
+import { createValue, useValue } from './state.js';
+import {
+  TOKEN_PLACEHOLDER,
+  forgetToken,
+  headersFor,
+  loadToken,
+  saveToken,
+  tokenFreeStorage,
+  tokenOfHeadersText,
+} from './token.js';
 import 'graphiql/style.css';
+import '@graphiql/plugin-explorer/style.css';
 import './playground.css';
 
 // The page's Content-Security-Policy allows no inline styles except <style>
@@ -19,10 +30,6 @@ import './playground.css';
 const nonce = document.querySelector('meta[name="csp-nonce"]')?.getAttribute('content');
 if (nonce) setNonce(nonce);
 
-const TOKEN_PLACEHOLDER = '<paste your token>';
-
-export const DEFAULT_HEADERS = `{"Authorization": "Bearer ${TOKEN_PLACEHOLDER}"}`;
-
 export const DEFAULT_QUERY = `# procsvc GraphQL playground
 #
 # Requests need a bearer token:
@@ -31,12 +38,14 @@ export const DEFAULT_QUERY = `# procsvc GraphQL playground
 #     (PROCSVC_TOKEN=pms_...).
 #  2. Paste it over
 #     ${TOKEN_PLACEHOLDER}
-#     in "Headers" below.
+#     in "Headers" below. It is kept
+#     until this tab closes.
 #  3. Run: the run button or
 #     Ctrl-Enter (Cmd-Enter).
 #
-# Docs: book icon, top left
-# (they load once the token works).
+# Docs: book icon, top left.
+# Explorer (folder icon): build a
+# query by ticking fields.
 # Autocomplete: Ctrl-Space.
 
 query Overview {
@@ -62,191 +71,128 @@ query Overview {
 }
 `;
 
-// procsvc refuses operations nested more than 12 fields deep, and
-// graphql-js's standard introspection query nests its TypeRef fragment 9
-// ofType levels deep (15 fields along __schema.types.fields.args.type). Six
-// levels describe any type up to [[[T!]!]!]-style wrapping, far more than
-// procsvc's schema uses, and keep introspection within 12.
-const TYPE_REF_OF_TYPE_LEVELS = 6;
-
-function trimOfType(selectionSet, level) {
-  return {
-    ...selectionSet,
-    selections: selectionSet.selections.flatMap((sel) => {
-      if (sel.kind !== Kind.FIELD || sel.name.value !== 'ofType' || !sel.selectionSet) return [sel];
-      if (level >= TYPE_REF_OF_TYPE_LEVELS) return [];
-      return [{ ...sel, selectionSet: trimOfType(sel.selectionSet, level + 1) }];
-    }),
-  };
-}
-
-export function shallowIntrospectionQuery(query) {
-  const doc = visit(parse(query), {
-    FragmentDefinition(node) {
-      if (node.name.value !== 'TypeRef') return undefined;
-      return { ...node, selectionSet: trimOfType(node.selectionSet, 0) };
-    },
-  });
-  return print(doc);
-}
-
-// Same-origin endpoint; the page is served by procsvc itself.
-const GRAPHQL_PATH = '/graphql';
-
-// subscriptionURL is the same-origin WebSocket address of /graphql, wss:
-// when the page came over https:.
-export function subscriptionURL(loc = window.location) {
-  return `${loc.protocol === 'https:' ? 'wss:' : 'ws:'}//${loc.host}${GRAPHQL_PATH}`;
-}
-
-// authorizationOf is the Authorization value of the headers editor's JSON,
-// whatever its key's case ('' when there is none).
-export function authorizationOf(headers) {
-  for (const [key, value] of Object.entries(headers ?? {})) {
-    if (key.toLowerCase() === 'authorization') return String(value);
-  }
-  return '';
-}
-
-// operationOf returns the operation of query that GraphiQL runs: the one
-// named operationName, else the only one. GraphiQL re-reads the editor's
-// operations 100 ms after an edit, so right after one (a paste, then
-// Ctrl-Enter) operationName and documentAST may still describe the previous
-// text; query is always the current one.
-export function operationOf(query, operationName) {
-  let doc;
-  try {
-    doc = parse(query);
-  } catch {
-    return undefined; // the server will say what is wrong with it
-  }
-  const ops = doc.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
-  return ops.find((d) => operationName && d.name?.value === operationName) ?? (ops.length === 1 ? ops[0] : undefined);
-}
-
-// socketError turns what graphql-ws reports (GraphQL errors, an Error, or
-// the CloseEvent of a refused or lost connection) into what GraphiQL shows:
-// GraphQL errors as they are, the rest as a message without a stack.
-function socketError(err) {
-  if (Array.isArray(err)) return err;
-  if (err instanceof Error) return { message: err.message };
-  if (typeof err?.code === 'number') return { message: `Socket closed with event ${err.code} ${err.reason ?? ''}`.trim() };
-  return { message: String(err) };
-}
-
-// observe runs one subscription on client as the observable GraphiQL
-// accepts. (@graphiql/toolkit's wsClient option wraps it in an async
-// iterator instead, which leaves an unhandled rejection in the page when
-// the socket closes with an error.)
-function observe(client, { query, variables, operationName }) {
-  return {
-    subscribe(observer) {
-      const unsubscribe = client.subscribe(
-        { query, variables, operationName },
-        {
-          next: (result) => observer.next(result),
-          error: (err) => observer.error(socketError(err)),
-          complete: () => observer.complete(),
-        },
-      );
-      return { unsubscribe };
-    },
-  };
-}
-
-// Queries and mutations go over HTTP with the headers editor's headers.
-// Subscriptions go over WebSocket (graphql-transport-ws), where a browser
-// cannot set headers: the token travels in connection_init's payload as
-// {"authorization": "Bearer ..."}. There is one client per Authorization
-// value; it connects only while a subscription runs. Another token in the
-// headers editor disposes of the old client (ending what ran under the old
-// token), and the next subscription connects with the new one.
-export function createProcsvcFetcher() {
-  const httpFetcher = createGraphiQLFetcher({ url: GRAPHQL_PATH });
-  let ws; // { authorization, client }
-  const wsClientFor = (authorization) => {
-    if (ws?.authorization === authorization) return ws.client;
-    ws?.client.dispose();
-    const client = createClient({
-      url: subscriptionURL(),
-      connectionParams: authorization ? { authorization } : {},
-      // Retry lost connections (graphql-ws's default), but a refused token
-      // stays refused: show that at once.
-      shouldRetry: (closed) => typeof closed?.code === 'number' && closed.code !== CloseCode.Forbidden,
-    });
-    ws = { authorization, client };
-    return client;
-  };
-
-  return (params, opts) => {
-    const op = operationOf(params.query, params.operationName);
-    if (op?.operation === OperationTypeNode.SUBSCRIPTION) {
-      return observe(wsClientFor(authorizationOf(opts?.headers)), { ...params, operationName: op.name?.value });
-    }
-    if (params.operationName === 'IntrospectionQuery' && typeof params.query === 'string') {
-      try {
-        return httpFetcher({ ...params, query: shallowIntrospectionQuery(params.query) }, opts);
-      } catch {
-        // Not the query we know how to trim: send it as it is.
-      }
-    }
-    return httpFetcher(params, opts);
-  };
-}
-
 const fetcher = createProcsvcFetcher();
+const PLUGINS = [EXPLORER_PLUGIN];
+const storage = tokenFreeStorage();
 
-// GraphiQL introspects once on load, before a token has been pasted (and
-// procsvc answers unauthenticated requests with an error). Re-introspect
-// whenever the headers editor settles on new content, so the docs explorer
-// and autocompletion fill in as soon as a valid token is there.
-function ReintrospectOnHeaderChange() {
+// sessionToken is the token kept for this tab (token.js).
+const sessionToken = createValue(loadToken());
+
+// How long the headers editor must rest before its text counts: a paste is
+// one change, typing many.
+const HEADERS_SETTLE_MS = 300;
+
+// HeadersWatcher keeps the schema and the session's token in step with the
+// headers editor: once its text settles on a new value that parses, the
+// schema loads again with it (the docs and explorer fill in as soon as a
+// valid token is there), and a token the server accepted for that is kept
+// for the session (a mistyped one is not: a reload brings back the last
+// token that worked). It also answers GraphiQL's "Re-fetch GraphQL schema"
+// button and Ctrl-Shift-R, which only reach GraphiQL's own introspection,
+// unused here (schema.js).
+function HeadersWatcher() {
   const { headerEditor } = useEditorContext({ nonNull: true });
-  const introspect = useSchemaStore((s) => s.introspect);
   useEffect(() => {
     if (!headerEditor) return undefined;
-    let last = headerEditor.getValue();
+    let loadedWith;
+    const load = (text) => {
+      loadedWith = text;
+      loadSchema(text).then((accepted) => {
+        const token = tokenOfHeadersText(text);
+        if (accepted && token && token !== sessionToken.get()) {
+          saveToken(token);
+          sessionToken.set(token);
+        }
+      });
+    };
+    load(headerEditor.getValue());
     let timer;
+    const settle = () => {
+      const text = headerEditor.getValue();
+      if (text === loadedWith) return;
+      try {
+        JSON.parse(text);
+      } catch {
+        return; // still typing
+      }
+      load(text);
+    };
     const onChange = () => {
       clearTimeout(timer);
-      timer = setTimeout(() => {
-        const now = headerEditor.getValue();
-        if (now === last) return;
-        last = now;
-        try {
-          JSON.parse(now);
-        } catch {
-          return; // still typing
-        }
-        introspect();
-      }, 500);
+      timer = setTimeout(settle, HEADERS_SETTLE_MS);
+    };
+    const refetch = () => load(headerEditor.getValue());
+    const onClick = (e) => {
+      if (e.target instanceof Element && e.target.closest('button[aria-label="Re-fetch GraphQL schema"]')) refetch();
+    };
+    const onKey = (e) => {
+      if (e.ctrlKey && e.key === 'R') refetch();
     };
     headerEditor.on('change', onChange);
+    document.addEventListener('click', onClick, true);
+    window.addEventListener('keydown', onKey);
     return () => {
       clearTimeout(timer);
       headerEditor.off('change', onChange);
+      document.removeEventListener('click', onClick, true);
+      window.removeEventListener('keydown', onKey);
     };
-  }, [headerEditor, introspect]);
+  }, [headerEditor]);
   return null;
 }
 
+// TokenStatus says where the token is kept and offers to forget it.
+// Forgetting reloads the page: every tab's headers, the history's entries
+// of this session and the open WebSocket hold the token in memory, and a
+// reload drops them all (the query and tabs are kept, without it).
+function TokenStatus() {
+  const token = useValue(sessionToken);
+  if (!token) {
+    return (
+      <span className="procsvc-hint">
+        No token? Start procsvc on an empty database (<code>go run ./cmd/procsvc</code>): it prints one. Paste
+        it into Headers; it is kept until this browser tab closes.
+      </span>
+    );
+  }
+  return (
+    <span className="procsvc-hint procsvc-token-status">
+      Your token is kept in this browser tab until it closes (sessionStorage: no cookie, nothing saved across
+      sessions).{' '}
+      <button
+        type="button"
+        className="procsvc-forget-token"
+        onClick={() => {
+          forgetToken();
+          window.location.reload();
+        }}
+      >
+        Forget token
+      </button>
+    </span>
+  );
+}
+
 function Playground() {
+  const { schema } = useValue(schemaState);
+  const token = useValue(sessionToken);
   return (
     <GraphiQL
       fetcher={fetcher}
+      schema={schema}
+      storage={storage}
+      referencePlugin={DOCS_PLUGIN}
+      plugins={PLUGINS}
       defaultQuery={DEFAULT_QUERY}
-      defaultHeaders={DEFAULT_HEADERS}
+      defaultHeaders={headersFor(token)}
       defaultEditorToolsVisibility="headers"
       isHeadersEditorEnabled
       shouldPersistHeaders={false}
     >
       <GraphiQL.Logo>procsvc</GraphiQL.Logo>
       <GraphiQL.Footer>
-        <ReintrospectOnHeaderChange />
-        <span className="procsvc-hint">
-          No token? Start procsvc on an empty database (<code>go run ./cmd/procsvc</code>): it prints
-          one. Paste it into Headers.
-        </span>
+        <HeadersWatcher />
+        <TokenStatus />
       </GraphiQL.Footer>
     </GraphiQL>
   );
