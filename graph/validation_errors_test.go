@@ -230,6 +230,15 @@ func TestInputMistakesAnswerAlike(t *testing.T) {
 		wantRefusedInput(t, s.GraphQL(t, w.MemberToken, `{ procedures(limit: 5) { totalCount } }`, nil),
 			[2]string{"limit", "is not an argument of procedures"})
 	})
+	// A variable declared with another type than where it is used is the
+	// document's mistake (gqlparser's words), named where it is used.
+	t.Run("VariableOfAnotherType", func(t *testing.T) {
+		r := s.GraphQL(t, w.MemberToken, `query($d: String) { procedures(filter: {dueFrom: $d}) { totalCount } }`, obj("d", "2026-01-01"))
+		if r.Status != http.StatusBadRequest || len(r.Data) != 0 {
+			t.Fatalf("status %d, data %s", r.Status, r.Data)
+		}
+		wantError(t, r, "validation_failed", "dueFrom")
+	})
 	// GET refuses alike.
 	t.Run("GET", func(t *testing.T) {
 		want := [2]string{"dueFrom", timeMsg}
