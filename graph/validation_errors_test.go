@@ -230,6 +230,12 @@ func TestInputMistakesAnswerAlike(t *testing.T) {
 		wantRefusedInput(t, s.GraphQL(t, w.MemberToken, `{ procedures(limit: 5) { totalCount } }`, nil),
 			[2]string{"limit", "is not an argument of procedures"})
 	})
+	// A variable's default is written in the document: named as the
+	// variable is, by where it is used.
+	t.Run("VariableDefault", func(t *testing.T) {
+		wantRefusedInput(t, s.GraphQL(t, w.MemberToken, `query($p: Priority = URGENT) { procedures(filter: {priority: $p}) { totalCount } }`, nil),
+			[2]string{"priority", "must be one of LOW, MEDIUM, HIGH"})
+	})
 	// A variable declared with another type than where it is used is the
 	// document's mistake (gqlparser's words), named where it is used.
 	t.Run("VariableOfAnotherType", func(t *testing.T) {

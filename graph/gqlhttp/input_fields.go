@@ -88,8 +88,17 @@ func inputLiterals(observers *core.Events, addError core.AddErrFunc) {
 	observers.OnOperation(func(w *core.Walker, op *ast.OperationDefinition) {
 		p := problems(w)
 		for _, v := range op.VariableDefinitions {
-			if v.DefaultValue != nil {
-				p.literal(variableField(w.Document, op, v.Variable), v.Type, v.DefaultValue)
+			if v.DefaultValue == nil {
+				continue
+			}
+			// A default's own value is named as the variable's (by where it
+			// is used), found only for a refused one.
+			from := len(p.list)
+			p.literal("", v.Type, v.DefaultValue)
+			for i := from; i < len(p.list); i++ {
+				if p.list[i].field == "" {
+					p.list[i].field = variableField(w.Document, op, v.Variable)
+				}
 			}
 		}
 		ops := w.Document.Operations
