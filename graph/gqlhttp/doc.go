@@ -5,8 +5,10 @@
 // extensions (executor.go): the document limits (limits.go), complexity
 // (complexity.go) and its rate-limit cost (cost.go), the Idempotency-Key
 // claim (idempotency.go), the response bound (response_bound.go), the
-// response-cache footprint (footprint.go); one error shape for every
-// failure (errors.go) and status mapping (status.go); and the writer that
+// response-cache footprint (footprint.go); the check of every input value,
+// inline or in variables, before anything runs (input_values.go,
+// input_fields.go, input_variables.go); one error shape for every failure
+// (errors.go) and status mapping (status.go); and the writer that
 // skips gqlgen's second encoding of a response (direct_transport.go).
 // Subscriptions' transports are graph/live's.
 package gqlhttp

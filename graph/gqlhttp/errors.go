@@ -63,7 +63,8 @@ func presentError(ctx context.Context, log *slog.Logger, err error) *gqlerror.Er
 }
 
 // inputField names the input field of a coercion error, which gqlgen reports
-// with a path but no field: the last name of a variable's path
+// with a path but no field (one input_values.go's checks did not refuse
+// first, before anything ran): the last name of a variable's path
 // (["variable", "in", "priority"]), or of an argument's path below the field
 // being resolved (["createProcedure", "input", "dueAt"]).
 func inputField(ctx context.Context, path ast.Path) string {

@@ -40,11 +40,13 @@ func NewExecutor(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, lv *li
 	if lv != nil {
 		// Before POST, which would take a Server-Sent Events request too.
 		for _, t := range lv.Transports(graphqlError(log)) {
-			srv.AddTransport(t)
+			srv.AddTransport(variablesChecked{t})
 		}
 	}
-	srv.AddTransport(direct{transport.GET{}})
-	srv.AddTransport(direct{transport.POST{}})
+	// Each transport answers refused variables in REST's words
+	// (input_variables.go).
+	srv.AddTransport(variablesChecked{direct{transport.GET{}}})
+	srv.AddTransport(variablesChecked{direct{transport.POST{}}})
 	srv.SetQueryCache(queries)
 	srv.SetParserTokenLimit(MaxTokens)
 	srv.SetValidationRulesFn(validationRules)
@@ -54,6 +56,8 @@ func NewExecutor(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, lv *li
 	srv.Use(extension.AutomaticPersistedQuery{Cache: perWorkspace{lru.New[string](1000)}})
 	srv.Use(depthLimit{max: MaxDepth})
 	srv.Use(introspectionBudget{schema: PublishedSchema()})
+	// Before the page-size limit, which reads arguments' values.
+	srv.Use(inputVariables{})
 	srv.Use(pageSizeLimit{max: MaxPageSize})
 	srv.Use(complexityLimit{max: MaxComplexity})
 	// After the complexity limit, which computes the cost it charges.

@@ -32,15 +32,18 @@ func (t timeValue) MarshalGQL(w io.Writer) {
 // AppendTime appends t in the form MarshalTime quotes.
 func AppendTime(b []byte, t time.Time) []byte { return timefmt.AppendFormat(b, t) }
 
-// UnmarshalTime accepts what timefmt.Parse accepts.
+// UnmarshalTime accepts what timefmt.Parse accepts. Its error's message is
+// what REST says of the same value in a body (timefmt's errors), which names
+// the field: the HTTP face checks every Time value with it before anything
+// runs and names the field (graph/gqlhttp, input_values.go).
 func UnmarshalTime(v any) (time.Time, error) {
 	s, ok := v.(string)
 	if !ok {
-		return time.Time{}, apperr.New(apperr.ValidationFailed, "a Time must be a string: %s", timefmt.ErrInvalid)
+		return time.Time{}, apperr.New(apperr.ValidationFailed, "%s", timefmt.ErrInvalid)
 	}
 	t, err := timefmt.Parse(s)
 	if err != nil {
-		return time.Time{}, apperr.New(apperr.ValidationFailed, "invalid Time %s: %s", strconv.Quote(truncate(s)), err)
+		return time.Time{}, apperr.New(apperr.ValidationFailed, "%s", err)
 	}
 	return t, nil
 }
