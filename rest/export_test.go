@@ -9,3 +9,6 @@ func Routes() []string {
 	}
 	return out
 }
+
+// MaxPageNumber is the largest page a paged list reads.
+const MaxPageNumber = maxPageNumber

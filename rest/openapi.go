@@ -178,12 +178,20 @@ func query(name, desc string, schema obj) obj {
 	return obj{"name": name, "in": "query", "required": false, "description": desc, "schema": schema}
 }
 
-// pages are the parameters of a page by number: page and its size.
+// wholeNumber is the schema of a whole-number query parameter read by
+// params.integer with these bounds and default. The server takes decimal
+// digits only (no sign, no fraction, no exponent).
+func wholeNumber(def, min, max int) obj {
+	return obj{"type": "integer", "minimum": min, "maximum": max, "default": def}
+}
+
+// pages are the parameters of a page by number, as page() reads them: page
+// and its size.
 func pages(def, max int) []any {
-	size := obj{"type": "string", "pattern": `^[0-9]+$`, "description": "1.." + itoa(max) + ", default " + itoa(def)}
+	size := wholeNumber(def, 1, max)
 	return []any{
-		query("page", "1-based page number, default 1", obj{"type": "string", "pattern": `^[0-9]+$`}),
-		query("limit", "page size", size), query("pageSize", "alias of limit", size), query("perPage", "alias of limit", size),
+		query("page", "1-based page number, in decimal digits", wholeNumber(1, 1, maxPageNumber)),
+		query("limit", "page size, in decimal digits", size), query("pageSize", "alias of limit", size), query("perPage", "alias of limit", size),
 	}
 }
 

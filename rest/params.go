@@ -95,8 +95,8 @@ func (p *params) integer(def, min, max int, names ...string) int {
 	if !ok {
 		return def
 	}
-	// Digits only, as the OpenAPI document's pattern says: Atoi alone would
-	// also take a sign ("+5").
+	// Decimal digits only, as the OpenAPI document's description of the
+	// integer says: Atoi alone would also take a sign ("+5").
 	n, err := strconv.Atoi(v)
 	if err != nil || strings.TrimLeft(v, "0123456789") != "" || n < min || n > max {
 		p.val.Add(name, "must be a whole number from %d to %d", min, max)
