@@ -12,3 +12,6 @@ func Routes() []string {
 
 // MaxPageNumber is the largest page a paged list reads.
 const MaxPageNumber = maxPageNumber
+
+// CheckQuery is checkQuery, for the tests of what its errors quote.
+var CheckQuery = checkQuery
