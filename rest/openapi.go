@@ -168,9 +168,12 @@ func okResponse(schema string) obj {
 func rateLimitHeaders() obj {
 	n := obj{"type": "integer", "minimum": 0}
 	return obj{
-		"RateLimit-Limit":     obj{"schema": n, "description": "the size of the token's bucket: the most it spends at once"},
+		"RateLimit-Limit":     obj{"schema": n, "description": "the size of the token's bucket (--rate-burst, default 200): the most it may spend at once"},
 		"RateLimit-Remaining": obj{"schema": n, "description": "whole tokens left in the bucket after this request"},
 		"RateLimit-Reset":     obj{"schema": n, "description": "seconds until the bucket is full again"},
+		"RateLimit-Policy": obj{"schema": obj{"type": "string", "pattern": `^[0-9]+;w=[1-9][0-9]*$`},
+			"description": "<size>;w=<seconds>: the bucket's size and the seconds, rounded up, an empty bucket takes to refill " +
+				"(200;w=4 by default: 200 at once, refilled at 50 a second)"},
 	}
 }
 

@@ -489,6 +489,7 @@ func TestOpenAPIValidatorCatchesDrift(t *testing.T) {
 			{"undocumented status", getProc, procResp, same, 418, nil},
 			{"a procedure as a 404 body", getProc, procResp, same, 404, nil},
 			{"X-Request-Id header not a UUID", getProc, procResp, same, 200, map[string]string{"X-Request-Id": "abc"}},
+			{"RateLimit-Policy without its window", getProc, procResp, same, 200, map[string]string{"RateLimit-Policy": "200"}},
 		}
 		listCall := call{method: "GET", path: "/procedures", token: e.ws.ViewToken}
 		listResp := e.send(t, listCall)
