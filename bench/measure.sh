@@ -46,7 +46,10 @@ fi
 CHECK_EVERY=${CHECK_EVERY:-1}      # with MIX=dashboard
 PG=${PG:-postgres://postgres@127.0.0.1:5432}
 WRITE_RATIOS=${WRITE_RATIOS:-"0 0.01 0.10"}   # with MIX=update or dashboard
-DB=procsvc_measure_$$
+# The pid and a random tail: two containers sharing the server may run this
+# under the same pid.
+DB=procsvc_measure_$$_$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
+DB_CREATED=                        # set once CREATE DATABASE $DB succeeded
 SERVER=
 ADDR=${ADDR:-127.0.0.1:18300}      # where procsvc serves; another port for a second run at once
 BIN=$(mktemp -d)/procsvc
@@ -61,7 +64,9 @@ addr_free() {
   fi
 }
 addr_free
-trap 'kill $SERVER 2>/dev/null || true; [ -n "${REUSE_DB_URL:-}" ] || psql "$PG/postgres?sslmode=disable" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
+# Drops $DB only if this run created it: WITH (FORCE) ends the sessions of
+# whoever uses the name, and that must be us.
+trap 'kill $SERVER 2>/dev/null || true; [ -z "$DB_CREATED" ] || psql "$PG/postgres?sslmode=disable" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
 
 go build -o "$BIN" ./cmd/procsvc
 go build -o "$BENCH" ./cmd/procsvc-bench
@@ -71,6 +76,7 @@ if [ -n "${REUSE_DB_URL:-}" ]; then
   : "${TOKEN:?TOKEN must be set with REUSE_DB_URL}"
 else
   psql "$PG/postgres?sslmode=disable" -qc "CREATE DATABASE $DB"
+  DB_CREATED=1
   export DATABASE_URL="$PG/$DB?sslmode=disable"
   "$BIN" migrate >/dev/null
   seed=$("$BENCH" seed --procedures "$PROCEDURES" --noise-workspaces "$NOISE" --noise-procedures "$NOISE_PROCEDURES")

@@ -9,3 +9,9 @@ func Routes() []string {
 	}
 	return out
 }
+
+// MaxPageNumber is the largest page a paged list reads.
+const MaxPageNumber = maxPageNumber
+
+// CheckQuery is checkQuery, for the tests of what its errors quote.
+var CheckQuery = checkQuery

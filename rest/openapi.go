@@ -177,9 +177,12 @@ func okResponse(schema string) obj {
 func rateLimitHeaders() obj {
 	n := obj{"type": "integer", "minimum": 0}
 	return obj{
-		"RateLimit-Limit":     obj{"schema": n, "description": "the size of the token's bucket: the most it spends at once"},
+		"RateLimit-Limit":     obj{"schema": n, "description": "the size of the token's bucket (--rate-burst, default 200): the most it may spend at once"},
 		"RateLimit-Remaining": obj{"schema": n, "description": "whole tokens left in the bucket after this request"},
 		"RateLimit-Reset":     obj{"schema": n, "description": "seconds until the bucket is full again"},
+		"RateLimit-Policy": obj{"schema": obj{"type": "string", "pattern": `^[0-9]+;w=[1-9][0-9]*$`},
+			"description": "<size>;w=<seconds>: the bucket's size and the seconds, rounded up, an empty bucket takes to refill " +
+				"(200;w=4 by default: 200 at once, refilled at 50 a second)"},
 	}
 }
 
@@ -187,12 +190,20 @@ func query(name, desc string, schema obj) obj {
 	return obj{"name": name, "in": "query", "required": false, "description": desc, "schema": schema}
 }
 
-// pages are the parameters of a page by number: page and its size.
+// wholeNumber is the schema of a whole-number query parameter read by
+// params.integer with these bounds and default. The server takes decimal
+// digits only (no sign, no fraction, no exponent).
+func wholeNumber(def, min, max int) obj {
+	return obj{"type": "integer", "minimum": min, "maximum": max, "default": def}
+}
+
+// pages are the parameters of a page by number, as page() reads them: page
+// and its size.
 func pages(def, max int) []any {
-	size := obj{"type": "string", "pattern": `^[0-9]+$`, "description": "1.." + itoa(max) + ", default " + itoa(def)}
+	size := wholeNumber(def, 1, max)
 	return []any{
-		query("page", "1-based page number, default 1", obj{"type": "string", "pattern": `^[0-9]+$`}),
-		query("limit", "page size", size), query("pageSize", "alias of limit", size), query("perPage", "alias of limit", size),
+		query("page", "1-based page number, in decimal digits", wholeNumber(1, 1, maxPageNumber)),
+		query("limit", "page size, in decimal digits", size), query("pageSize", "alias of limit", size), query("perPage", "alias of limit", size),
 	}
 }
 

@@ -13,11 +13,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
 	"github.com/procsvc/procsvc/internal/limits"
@@ -145,6 +147,67 @@ func TestOpenAPIRoutesMatchServer(t *testing.T) {
 	})
 }
 
+// TestOpenAPIPagingParametersAreBoundedIntegers: page and the page size
+// (limit and its aliases) are integers in the document, with the bounds and
+// defaults the server enforces, so that generated clients send and check
+// numbers; no query parameter is a string of digits any more.
+func TestOpenAPIPagingParametersAreBoundedIntegers(t *testing.T) {
+	t.Parallel()
+	type bounds struct{ def, min, max int }
+	page := bounds{1, 1, rest.MaxPageNumber}
+	procedures := bounds{core.DefaultProcedurePageSize, 1, core.MaxProcedurePageSize}
+	comments := bounds{core.DefaultCommentPageSize, 1, core.MaxCommentPageSize}
+	lists := bounds{core.DefaultListPageSize, 1, core.MaxListPageSize}
+	want := map[string]bounds{}
+	for route, size := range map[string]bounds{
+		"GET /procedures": procedures, "GET /procedures/{id}/comments": comments,
+		"GET /projects": lists, "GET /categories": lists, "GET /members": lists,
+	} {
+		want[route+" page"] = page
+		for _, name := range []string{"limit", "pageSize", "perPage"} {
+			want[route+" "+name] = size
+		}
+	}
+	seen := map[string]bool{}
+	doc := loadSpec(t).doc
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for _, p := range op.Parameters {
+				if p.Value.In != "query" {
+					continue
+				}
+				key := method + " " + path + " " + p.Value.Name
+				schema := p.Value.Schema.Value
+				if schema.Pattern == `^[0-9]+$` {
+					t.Errorf("%s is a string of digits; declare it an integer", key)
+				}
+				w, ok := want[key]
+				if !ok {
+					continue
+				}
+				seen[key] = true
+				if !schema.Type.Is("integer") || schema.Min == nil || schema.Max == nil ||
+					*schema.Min != float64(w.min) || *schema.Max != float64(w.max) || schema.Default != float64(w.def) {
+					t.Errorf("%s: type %v, minimum %v, maximum %v, default %v; want integer %d..%d, default %d",
+						key, schema.Type, ptrValue(schema.Min), ptrValue(schema.Max), schema.Default, w.min, w.max, w.def)
+				}
+			}
+		}
+	}
+	for key := range want {
+		if !seen[key] {
+			t.Errorf("%s is not in the document", key)
+		}
+	}
+}
+
+func ptrValue(f *float64) any {
+	if f == nil {
+		return nil
+	}
+	return *f
+}
+
 type docValidity int
 
 const (
@@ -183,7 +246,10 @@ func TestOpenAPITraffic(t *testing.T) {
 			{"list procedures with a bad sortBy", call{method: "GET", path: "/procedures?sortBy=bogus", token: V}, 400, "validation_failed", invalidRequest},
 			{"list procedures with a bad state", call{method: "GET", path: "/procedures?state=DONE", token: V}, 400, "validation_failed", invalidRequest},
 			{"list procedures with limit=abc", call{method: "GET", path: "/procedures?limit=abc", token: V}, 400, "validation_failed", invalidRequest},
-			{"list procedures with limit=0", call{method: "GET", path: "/procedures?limit=0", token: V}, 400, "validation_failed", anyRequest},
+			{"list procedures with limit=0", call{method: "GET", path: "/procedures?limit=0", token: V}, 400, "validation_failed", invalidRequest},
+			{"list procedures with limit=101", call{method: "GET", path: "/procedures?limit=101", token: V}, 400, "validation_failed", invalidRequest},
+			{"list procedures at the largest page and size", call{method: "GET", path: "/procedures?limit=100&page=" + strconv.Itoa(rest.MaxPageNumber), token: V}, 200, "", validRequest},
+			{"list procedures past the largest page", call{method: "GET", path: "/procedures?page=" + strconv.Itoa(rest.MaxPageNumber+1), token: V}, 400, "validation_failed", invalidRequest},
 			{"list procedures without a token", call{method: "GET", path: "/procedures"}, 401, "unauthenticated", invalidRequest},
 			// POST /procedures
 			{"create a procedure with JSON content", call{method: "POST", path: "/procedures", token: M, body: js(e.procBody(map[string]any{
@@ -220,7 +286,7 @@ func TestOpenAPITraffic(t *testing.T) {
 			{"list comments by shortId with an alias", call{method: "GET", path: "/procedures/RST-1/comments?perPage=3", token: V}, 200, "", validRequest},
 			{"list comments past the last page", call{method: "GET", path: proc + "/comments?page=9&pageSize=100", token: V}, 200, "", validRequest},
 			{"list comments with page=x", call{method: "GET", path: proc + "/comments?page=x", token: V}, 400, "validation_failed", invalidRequest},
-			{"list comments with limit=101", call{method: "GET", path: proc + "/comments?limit=101", token: V}, 400, "validation_failed", anyRequest},
+			{"list comments with limit=101", call{method: "GET", path: proc + "/comments?limit=101", token: V}, 400, "validation_failed", invalidRequest},
 			{"list the comments of an unknown procedure", call{method: "GET", path: "/procedures/RST-404/comments", token: V}, 404, "not_found", validRequest},
 			{"list another workspace's comments", call{method: "GET", path: "/procedures/" + other.createProcedure(t, nil)["id"].(string) + "/comments", token: V}, 404, "not_found", validRequest},
 			{"list comments without a token", call{method: "GET", path: proc + "/comments"}, 401, "unauthenticated", invalidRequest},
@@ -230,7 +296,8 @@ func TestOpenAPITraffic(t *testing.T) {
 			{"comment on an unknown procedure", call{method: "POST", path: "/procedures/RST-404/comments", token: M, body: js(map[string]any{"text": "x"})}, 404, "not_found", validRequest},
 			// GET /projects
 			{"list projects", call{method: "GET", path: "/projects?search=project&page=1&limit=10", token: V}, 200, "", validRequest},
-			{"list projects with limit=501", call{method: "GET", path: "/projects?limit=501", token: V}, 400, "validation_failed", anyRequest},
+			{"list projects with limit=501", call{method: "GET", path: "/projects?limit=501", token: V}, 400, "validation_failed", invalidRequest},
+			{"list projects with limit=500", call{method: "GET", path: "/projects?limit=500", token: V}, 200, "", validRequest},
 			// POST /projects
 			{"create a project", call{method: "POST", path: "/projects", token: M, body: js(map[string]any{"name": "Docs", "startedAt": "2030-01-01", "dueAt": nil})}, 200, "", validRequest},
 			{"create a project ending before it starts", call{method: "POST", path: "/projects", token: M, body: js(map[string]any{"name": "Docs", "startedAt": "2030-01-02", "dueAt": "2030-01-01"})}, 400, "validation_failed", validRequest},
@@ -422,6 +489,7 @@ func TestOpenAPIValidatorCatchesDrift(t *testing.T) {
 			{"undocumented status", getProc, procResp, same, 418, nil},
 			{"a procedure as a 404 body", getProc, procResp, same, 404, nil},
 			{"X-Request-Id header not a UUID", getProc, procResp, same, 200, map[string]string{"X-Request-Id": "abc"}},
+			{"RateLimit-Policy without its window", getProc, procResp, same, 200, map[string]string{"RateLimit-Policy": "200"}},
 		}
 		listCall := call{method: "GET", path: "/procedures", token: e.ws.ViewToken}
 		listResp := e.send(t, listCall)
@@ -500,6 +568,8 @@ func TestOpenAPIValidatorCatchesDrift(t *testing.T) {
 			{"query: page not a number", call{method: "GET", path: "/projects?page=x", token: "t"}, false},
 			{"comments: page and limit", call{method: "GET", path: "/procedures/PRC-1/comments?page=2&limit=10", token: "t"}, true},
 			{"comments: limit not a number", call{method: "GET", path: "/procedures/PRC-1/comments?limit=ten", token: "t"}, false},
+			{"comments: limit above its maximum", call{method: "GET", path: "/procedures/PRC-1/comments?limit=101", token: "t"}, false},
+			{"projects: page 0", call{method: "GET", path: "/projects?page=0", token: "t"}, false},
 			{"no bearer token", call{method: "GET", path: "/members"}, false},
 			{"wrong Content-Type", call{method: "POST", path: "/categories", token: "t", body: []byte(`{"name":"x"}`), contentType: "text/plain"}, false},
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/textclip"
 	"github.com/procsvc/procsvc/internal/timefmt"
 )
 
@@ -21,6 +22,10 @@ type params struct {
 func newParams(q url.Values) *params {
 	return &params{q: q, used: map[string]bool{}, val: &apperr.Validation{}}
 }
+
+// maxQuotedName bounds, in bytes, the name of a malformed parameter quoted
+// in the error (textclip adds "…" when it cuts).
+const maxQuotedName = 64
 
 // checkQuery refuses a query string that does not parse, which
 // url.URL.Query would silently shorten (dropping a "state=WAITING;" pair,
@@ -37,10 +42,9 @@ func checkQuery(raw string) error {
 		if keyErr != nil || name == "" {
 			name = key
 		}
-		if len(name) > 64 {
-			name = name[:64] + "…"
-		}
-		name = strings.ToValidUTF8(name, "\uFFFD")
+		// Valid UTF-8 first (a %FF in the name), then at most 64 bytes,
+		// cut on a rune boundary, as the error body quotes it.
+		name = textclip.Bytes(strings.ToValidUTF8(name, "\uFFFD"), maxQuotedName)
 		if name == "" {
 			name = "query"
 		}
@@ -95,8 +99,8 @@ func (p *params) integer(def, min, max int, names ...string) int {
 	if !ok {
 		return def
 	}
-	// Digits only, as the OpenAPI document's pattern says: Atoi alone would
-	// also take a sign ("+5").
+	// Decimal digits only, as the OpenAPI document's description of the
+	// integer says: Atoi alone would also take a sign ("+5").
 	n, err := strconv.Atoi(v)
 	if err != nil || strings.TrimLeft(v, "0123456789") != "" || n < min || n > max {
 		p.val.Add(name, "must be a whole number from %d to %d", min, max)

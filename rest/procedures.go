@@ -79,9 +79,14 @@ func one(v string) []string {
 	return []string{v}
 }
 
-// page reads page and limit as the window of that page.
+// maxPageNumber bounds page so that the offset it makes, (page-1)*limit,
+// stays far from overflow.
+const maxPageNumber = 1_000_000
+
+// page reads page and limit as the window of that page (the OpenAPI
+// document's pages() declares the same bounds and defaults).
 func page(p *params, def, max int) core.Window {
-	n := p.integer(1, 1, 1_000_000, "page")
+	n := p.integer(1, 1, maxPageNumber, "page")
 	limit := p.integer(def, 1, max, "limit", "pageSize", "perPage")
 	return core.Window{First: &limit, Start: (n - 1) * limit}
 }

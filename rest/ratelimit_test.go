@@ -37,7 +37,9 @@ func TestRateLimitedAnswers(t *testing.T) {
 		wantOK(t, e.do(t, "GET", "/procedures", e.ws.MemberToken, nil))
 		r := e.do(t, "POST", "/categories", e.ws.MemberToken, map[string]any{"name": "Allowed"})
 		wantOK(t, r)
-		if r.Header.Get("RateLimit-Limit") != "2" || r.Header.Get("RateLimit-Remaining") != "0" || r.Header.Get("RateLimit-Reset") != "4" {
+		// A bucket of 2 refilled at 0.5 a second: empty, it is full in 4 s.
+		if r.Header.Get("RateLimit-Limit") != "2" || r.Header.Get("RateLimit-Remaining") != "0" || r.Header.Get("RateLimit-Reset") != "4" ||
+			r.Header.Get("RateLimit-Policy") != "2;w=4" {
 			t.Fatalf("headers of the second request: %v", r.Header)
 		}
 		count := func() (n int) {
@@ -50,7 +52,7 @@ func TestRateLimitedAnswers(t *testing.T) {
 		r = e.do(t, "POST", "/categories", e.ws.MemberToken, map[string]any{"name": "Refused"})
 		wantError(t, r, http.StatusTooManyRequests, "rate_limited", "")
 		// One token comes in 2 s at 0.5 per second.
-		if r.Header.Get("Retry-After") != "2" || r.Header.Get("RateLimit-Remaining") != "0" {
+		if r.Header.Get("Retry-After") != "2" || r.Header.Get("RateLimit-Remaining") != "0" || r.Header.Get("RateLimit-Policy") != "2;w=4" {
 			t.Fatalf("refusal headers: %v", r.Header)
 		}
 		if count() != before {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/middleware"
+	"github.com/procsvc/procsvc/internal/textclip"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -185,9 +187,7 @@ func (c *socket) guard(what string, fn func()) {
 func (c *socket) shut(code websocket.StatusCode, reason string) {
 	c.closed.Do(func() {
 		c.cancel()
-		if len(reason) > 120 {
-			reason = reason[:120]
-		}
+		reason = closeReason(reason)
 		c.closing = make(chan struct{})
 		go func() {
 			defer close(c.closing)
@@ -367,7 +367,7 @@ func (c *socket) handle(data []byte) {
 		}
 		c.shut(CloseBadMessage, fmt.Sprintf("Invalid message type %q", m.Type))
 	default:
-		c.shut(CloseBadMessage, fmt.Sprintf("Invalid message type %q", truncate(m.Type, 40)))
+		c.shut(CloseBadMessage, fmt.Sprintf("Invalid message type %q", textclip.Bytes(m.Type, 40)))
 	}
 }
 
@@ -392,11 +392,15 @@ func (c *socket) nextType() string {
 	return "next"
 }
 
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
+// maxCloseReason is the most a close reason may take: a close frame's
+// payload is at most 125 bytes, 2 of them the code (RFC 6455 §5.5).
+const maxCloseReason = 123
+
+// closeReason makes reason a valid close reason: UTF-8, which RFC 6455
+// §5.5.1 requires and browsers fail the connection without, within
+// maxCloseReason bytes, which coder/websocket refuses to send beyond.
+func closeReason(reason string) string {
+	return textclip.Prefix(strings.ToValidUTF8(reason, "\uFFFD"), maxCloseReason)
 }
 
 // forbidden is the close reason of a socket whose credential err refused:

@@ -22,6 +22,7 @@ import (
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/idempotency"
 	"github.com/procsvc/procsvc/internal/middleware"
+	"github.com/procsvc/procsvc/internal/textclip"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -40,7 +41,7 @@ func (c *socket) subscribe(m wsMessage) {
 	c.mu.Lock()
 	if _, dup := c.ops[m.ID]; dup {
 		c.mu.Unlock()
-		c.shut(CloseDuplicateID, "Subscriber for "+truncate(m.ID, 80)+" already exists")
+		c.shut(CloseDuplicateID, "Subscriber for "+textclip.Bytes(m.ID, 80)+" already exists")
 		return
 	}
 	if len(c.ops) >= c.live.opts.MaxPerToken+c.live.opts.OperationsPerSocket {

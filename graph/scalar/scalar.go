@@ -13,6 +13,7 @@ import (
 
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/textclip"
 	"github.com/procsvc/procsvc/internal/timefmt"
 )
 
@@ -85,14 +86,11 @@ func UnmarshalUUID(v any) (uuid.UUID, error) {
 	}
 	id, err := ids.Parse(s)
 	if err != nil {
-		return uuid.Nil, apperr.New(apperr.ValidationFailed, "invalid ID %s", strconv.Quote(truncate(s)))
+		return uuid.Nil, apperr.New(apperr.ValidationFailed, "invalid ID %s", strconv.Quote(textclip.Bytes(s, maxQuoted)))
 	}
 	return id, nil
 }
 
-func truncate(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
-}
+// maxQuoted bounds, in bytes, the part of a rejected value an error
+// message quotes (textclip adds "…" when it cuts, on a rune boundary).
+const maxQuoted = 64

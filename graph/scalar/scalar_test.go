@@ -3,14 +3,17 @@ package scalar_test
 import (
 	"bytes"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/graph/scalar"
+	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/timefmt"
 )
 
@@ -44,6 +47,41 @@ func TestMarshalersWriteTheContractShape(t *testing.T) {
 			tc.m.MarshalGQL(onlyWriter{&sb})
 			if got := sb.String(); got != tc.want {
 				t.Errorf("into another writer: %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRejectedValuesAreQuotedWholeRunes: an error message quotes at most 64
+// bytes of a rejected value, cut on a rune boundary. After an odd byte,
+// two-byte runes put the 64-byte cut inside one.
+func TestRejectedValuesAreQuotedWholeRunes(t *testing.T) {
+	const maxQuoted = 64
+	long := "a" + strings.Repeat("é", 60)
+	for name, unmarshal := range map[string]func(any) error{
+		// A Time's error quotes nothing: it says what a time must be, in
+		// REST's words (timefmt).
+		"ID": func(v any) error { _, err := scalar.UnmarshalUUID(v); return err },
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := unmarshal(long)
+			if apperr.CodeOf(err) != apperr.ValidationFailed {
+				t.Fatalf("%q: %v, want validation_failed", long, err)
+			}
+			msg := apperr.From(err).Message
+			i := strings.IndexByte(msg, '"')
+			if i < 0 {
+				t.Fatalf("%q quotes nothing", msg)
+			}
+			q, err := strconv.QuotedPrefix(msg[i:])
+			if err != nil {
+				t.Fatalf("%q: %v", msg, err)
+			}
+			quoted, _ := strconv.Unquote(q)
+			cut, clipped := strings.CutSuffix(quoted, "…")
+			if !clipped || !utf8.ValidString(quoted) || len(cut) > maxQuoted || len(cut) < maxQuoted-1 || !strings.HasPrefix(long, cut) {
+				t.Fatalf("quoted %q (%d bytes before …): want a valid UTF-8 prefix of the value, of %d or %d bytes, then …",
+					quoted, len(cut), maxQuoted-1, maxQuoted)
 			}
 		})
 	}

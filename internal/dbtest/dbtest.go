@@ -1,15 +1,14 @@
 // Package dbtest gives tests real databases: a fresh SQLite file always, and
 // a fresh PostgreSQL database when PROCSVC_TEST_POSTGRES names a server
 // (required under CI=true). Each PostgreSQL database is created for one test
-// and dropped after it, so packages running in parallel never share state.
+// and dropped after it, so packages running in parallel never share state;
+// its name starts with the run's prefix (EnvPrefix, names.go), so a run's
+// sweep after a crash drops its own databases and no one else's.
 package dbtest
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -92,7 +91,11 @@ func CreatePostgres(t testing.TB) string {
 	if err := admin.PingContext(ctx); err != nil {
 		t.Fatalf("dbtest: PostgreSQL at %s is unreachable: %v", redacted(base), err)
 	}
-	name := "procsvc_t_" + randomSuffix()
+	prefix, err := RunPrefix()
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	name := databaseName(prefix)
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
 		t.Fatalf("dbtest: create database: %v", err)
 	}
@@ -104,6 +107,7 @@ func CreatePostgres(t testing.TB) string {
 		defer a.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		// FORCE ends sessions a test left open; the name is this test's own.
 		if _, err := a.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
 			t.Logf("dbtest: drop %s: %v", name, err)
 		}
@@ -132,10 +136,4 @@ func redacted(raw string) string {
 		return "(unparsable URL)"
 	}
 	return u.Redacted()
-}
-
-func randomSuffix() string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return fmt.Sprintf("%d_%s", time.Now().Unix()%100000, hex.EncodeToString(b))
 }

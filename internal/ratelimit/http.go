@@ -12,14 +12,25 @@ import (
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
-// The headers of every limited response (draft-ietf-httpapi-ratelimit-headers):
-// the bucket's size, the whole tokens left, and the seconds until the
-// bucket is full again. A refusal adds Retry-After: the seconds until the
-// bucket holds what the request costs.
+// The headers of every limited response (draft-ietf-httpapi-ratelimit-headers-06;
+// docs/api.md, Rate limits):
+//   - RateLimit-Limit: the bucket's size (the burst), the most a token may
+//     spend at once (200 by default);
+//   - RateLimit-Remaining: the whole tokens left after this request;
+//   - RateLimit-Reset: the seconds until the bucket is full again;
+//   - RateLimit-Policy: "<burst>;w=<seconds>", the bucket's size and the
+//     seconds an empty bucket takes to refill ("200;w=4" by default: 200
+//     per 4 s is the refill rate of 50 a second), so that a client learns
+//     both numbers. The window is rounded up, so that a client spending at
+//     most <burst> in any window is never refused.
+//
+// A refusal adds Retry-After: the seconds until the bucket holds what the
+// request costs.
 const (
 	HeaderLimit     = "RateLimit-Limit"
 	HeaderRemaining = "RateLimit-Remaining"
 	HeaderReset     = "RateLimit-Reset"
+	HeaderPolicy    = "RateLimit-Policy"
 	HeaderRetry     = "Retry-After"
 )
 
@@ -30,6 +41,7 @@ func (d Decision) setHeaders(h http.Header) {
 	h.Set(HeaderLimit, strconv.Itoa(d.Limit))
 	h.Set(HeaderRemaining, strconv.Itoa(d.Remaining))
 	h.Set(HeaderReset, strconv.FormatInt(seconds(d.Reset), 10))
+	h.Set(HeaderPolicy, strconv.Itoa(d.Limit)+";w="+strconv.FormatInt(max(seconds(d.Window), 1), 10))
 	if !d.Allowed {
 		h.Set(HeaderRetry, strconv.FormatInt(max(seconds(d.RetryAfter), 1), 10))
 	}

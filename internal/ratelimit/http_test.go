@@ -61,6 +61,47 @@ func TestPerRequestChargesOneBeforeTheHandler(t *testing.T) {
 	}
 }
 
+// TestHeadersReportBothNumbers: RateLimit-Limit is the bucket's size and
+// RateLimit-Policy adds the seconds an empty bucket takes to refill
+// (size / rate, rounded up, at least 1), so that a client learns the burst
+// and the rate; a refusal carries them too.
+func TestHeadersReportBothNumbers(t *testing.T) {
+	for _, tc := range []struct {
+		limit         ratelimit.Limit
+		limitHeader   string
+		policyHeader  string
+		resetAfterOne string
+	}{
+		{ratelimit.Limit{Rate: 50, Burst: 200}, "200", "200;w=4", "1"}, // the defaults
+		{ratelimit.Limit{Rate: 1, Burst: 2}, "2", "2;w=2", "1"},
+		{ratelimit.Limit{Rate: 3, Burst: 10}, "10", "10;w=4", "1"}, // 3.33 s, rounded up
+		{ratelimit.Limit{Rate: 0.5, Burst: 2}, "2", "2;w=4", "2"},  // slower than one a second
+		{ratelimit.Limit{Rate: 1000, Burst: 1}, "1", "1;w=1", "1"}, // a millisecond: at least 1
+	} {
+		clk := newClock()
+		l := newLimiter(t, ratelimit.Config{Limit: tc.limit}, ratelimit.WithClock(clk.Now))
+		h := l.PerRequest(writeErr)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+		v := &viewer.Viewer{TokenID: uuid.New(), WorkspaceID: uuid.New()}
+		first := serve(h, v)
+		for range tc.limit.Burst {
+			serve(h, v)
+		}
+		refused := serve(h, v)
+		if refused.Code != http.StatusTooManyRequests {
+			t.Fatalf("%+v: request %d answered %d, want 429", tc.limit, tc.limit.Burst+2, refused.Code)
+		}
+		for name, w := range map[string]*httptest.ResponseRecorder{"first": first, "refused": refused} {
+			got := [2]string{w.Header().Get(ratelimit.HeaderLimit), w.Header().Get(ratelimit.HeaderPolicy)}
+			if want := [2]string{tc.limitHeader, tc.policyHeader}; got != want {
+				t.Errorf("%+v, %s answer: RateLimit-Limit, RateLimit-Policy = %q, want %q", tc.limit, name, got, want)
+			}
+		}
+		if got := first.Header().Get(ratelimit.HeaderReset); got != tc.resetAfterOne {
+			t.Errorf("%+v: RateLimit-Reset after one request = %s, want %s", tc.limit, got, tc.resetAfterOne)
+		}
+	}
+}
+
 func TestPerOperationChargesWhatTheHandlerSpends(t *testing.T) {
 	clk := newClock()
 	l := newLimiter(t, ratelimit.Config{Limit: ratelimit.Limit{Rate: 1, Burst: 10}}, ratelimit.WithClock(clk.Now))

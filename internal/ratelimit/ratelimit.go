@@ -134,6 +134,9 @@ type Decision struct {
 	Allowed bool
 	// Limit is the bucket's size (its burst).
 	Limit int
+	// Window is how long an empty bucket takes to fill: Limit divided by
+	// the rate.
+	Window time.Duration
 	// Remaining is the whole tokens left.
 	Remaining int
 	// Reset is how long until the bucket is full again.
@@ -184,6 +187,7 @@ func (b *bucket) take(now time.Time, n int) Decision {
 	d := Decision{
 		Allowed:   allowed,
 		Limit:     b.burst,
+		Window:    b.duration(float64(b.burst)),
 		Remaining: max(int(math.Floor(tokens)), 0),
 		Reset:     b.duration(float64(b.burst) - tokens),
 	}

@@ -48,12 +48,12 @@ func TestBucketSpendsRefillsAndReports(t *testing.T) {
 	l := newLimiter(t, ratelimit.Config{Limit: ratelimit.Limit{Rate: 2, Burst: 4}}, ratelimit.WithClock(clk.Now))
 	tok, ws := uuid.New(), uuid.New()
 	for i, want := range []ratelimit.Decision{
-		{Allowed: true, Limit: 4, Remaining: 3, Reset: 500 * time.Millisecond},
-		{Allowed: true, Limit: 4, Remaining: 2, Reset: time.Second},
-		{Allowed: true, Limit: 4, Remaining: 1, Reset: 1500 * time.Millisecond},
-		{Allowed: true, Limit: 4, Remaining: 0, Reset: 2 * time.Second},
+		{Allowed: true, Limit: 4, Window: 2 * time.Second, Remaining: 3, Reset: 500 * time.Millisecond},
+		{Allowed: true, Limit: 4, Window: 2 * time.Second, Remaining: 2, Reset: time.Second},
+		{Allowed: true, Limit: 4, Window: 2 * time.Second, Remaining: 1, Reset: 1500 * time.Millisecond},
+		{Allowed: true, Limit: 4, Window: 2 * time.Second, Remaining: 0, Reset: 2 * time.Second},
 		// Empty: one token comes in half a second at 2 per second.
-		{Allowed: false, Limit: 4, Remaining: 0, Reset: 2 * time.Second, RetryAfter: 500 * time.Millisecond},
+		{Allowed: false, Limit: 4, Window: 2 * time.Second, Remaining: 0, Reset: 2 * time.Second, RetryAfter: 500 * time.Millisecond},
 	} {
 		got, ok := l.Take(tok, ws, 1)
 		if !ok || got != want {
