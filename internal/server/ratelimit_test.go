@@ -320,7 +320,7 @@ func TestRateLimitOff(t *testing.T) {
 				t.Fatalf("GraphQL request %d: %d %+v", i+1, r.Status, r.Errors)
 			}
 			for _, h := range []http.Header{a.header, r.Header} {
-				for _, name := range []string{"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"} {
+				for _, name := range []string{"RateLimit-Limit", "RateLimit-Policy", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"} {
 					if v := h.Get(name); v != "" {
 						t.Fatalf("request %d: %s: %s with the limit off", i+1, name, v)
 					}
