@@ -48,16 +48,12 @@ func TestCloseReasonsAreValidUTF8WithinTheirBound(t *testing.T) {
 		t.Cleanup(srv.Close)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{Subprotocols: []string{protocolTransportWS}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.CloseNow() })
+		c := dialTransportWS(t, srv)
 		typ := "x" + strings.Repeat("é", 100) // the cut at 40 bytes falls inside an é
 		if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"`+typ+`"}`)); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err = c.Read(ctx)
+		_, _, err := c.Read(ctx)
 		var closed websocket.CloseError
 		if !errors.As(err, &closed) || closed.Code != CloseBadMessage {
 			t.Fatalf("read: %v, want a close with %d", err, CloseBadMessage)

@@ -166,11 +166,7 @@ func TestLivePanicsAreContained(t *testing.T) {
 	dial := func(t *testing.T, token string) *websocket.Conn {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{Subprotocols: []string{protocolTransportWS}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.CloseNow() })
+		c := dialTransportWS(t, srv)
 		if err := wsjson.Write(ctx, c, wsMessage{Type: "connection_init", Payload: json.RawMessage(fmt.Sprintf(`{"authorization":%q}`, token))}); err != nil {
 			t.Fatal(err)
 		}
@@ -230,4 +226,18 @@ func TestLivePanicsAreContained(t *testing.T) {
 			t.Fatal("the event the executor did not take is still fed")
 		}
 	})
+}
+
+// dialTransportWS opens a graphql-transport-ws socket to srv, closed when
+// the test ends.
+func dialTransportWS(t *testing.T, srv *httptest.Server) *websocket.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{Subprotocols: []string{protocolTransportWS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.CloseNow() })
+	return c
 }

@@ -39,11 +39,13 @@ func wantsPlayground(r *http.Request) bool {
 	if r.Header.Get("Upgrade") != "" {
 		return false
 	}
-	if r.URL.Query().Has("query") {
+	// Accept first: API clients stop there, before their query string is
+	// parsed (the GraphQL handler parses it again).
+	html, json := acceptQuality(r.Header.Values("Accept"))
+	if html == 0 || html <= json {
 		return false
 	}
-	html, json := acceptQuality(r.Header.Values("Accept"))
-	return html > 0 && html > json
+	return !r.URL.Query().Has("query")
 }
 
 // acceptQuality returns the quality, in thousandths, that Accept header
