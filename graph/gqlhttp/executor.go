@@ -19,6 +19,7 @@ import (
 	"github.com/procsvc/procsvc/graph/generated"
 	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/consistency"
 	"github.com/procsvc/procsvc/internal/loader"
 	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/middleware"
@@ -117,6 +118,21 @@ func NewExecutor(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, lv *li
 	srv.SetErrorPresenter(present)
 	// Every response within its bound in bytes (response_bound.go).
 	srv.AroundResponses(boundResponses(r.ResponseBytes(), present))
+	// A response to writes says the workspace version they committed, for
+	// read-your-writes on standbys (docs/api.md, "Reading your writes").
+	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+		resp := next(ctx)
+		if resp == nil {
+			return nil
+		}
+		if v := consistency.Committed(ctx); v > 0 {
+			if resp.Extensions == nil {
+				resp.Extensions = map[string]any{}
+			}
+			resp.Extensions["workspaceVersion"] = v
+		}
+		return resp
+	})
 	srv.AroundRootFields(boundMutationFields)
 	if lv != nil {
 		lv.SetErrorPresenter(present)

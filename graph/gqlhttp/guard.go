@@ -21,6 +21,7 @@ import (
 	"github.com/procsvc/procsvc/graph/gqlrequest"
 	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/consistency"
 	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/middleware"
 )
@@ -160,6 +161,9 @@ func (g *guard) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 		g.streams.ServeHTTP(&statusMapper{ResponseWriter: w}, r.WithContext(live.WithStreamRequest(ctx)))
 		return
 	}
+	if g.onlyQueries(r.Context(), req) {
+		r = r.WithContext(consistency.ReadOnly(r.Context()))
+	}
 	if n.media != mediaEventStream {
 		g.requests.ServeHTTP(&statusMapper{ResponseWriter: w}, withAccept(r, n.media))
 		return
@@ -191,6 +195,25 @@ func (g *guard) serveGet(w http.ResponseWriter, r *http.Request, n negotiation) 
 		w.Header().Set("Allow", "POST")
 		g.writeErr(w, r, apperr.New(apperr.MethodNotAllowed, "GET runs queries only; send mutation operations with POST"))
 	}}, withAccept(r, media))
+}
+
+// onlyQueries reports whether req runs a query: its reads may then go to
+// a standby (internal/consistency). A document that says neither
+// "mutation" nor "subscription" runs none, without a parse; one whose
+// operation only the executor knows (a persisted query) counts as a write.
+func (g *guard) onlyQueries(ctx context.Context, req *gqlrequest.Request) bool {
+	if req.Query == "" {
+		return false
+	}
+	if !strings.Contains(req.Query, "mutation") && !strings.Contains(req.Query, "subscription") {
+		return true
+	}
+	doc := g.document(ctx, req.Query)
+	if doc == nil {
+		return false
+	}
+	op := doc.Operations.ForName(req.OperationName)
+	return op != nil && op.Operation == ast.Query
 }
 
 // subscribes reports whether req runs a subscription. A document that

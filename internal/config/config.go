@@ -61,6 +61,15 @@ type Config struct {
 	DBLockTimeout              time.Duration
 	DBStatementTimeout         time.Duration
 	DBIdleInTransactionTimeout time.Duration
+
+	// Failover and standbys (docs/operations.md, "Failover").
+	DatabaseReadURL  string
+	DBConnectTimeout time.Duration
+	DBProbeInterval  time.Duration
+	DBProbeTimeout   time.Duration
+	// ReadYourWrites is how long a token's reads avoid standbys that have
+	// not replayed its last write (0: only X-Min-Version does).
+	ReadYourWrites time.Duration
 }
 
 // Live configures subscriptions (docs/api.md, "Live updates").
@@ -163,6 +172,10 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		DBLockTimeout:              5 * time.Second,
 		DBStatementTimeout:         30 * time.Second,
 		DBIdleInTransactionTimeout: 60 * time.Second,
+		DBConnectTimeout:           5 * time.Second,
+		DBProbeInterval:            time.Second,
+		DBProbeTimeout:             3 * time.Second,
+		ReadYourWrites:             10 * time.Second,
 
 		IdempotencyWorkspaceMB: 64,
 	}
@@ -182,6 +195,11 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		dur(&c.DBLockTimeout, "db-lock-timeout", "PROCSVC_DB_LOCK_TIMEOUT", "PostgreSQL lock_timeout: a statement waiting longer for a lock fails, answered 503 (0 disables; PgBouncer needs 0 for all three --db-*-timeout settings or ignore_startup_parameters)"),
 		dur(&c.DBStatementTimeout, "db-statement-timeout", "PROCSVC_DB_STATEMENT_TIMEOUT", "PostgreSQL statement_timeout: a statement running longer is cancelled, answered 503 (0 disables)"),
 		dur(&c.DBIdleInTransactionTimeout, "db-idle-in-transaction-timeout", "PROCSVC_DB_IDLE_IN_TRANSACTION_TIMEOUT", "PostgreSQL idle_in_transaction_session_timeout: the server ends a session of procsvc's idle this long inside a transaction, releasing its locks (0 disables)"),
+		str(&c.DatabaseReadURL, "database-read-url", "DATABASE_READ_URL", "PostgreSQL standbys that serve reads: postgres://…@h1,h2/db?port=p1,p2&target_session_attrs=prefer-standby (default: the primary serves every read)"),
+		dur(&c.DBConnectTimeout, "db-connect-timeout", "PROCSVC_DB_CONNECT_TIMEOUT", "PostgreSQL connect_timeout for URLs without one: how long one host may take to accept a connection before the next host is tried (1s to 1m)"),
+		dur(&c.DBProbeInterval, "db-probe-interval", "PROCSVC_DB_PROBE_INTERVAL", "how often each PostgreSQL pool's server is probed; a silent or demoted primary has its connections aborted and /readyz turns 503 (0 disables)"),
+		dur(&c.DBProbeTimeout, "db-probe-timeout", "PROCSVC_DB_PROBE_TIMEOUT", "how long a probed server may take to answer before it counts as silent (100ms to 1m)"),
+		dur(&c.ReadYourWrites, "read-your-writes", "PROCSVC_READ_YOUR_WRITES", "with --database-read-url: for this long after a token's write, its reads skip standbys that have not replayed it (0: only the X-Min-Version header does)"),
 		str(&c.LogFormat, "log-format", "PROCSVC_LOG_FORMAT", "log format: json or text"),
 		str(&c.LogLevel, "log-level", "PROCSVC_LOG_LEVEL", "log level: debug, info, warn or error"),
 		boolean(&c.Migrate, "migrate", "PROCSVC_MIGRATE", "apply pending PostgreSQL migrations before serving (SQLite always migrates)"),
@@ -320,6 +338,21 @@ func (c *Config) validate() error {
 		if _, err := path.Match(p, ""); err != nil || strings.Contains(p, "/") {
 			errs = append(errs, fmt.Errorf("invalid WebSocket origin pattern %q: use a host or a host pattern such as *.example.com (--websocket-origins, PROCSVC_WEBSOCKET_ORIGINS)", p))
 		}
+	}
+	if c.DBConnectTimeout < time.Second || c.DBConnectTimeout > time.Minute {
+		errs = append(errs, fmt.Errorf("invalid connect timeout %s: use 1s to 1m (--db-connect-timeout, PROCSVC_DB_CONNECT_TIMEOUT)", c.DBConnectTimeout))
+	}
+	if c.DBProbeInterval < 0 || c.DBProbeInterval > time.Minute || (c.DBProbeInterval > 0 && c.DBProbeInterval < 100*time.Millisecond) {
+		errs = append(errs, fmt.Errorf("invalid probe interval %s: use 0 (off) or 100ms to 1m (--db-probe-interval, PROCSVC_DB_PROBE_INTERVAL)", c.DBProbeInterval))
+	}
+	if c.DBProbeTimeout < 100*time.Millisecond || c.DBProbeTimeout > time.Minute {
+		errs = append(errs, fmt.Errorf("invalid probe timeout %s: use 100ms to 1m (--db-probe-timeout, PROCSVC_DB_PROBE_TIMEOUT)", c.DBProbeTimeout))
+	}
+	if c.ReadYourWrites < 0 || c.ReadYourWrites > time.Hour {
+		errs = append(errs, fmt.Errorf("invalid read-your-writes window %s: use 0 to 1h (--read-your-writes, PROCSVC_READ_YOUR_WRITES)", c.ReadYourWrites))
+	}
+	if c.DatabaseReadURL != "" && !strings.HasPrefix(c.DatabaseReadURL, "postgres://") && !strings.HasPrefix(c.DatabaseReadURL, "postgresql://") {
+		errs = append(errs, errors.New("--database-read-url (DATABASE_READ_URL) must be a postgres:// URL"))
 	}
 	for name, d := range map[string]time.Duration{
 		"--db-lock-timeout (PROCSVC_DB_LOCK_TIMEOUT)":                               c.DBLockTimeout,

@@ -178,5 +178,6 @@ func (s *Service) fieldsChanged(ctx context.Context, tx *ent.Tx, workspaceID uui
 	}
 	version := rows[0].Version
 	announced(tx, version)
+	committedAt(ctx, tx, version)
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/procsvc/procsvc/ent/token"
 	"github.com/procsvc/procsvc/ent/workspace"
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/consistency"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/tenancy"
 	"github.com/procsvc/procsvc/internal/viewer"
@@ -180,6 +181,12 @@ func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, mode lockMode,
 		if err != nil {
 			return err
 		}
+		if mode != lockShared {
+			// Read after the bump, under the exclusive lock: the
+			// version this write commits (fieldsChanged reports a
+			// shared write's).
+			committedAt(ctx, tx, me.WorkspaceVersion)
+		}
 		return fn(tx, me)
 	}()
 	if err != nil {
@@ -312,15 +319,25 @@ func bumpStatement(workspaceID uuid.UUID, tallies tallyChange, notify func(b *sq
 // workspace with a role of at least min, and the token must not be revoked.
 // Errors: disconnected (removed member, revoked token), forbidden.
 func actingViewer(ctx context.Context, tx *ent.Tx, v *viewer.Viewer, min viewer.Role) (*viewer.Viewer, error) {
-	roles, err := tx.Member.Query().Where(actingMember(v)...).Select(member.FieldRole).Strings(ctx)
+	var rows []struct {
+		Role    string `json:"role"`
+		Version int64  `json:"acting_version"`
+	}
+	err := tx.Member.Query().Where(actingMember(v)...).Modify(func(s *sql.Selector) {
+		s.Select(s.C(member.FieldRole))
+		s.AppendSelectExprAs(actingVersion(s.Dialect(), v), actingVersionColumn)
+	}).Scan(ctx, &rows)
 	if err != nil {
 		return nil, err
 	}
-	return actingAs(v, min, func(string) (ent.Value, error) {
-		if len(roles) == 0 {
+	return actingAs(v, min, func(col string) (ent.Value, error) {
+		if len(rows) == 0 {
 			return nil, nil
 		}
-		return roles[0], nil
+		if col == actingVersionColumn {
+			return rows[0].Version, nil
+		}
+		return rows[0].Role, nil
 	})
 }
 
@@ -374,13 +391,31 @@ func actingMember(v *viewer.Viewer) []predicate.Member {
 	return ps
 }
 
-// actingRoleColumn is the column under which a read carries actingRole.
-const actingRoleColumn = "acting_role"
+// actingRoleColumn and actingVersionColumn are the columns under which a
+// read carries actingRole and actingVersion.
+const (
+	actingRoleColumn    = "acting_role"
+	actingVersionColumn = "acting_version"
+)
 
-// withActingRole adds actingRole to a read of the write's transaction: a
-// query modifier, read back with actingAs(v, min, row.Value).
+// withActingRole adds actingRole and actingVersion to a read of the write's
+// transaction: a query modifier, read back with actingAs(v, min, row.Value).
 func withActingRole(v *viewer.Viewer) func(*sql.Selector) {
-	return func(s *sql.Selector) { s.AppendSelectExprAs(actingRole(s.Dialect(), v), actingRoleColumn) }
+	return func(s *sql.Selector) {
+		s.AppendSelectExprAs(actingRole(s.Dialect(), v), actingRoleColumn)
+		s.AppendSelectExprAs(actingVersion(s.Dialect(), v), actingVersionColumn)
+	}
+}
+
+// actingVersion is the workspace's version as the write's transaction sees
+// it (a scalar subquery): read after an exclusive lock's bump, it is the
+// version the write commits, which the response reports (see
+// committedAt). It confines itself to v's workspace like actingRole.
+func actingVersion(dialect string, v *viewer.Viewer) sql.Querier {
+	t := sql.Table(workspace.Table)
+	sel := sql.Dialect(dialect).Select(t.C(workspace.FieldVersion)).From(t)
+	tenancy.Where(tenancy.WorkspacesColumn, v.WorkspaceID)(sel)
+	return sql.ExprFunc(func(b *sql.Builder) { b.WriteString("COALESCE((").Join(sel).WriteString("), 0)") })
 }
 
 // actingRole is v's role as of the statement that runs it, or empty unless
@@ -423,5 +458,34 @@ func actingAs(v *viewer.Viewer, min viewer.Role, value func(string) (ent.Value, 
 	if !me.Role.AtLeast(min) {
 		return nil, apperr.New(apperr.Forbidden, "this action needs the %s role", min)
 	}
+	// The write's viewer carries the version its transaction sees, for
+	// committedAt; no cache keyed by versions may use it.
+	me.VersionKnown = false
+	if raw, err := value(actingVersionColumn); err == nil {
+		switch n := raw.(type) {
+		case int64:
+			me.WorkspaceVersion = n
+		case float64:
+			me.WorkspaceVersion = int64(n)
+		}
+	}
 	return &me, nil
+}
+
+// committedAt reports, once tx commits, that ctx's request committed its
+// workspace at version (consistency.Wrote): the response then carries it
+// for read-your-writes. A rolled-back write reports nothing.
+func committedAt(ctx context.Context, tx *ent.Tx, version int64) {
+	if version <= 0 {
+		return
+	}
+	tx.OnCommit(func(next ent.Committer) ent.Committer {
+		return ent.CommitFunc(func(c context.Context, tx *ent.Tx) error {
+			if err := next.Commit(c, tx); err != nil {
+				return err
+			}
+			consistency.Wrote(ctx, version)
+			return nil
+		})
+	})
 }

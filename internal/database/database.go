@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -52,6 +53,24 @@ type Options struct {
 	LockTimeout              time.Duration
 	StatementTimeout         time.Duration
 	IdleInTransactionTimeout time.Duration
+
+	// ConnectTimeout is PostgreSQL's connect_timeout, set on a URL that has
+	// none (0: DefaultConnectTimeout): how long one host of the URL may
+	// take to accept a connection before the next is tried.
+	ConnectTimeout time.Duration
+	// ProbeInterval is how often each PostgreSQL pool's server is probed
+	// (monitor.go); 0: DefaultProbeInterval; negative: never (then a
+	// silent server holds requests until their deadline, and Health always
+	// reports healthy). ProbeTimeout is how long it may take to answer (0:
+	// DefaultProbeTimeout).
+	ProbeInterval time.Duration
+	ProbeTimeout  time.Duration
+	// ReadURL, when set, names the PostgreSQL servers of the read pool:
+	// standbys that serve the reads a request allows (ReadsAt). Its
+	// session timeouts and pool size are the primary's.
+	ReadURL string
+	// Log receives the probes' findings; nil discards them.
+	Log *slog.Logger
 }
 
 // sessionParams returns the PostgreSQL settings of o, in milliseconds.
@@ -94,6 +113,8 @@ func (db *DB) Close() error {
 	if db.counter.stmts != nil {
 		db.counter.stmts.close()
 	}
+	db.counter.primary.close()
+	db.counter.read.close()
 	return db.Client.Close()
 }
 
@@ -141,23 +162,19 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 		name    string
 		err     error
 		maxOpen = opts.MaxOpenConns
+		primary *pool
 	)
 	switch {
 	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
 		name = dialect.Postgres
-		dsn, perr := postgresDSN(rawURL, opts.sessionParams())
-		if perr != nil {
-			return nil, perr
-		}
-		if sqlDB, err = sql.Open("postgres", dsn); err != nil {
-			return nil, err
-		}
 		if maxOpen == 0 {
 			maxOpen = 20
 		}
-		sqlDB.SetMaxOpenConns(maxOpen)
-		sqlDB.SetMaxIdleConns(maxOpen)
-		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+		p, perr := openPool("primary", rawURL, opts, maxOpen, true)
+		if perr != nil {
+			return nil, perr
+		}
+		primary, sqlDB = p, p.sql
 	default:
 		name = dialect.SQLite
 		dsn, memory, serr := sqliteDSN(rawURL)
@@ -186,16 +203,27 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	c := &counter{Driver: drv}
 	db := &DB{Dialect: name, SQL: sqlDB, counter: c}
 	if name == dialect.Postgres {
-		c.pool, c.maxIdle = sqlDB, maxOpen
+		c.pool, c.maxIdle, c.primary = sqlDB, maxOpen, primary
 		if opts.Prepare {
 			c.stmts = newStmtCache(sqlDB)
 		}
 		if len(opts.sessionParams()) > 0 {
-			if db.migrateDSN, err = postgresDSN(rawURL, nil); err != nil {
+			if db.migrateDSN, err = postgresDSN(rawURL, nil, opts.connectTimeout()); err != nil {
 				sqlDB.Close()
 				return nil, err
 			}
 		}
+		if opts.ReadURL != "" {
+			if c.read, err = openReadPool(ctx, opts, maxOpen); err != nil {
+				sqlDB.Close()
+				return nil, err
+			}
+		}
+		primary.startProbe()
+		c.read.startProbe()
+	} else if opts.ReadURL != "" {
+		sqlDB.Close()
+		return nil, errors.New("database: a read URL needs PostgreSQL (--database-read-url)")
 	}
 	db.Client = ent.NewClient(ent.Driver(c))
 	return db, nil
@@ -259,7 +287,7 @@ func (db *DB) Ready(ctx context.Context) error {
 // settings of params (lib/pq sends URL parameters it does not know as
 // startup parameters, which the server applies like SET). Settings the URL
 // already has are kept.
-func postgresDSN(raw string, params map[string]string) (string, error) {
+func postgresDSN(raw string, params map[string]string, connectTimeout time.Duration) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", fmt.Errorf("database: invalid PostgreSQL URL: %w", redact(err))
@@ -282,6 +310,10 @@ func postgresDSN(raw string, params map[string]string) (string, error) {
 		// take a uuid in binary, turn it into its text form, and hand that
 		// to uuid.Scan to parse again, for every id of every row.
 		q.Set("disable_prepared_binary_result", "yes")
+	}
+	if connectTimeout > 0 && !q.Has("connect_timeout") {
+		// In whole seconds, as libpq reads it; at least 1 (0 waits forever).
+		q.Set("connect_timeout", strconv.FormatInt(max(int64(connectTimeout/time.Second), 1), 10))
 	}
 	for k, v := range params {
 		if !q.Has(k) {
@@ -390,6 +422,9 @@ type counter struct {
 	// :memory: database lives in its one connection.
 	pool    *sql.DB
 	maxIdle int
+	// primary is the primary's pool, read the standbys' (nil without
+	// Options.ReadURL): both PostgreSQL only.
+	primary, read *pool
 }
 
 // lost is told of every failed statement. When err says a connection
@@ -422,6 +457,14 @@ func (c *counter) Exec(ctx context.Context, query string, args, v any) error {
 
 func (c *counter) Query(ctx context.Context, query string, args, v any) error {
 	c.observe(query, args)
+	if r := c.reading(ctx); r != nil {
+		err := c.queryOn(ctx, r, query, args, v)
+		if !errors.Is(err, errGenerationMoved) {
+			return err
+		}
+		// The read pool moved after the request's first read: the
+		// primary is never behind it.
+	}
 	if c.stmts != nil {
 		if vr, ok := v.(*entsql.Rows); ok {
 			if argv, ok := args.([]any); ok {
@@ -430,6 +473,18 @@ func (c *counter) Query(ctx context.Context, query string, args, v any) error {
 		}
 	}
 	return c.check(c.Driver.Query(ctx, query, args, v))
+}
+
+// queryOn runs a read on the read pool r.
+func (c *counter) queryOn(ctx context.Context, r *pool, query string, args, v any) error {
+	if r.stmts != nil {
+		if vr, ok := v.(*entsql.Rows); ok {
+			if argv, ok := args.([]any); ok {
+				return r.stmts.query(ctx, query, argv, vr)
+			}
+		}
+	}
+	return r.drv.Query(ctx, query, args, v)
 }
 
 // check passes err on, after telling lost of it.

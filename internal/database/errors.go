@@ -58,6 +58,7 @@ const (
 	msgConcurrent     = "the change collided with a concurrent one; retry it"
 	msgNoConnections  = "the database has no free connections; retry shortly"
 	msgDatabaseClosed = "the database is shutting down; retry shortly"
+	msgReadOnly       = "the database is read-only while it fails over; retry shortly"
 )
 
 // storageFault returns the client message for err when err means that the
@@ -90,6 +91,8 @@ func storageFault(err error) string {
 			return msgConcurrent
 		case "53300": // too_many_connections
 			return msgNoConnections
+		case "25006": // read_only_sql_transaction: a write on a standby
+			return msgReadOnly
 		}
 		return ""
 	}
@@ -110,6 +113,20 @@ func storageFault(err error) string {
 		return msgDatabaseClosed
 	}
 	return ""
+}
+
+// noServerFits reports whether lib/pq found no server the URL's
+// target_session_attrs accepts: during a failover every host may be down
+// or a standby for a moment. Its errors are not typed.
+func noServerFits(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"could not connect to any of the hosts", "server is in hot standby mode",
+		"session is read-only", "server is not in hot standby mode", "session is not read-only"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // ConnectionLost reports whether err means that the connection to the
@@ -149,6 +166,9 @@ func ConnectionLost(err error) bool {
 	}
 	var ne net.Error
 	if errors.As(err, &ne) {
+		return true
+	}
+	if noServerFits(err) {
 		return true
 	}
 	var pe *pq.Error

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/lib/pq"
+
+	"github.com/procsvc/procsvc/internal/database"
 )
 
 // The listener's reconnection backoff: the first retry soon, since events
@@ -24,12 +27,26 @@ const (
 // it is lost, with backoff; once it is back the hub's subscribers are told
 // to refetch, since changes committed meanwhile were not heard.
 type Listener struct {
-	pq   *pq.Listener
-	hub  *Hub
-	log  *slog.Logger
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	pq     *pq.Listener
+	dialer *database.Dialer
+	hub    *Hub
+	log    *slog.Logger
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+}
+
+// ListenOptions tune how the listener finds that its server went silent.
+type ListenOptions struct {
+	// ProbeInterval is how often the session is pinged (0:
+	// database.DefaultProbeInterval; negative: never). A ping without an
+	// answer within ProbeTimeout (0: database.DefaultProbeTimeout) aborts
+	// the connection: lib/pq then reconnects, to the URL's new primary
+	// after a failover, and subscribers are told to refetch.
+	ProbeInterval, ProbeTimeout time.Duration
+	// ConnectTimeout is connect_timeout for a URL without one (0:
+	// database.DefaultConnectTimeout).
+	ConnectTimeout time.Duration
 }
 
 // Listen connects to the PostgreSQL server at dsn (the URL the server's
@@ -39,11 +56,15 @@ type Listener struct {
 // returns reaches h. ctx bounds only that wait. log may be nil.
 // Errors: an invalid URL, the first connection attempt's or LISTEN's
 // error, or ctx's.
-func Listen(ctx context.Context, dsn string, h *Hub, log *slog.Logger) (*Listener, error) {
+func Listen(ctx context.Context, dsn string, h *Hub, log *slog.Logger, opts ...ListenOptions) (*Listener, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ldsn, err := listenerDSN(dsn)
+	var o ListenOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	ldsn, err := listenerDSN(dsn, o.ConnectTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -62,14 +83,19 @@ func Listen(ctx context.Context, dsn string, h *Hub, log *slog.Logger) (*Listene
 			log.Info("events: listener reconnected; subscribers will refetch")
 		}
 	}
+	dialer := database.NewDialer()
 	l := &Listener{
-		pq:   pq.NewListener(ldsn, minReconnect, maxReconnect, onEvent),
-		hub:  h,
-		log:  log,
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
+		pq:     pq.NewDialListener(dialer, ldsn, minReconnect, maxReconnect, onEvent),
+		dialer: dialer,
+		hub:    h,
+		log:    log,
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
 	}
 	go l.run()
+	if o.ProbeInterval >= 0 {
+		go l.watch(cmp.Or(o.ProbeInterval, database.DefaultProbeInterval), cmp.Or(o.ProbeTimeout, database.DefaultProbeTimeout))
+	}
 	listened := make(chan error, 1)
 	go func() { listened <- l.pq.Listen(Channel) }()
 	select {
@@ -127,6 +153,33 @@ func (l *Listener) handle(n *pq.Notification) {
 	l.hub.Publish(e)
 }
 
+// watch pings the session every interval until Close, and aborts its
+// connection when a ping gets no answer within timeout: a LISTEN session
+// on a server that went silent (host down, partition) would otherwise wait
+// for notifications forever, on a primary that may have been replaced.
+func (l *Listener) watch(interval, timeout time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		pinged := make(chan error, 1)
+		go func() { pinged <- l.pq.Ping() }()
+		select {
+		case <-pinged:
+		case <-time.After(timeout):
+			n := l.dialer.AbortAll()
+			l.log.Warn("events: the listener's server did not answer a ping; reconnecting", "timeout", timeout.String(), "aborted", n)
+			<-pinged
+		case <-l.stop:
+			return
+		}
+	}
+}
+
 // Close stops the listener and closes its connection. Nothing is published
 // after it returns. It may be called more than once.
 func (l *Listener) Close() error {
@@ -145,7 +198,7 @@ func (l *Listener) Close() error {
 // applied to this connection too. It names the session for operators
 // unless the URL does. idle_session_timeout is left alone, as PostgreSQL 13
 // does not know it: the server must not set it for procsvc's role.
-func listenerDSN(dsn string) (string, error) {
+func listenerDSN(dsn string, connectTimeout time.Duration) (string, error) {
 	u, err := url.Parse(dsn)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return "", errors.New("events: the listener needs a postgres:// URL")
@@ -158,5 +211,5 @@ func listenerDSN(dsn string) (string, error) {
 		q.Set("application_name", "procsvc-events")
 	}
 	u.RawQuery = q.Encode()
-	return u.String(), nil
+	return database.WithConnectTimeout(u.String(), cmp.Or(connectTimeout, database.DefaultConnectTimeout))
 }

@@ -118,7 +118,9 @@ func TestListenerDSN(t *testing.T) {
 	}{
 		{"Plain", "postgres://u@db:5432/app?sslmode=disable",
 			map[string]string{"sslmode": "disable", "statement_timeout": "0", "lock_timeout": "0",
-				"idle_in_transaction_session_timeout": "0", "application_name": "procsvc-events"}, false},
+				"idle_in_transaction_session_timeout": "0", "application_name": "procsvc-events", "connect_timeout": "5"}, false},
+		{"ConnectTimeoutKept", "postgres://u@a,b/app?port=1,2&connect_timeout=9&target_session_attrs=read-write",
+			map[string]string{"connect_timeout": "9", "port": "1,2", "target_session_attrs": "read-write"}, false},
 		{"PoolTimeoutsLifted", "postgresql://u@db/app?statement_timeout=5000&lock_timeout=2000&idle_in_transaction_session_timeout=10000&application_name=api",
 			map[string]string{"statement_timeout": "0", "lock_timeout": "0",
 				"idle_in_transaction_session_timeout": "0", "application_name": "api"}, false},
@@ -127,7 +129,7 @@ func TestListenerDSN(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := listenerDSN(tt.dsn)
+			got, err := listenerDSN(tt.dsn, 0)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v; want error: %v", err, tt.wantErr)
 			}

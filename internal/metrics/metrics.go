@@ -111,6 +111,26 @@ func (m *Metrics) Counter(name, help string, value func() float64) {
 	_ = m.registry.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, value))
 }
 
+// LabelledGauges registers gauges of one name whose series are read at each
+// scrape: collect calls emit once per series, with a value for each of
+// labels. A name registered twice keeps the first.
+func (m *Metrics) LabelledGauges(name, help string, labels []string, collect func(emit func(value float64, labelValues ...string))) {
+	_ = m.registry.Register(&labelledGauges{desc: prometheus.NewDesc(name, help, labels, nil), collect: collect})
+}
+
+type labelledGauges struct {
+	desc    *prometheus.Desc
+	collect func(emit func(value float64, labelValues ...string))
+}
+
+func (g *labelledGauges) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+func (g *labelledGauges) Collect(ch chan<- prometheus.Metric) {
+	g.collect(func(v float64, lv ...string) {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, v, lv...)
+	})
+}
+
 // OperationNames reports whether m labels requests with GraphQL operation
 // names, and so must not be served on the API listener.
 func (m *Metrics) OperationNames() bool { return m != nil && m.operationNames }

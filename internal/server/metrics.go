@@ -9,6 +9,7 @@ import (
 	"net/http/pprof"
 
 	"github.com/procsvc/procsvc/internal/config"
+	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/middleware"
 )
@@ -49,4 +50,41 @@ func serveMetrics(cfg config.Config, m *metrics.Metrics, log *slog.Logger) (stop
 		}
 	}()
 	return func() { _ = srv.Close() }, nil
+}
+
+// registerDatabaseMetrics exposes what the probes of the PostgreSQL pools
+// found (internal/database, monitor.go): which server each pool is on,
+// whether it is healthy, and a standby's replay lag.
+func registerDatabaseMetrics(m *metrics.Metrics, db *database.DB) {
+	m.LabelledGauges("procsvc_database_pool_server", "1 for the server each PostgreSQL pool is on (pool: primary or read; role: primary or standby), as its last probe found", []string{"pool", "server", "role"},
+		func(emit func(float64, ...string)) {
+			for _, p := range db.Pools() {
+				if p.Server == "" {
+					continue
+				}
+				role := "primary"
+				if p.Standby {
+					role = "standby"
+				}
+				emit(1, p.Pool, p.Server, role)
+			}
+		})
+	m.LabelledGauges("procsvc_database_pool_healthy", "1 when the last probe of the pool answered from a server of the kind it needs, else 0", []string{"pool"},
+		func(emit func(float64, ...string)) {
+			for _, p := range db.Pools() {
+				emit(map[bool]float64{true: 1}[p.Healthy], p.Pool)
+			}
+		})
+	m.LabelledGauges("procsvc_database_replay_lag_seconds", "how far the pool's standby's replay is behind the WAL it received, in seconds (0 on a primary)", []string{"pool"},
+		func(emit func(float64, ...string)) {
+			for _, p := range db.Pools() {
+				emit(p.ReplayLag.Seconds(), p.Pool)
+			}
+		})
+	m.LabelledGauges("procsvc_database_probe_failures", "probes of the pool that failed since the start (no answer in time, no server, or a standby where a primary is needed)", []string{"pool"},
+		func(emit func(float64, ...string)) {
+			for _, p := range db.Pools() {
+				emit(float64(p.Failures), p.Pool)
+			}
+		})
 }

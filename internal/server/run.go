@@ -52,8 +52,14 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		return err
 	}
 	defer ln.Close()
+	probeInterval := cfg.DBProbeInterval
+	if probeInterval == 0 {
+		probeInterval = -1 // off
+	}
 	db, err := database.Open(ctx, cfg.DatabaseURL, database.Options{MaxOpenConns: cfg.DBMaxConns, Prepare: cfg.DBPrepare,
-		LockTimeout: cfg.DBLockTimeout, StatementTimeout: cfg.DBStatementTimeout, IdleInTransactionTimeout: cfg.DBIdleInTransactionTimeout})
+		LockTimeout: cfg.DBLockTimeout, StatementTimeout: cfg.DBStatementTimeout, IdleInTransactionTimeout: cfg.DBIdleInTransactionTimeout,
+		ConnectTimeout: cfg.DBConnectTimeout, ProbeInterval: probeInterval, ProbeTimeout: cfg.DBProbeTimeout,
+		ReadURL: cfg.DatabaseReadURL, Log: log})
 	if err != nil {
 		return err
 	}
@@ -75,7 +81,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	svc := core.New(db.Client, core.WithGenerator(gen), core.WithAnnouncer(Announcer(db, hub)),
 		core.WithLockPolicy(core.LockPolicyFor(db.Dialect)))
 	if db.Dialect == "postgres" {
-		listener, err := events.Listen(ctx, cfg.DatabaseURL, hub, log)
+		listener, err := events.Listen(ctx, cfg.DatabaseURL, hub, log, events.ListenOptions{
+			ProbeInterval: probeInterval, ProbeTimeout: cfg.DBProbeTimeout, ConnectTimeout: cfg.DBConnectTimeout})
 		if err != nil {
 			return err
 		}
@@ -107,7 +114,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 				Recheck: cfg.Live.Recheck, WriteTimeout: cfg.Live.WriteTimeout, FlushInterval: cfg.Live.FlushInterval, CacheBytes: int64(cfg.Live.CacheMB) << 20,
 				OperationsPerWorkspace: cfg.Live.OperationsPerWorkspace},
 			Auth:           []auth.Option{auth.WithFailureLimit(auth.FailureLimit{Rate: cfg.AuthFailures.Rate, Burst: cfg.AuthFailures.Burst})},
-			ClientIPHeader: cfg.ClientIPHeader}),
+			ClientIPHeader: cfg.ClientIPHeader, ReadYourWrites: cfg.ReadYourWrites}),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.WriteTimeout,

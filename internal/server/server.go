@@ -16,6 +16,7 @@ import (
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/config"
+	"github.com/procsvc/procsvc/internal/consistency"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/events"
@@ -66,6 +67,10 @@ type Deps struct {
 	// client's address (middleware.ClientAddress); empty: the
 	// connection's remote address.
 	ClientIPHeader string
+	// ReadYourWrites is how long a token's reads skip standbys that have
+	// not replayed its last write (internal/consistency; 0: only the
+	// X-Min-Version header does). Without a read pool it changes nothing.
+	ReadYourWrites time.Duration
 	// MaxResponseBytes bounds the bytes of each response of both faces,
 	// and the comment text one request reads (0: limits.ResponseBytes).
 	MaxResponseBytes int
@@ -116,6 +121,7 @@ func NewHandler(d Deps) *Handler {
 	// is kept.
 	idem := idempotency.New(d.DB.Client, idempotency.Options{TTL: d.IdempotencyTTL, LockTimeout: d.RequestTimeout,
 		WorkspaceBytes: d.IdempotencyWorkspaceBytes, Log: d.Log, Deferred: gqlhttp.KeyedRequest, HoldsSecret: auth.HoldsSecret})
+	reads := consistency.NewReads(d.DB, consistency.NewRecent(d.ReadYourWrites))
 	// Each face answers authentication failures in its own shape.
 	authenticate := func(writeErr middleware.ErrorWriter) func(http.Handler) http.Handler {
 		return middleware.Authenticate(authn, writeErr)
@@ -130,7 +136,10 @@ func NewHandler(d Deps) *Handler {
 			// leaves its key alone; a replay is charged) and before the
 			// response cache (which never stores a write).
 			keyed := idem.Middleware(writeErr)
-			return func(h http.Handler) http.Handler { return limit(keyed(loaders(cached(h)))) }
+			// Where reads go is decided before anything keyed by the
+			// version the request reads: the loaders and the cache.
+			routed := reads.Middleware(writeErr)
+			return func(h http.Handler) http.Handler { return limit(keyed(routed(loaders(cached(h))))) }
 		}
 	}
 	authenticated := func(limit func(middleware.ErrorWriter) func(http.Handler) http.Handler) func(middleware.ErrorWriter) func(http.Handler) http.Handler {
@@ -161,6 +170,7 @@ func NewHandler(d Deps) *Handler {
 
 	lives := live.New(liveOpts)
 	registerLiveMetrics(d.Metrics, lives)
+	registerDatabaseMetrics(d.Metrics, d.DB)
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", playground.RedirectBrowsers(gqlhttp.NewHandler(resolver, d.Log, d.Metrics,
 		gqlhttp.Middleware{Authenticate: authenticate, Requests: requests(d.RateLimit.PerOperation), Streams: streams}, lives)))
@@ -184,6 +194,12 @@ func NewHandler(d Deps) *Handler {
 		defer cancel()
 		if err := d.DB.Ping(ctx); err != nil {
 			restErr(w, r, &apperr.Error{Code: apperr.Unavailable, Message: "the database is not answering", Err: err})
+			return
+		}
+		// A pool can answer SELECT 1 from a standby, or the probe may
+		// have found the primary silent: writes need a primary.
+		if err := d.DB.Health(); err != nil {
+			restErr(w, r, &apperr.Error{Code: apperr.Unavailable, Message: "no primary database is reachable for writes", Err: err})
 			return
 		}
 		middleware.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})

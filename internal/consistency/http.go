@@ -1,0 +1,122 @@
+package consistency
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/viewer"
+)
+
+// Header names (docs/api.md, "Reading your writes").
+const (
+	// VersionHeader answers a request that wrote: the workspace version
+	// its last write committed.
+	VersionHeader = "X-Workspace-Version"
+	// MinVersionHeader asks that a read see at least this version.
+	MinVersionHeader = "X-Min-Version"
+)
+
+// Store is where reads may go: the database's read pool (database.DB).
+type Store interface {
+	HasReadPool() bool
+	ReadsAt(ctx context.Context, workspaceID uuid.UUID) (context.Context, int64, bool)
+}
+
+// Reads routes read requests to standbys, and reports writes' versions.
+type Reads struct {
+	store  Store
+	recent *Recent
+}
+
+// NewReads returns the router of store's reads; recent may be nil.
+func NewReads(store Store, recent *Recent) *Reads { return &Reads{store: store, recent: recent} }
+
+// Middleware runs after authentication. Every request gets a Written; the
+// version its writes committed is sent in VersionHeader and remembered
+// for its token. A read request — REST's GET and HEAD, a GraphQL request
+// marked ReadOnly — goes to the read pool when there is one and its
+// server has replayed the version the request needs: MinVersionHeader, and
+// its token's last write (Recent). Its viewer then carries the version
+// read there, so that every cache keys the response by the version the
+// request actually read. Otherwise it reads the primary, as without a
+// read pool. A MinVersionHeader that is not a whole number from 0 is
+// refused bad_request, on any request.
+func (rd *Reads) Middleware(writeErr func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			min, err := minVersion(r)
+			if err != nil {
+				writeErr(w, r, err)
+				return
+			}
+			ctx, written := WithWritten(r.Context())
+			v := viewer.FromContext(ctx)
+			if v != nil && rd.store.HasReadPool() && (r.Method == http.MethodGet || r.Method == http.MethodHead || IsReadOnly(ctx)) {
+				min = max(min, rd.recent.Min(v.TokenID))
+				if rctx, version, ok := rd.store.ReadsAt(ctx, v.WorkspaceID); ok && version >= min {
+					read := *v
+					read.WorkspaceVersion = version
+					ctx = viewer.NewContext(rctx, &read)
+				}
+			}
+			next.ServeHTTP(&versionWriter{ResponseWriter: w, written: written}, r.WithContext(ctx))
+			if v != nil {
+				rd.recent.Wrote(v.TokenID, written.Version())
+			}
+		})
+	}
+}
+
+func minVersion(r *http.Request) (int64, error) {
+	raw := r.Header.Get(MinVersionHeader)
+	if raw == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < 0 {
+		return 0, apperr.New(apperr.BadRequest, "%s must be a workspace version: a whole number from 0, as %s gave", MinVersionHeader, VersionHeader)
+	}
+	return n, nil
+}
+
+// versionWriter adds VersionHeader to the response of a request that
+// wrote, as its status is written (the writes have committed by then).
+type versionWriter struct {
+	http.ResponseWriter
+	written *Written
+	done    bool
+}
+
+func (vw *versionWriter) WriteHeader(code int) {
+	if !vw.done {
+		vw.done = true
+		if v := vw.written.Version(); v > 0 {
+			vw.Header().Set(VersionHeader, strconv.FormatInt(v, 10))
+		}
+	}
+	vw.ResponseWriter.WriteHeader(code)
+}
+
+func (vw *versionWriter) Write(b []byte) (int, error) {
+	if !vw.done {
+		vw.WriteHeader(http.StatusOK)
+	}
+	return vw.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (vw *versionWriter) Unwrap() http.ResponseWriter { return vw.ResponseWriter }
+
+// Flush passes a flush on.
+func (vw *versionWriter) Flush() {
+	if f, ok := vw.ResponseWriter.(http.Flusher); ok {
+		if !vw.done {
+			vw.WriteHeader(http.StatusOK)
+		}
+		f.Flush()
+	}
+}
