@@ -18,3 +18,7 @@ func (db *DB) WriteSchemaDiff(ctx context.Context, w io.Writer) error {
 	defer entSchemaMu.Unlock()
 	return db.Client.Schema.WriteTo(ctx, w)
 }
+
+// MoveReadPool makes the read pool start a new generation, as when its
+// connections move to another server.
+func (db *DB) MoveReadPool() { db.counter.read.conn.generation.Add(1) }
