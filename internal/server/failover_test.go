@@ -166,9 +166,11 @@ func startServe(t *testing.T, args ...string) string {
 	}
 	var logs syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan string, 1), make(chan error, 1)
+	ready, done := make(chan string, 1), make(chan struct{})
+	var runErr error
 	go func() {
-		done <- server.Run(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)), io.Discard, func(addr string) { ready <- addr })
+		defer close(done)
+		runErr = server.Run(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)), io.Discard, func(addr string) { ready <- addr })
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -180,8 +182,8 @@ func startServe(t *testing.T, args ...string) string {
 	select {
 	case addr := <-ready:
 		return "http://" + addr
-	case err := <-done:
-		t.Fatalf("serve stopped: %v\n%s", err, logs.String())
+	case <-done:
+		t.Fatalf("serve stopped: %v\n%s", runErr, logs.String())
 	case <-time.After(time.Minute):
 		t.Fatalf("serve did not start:\n%s", logs.String())
 	}
