@@ -61,8 +61,11 @@ func Open(t testing.TB, dialect string) *database.DB {
 	default:
 		t.Fatalf("dbtest: unknown dialect %q", dialect)
 	}
-	// Prepared statements are the server's default on PostgreSQL.
-	db, err := database.Open(ctx, rawURL, database.Options{Prepare: dialect == "postgres"})
+	// Prepared statements are the server's default on PostgreSQL. The
+	// probe of the pool's server (database.Options.ProbeInterval) is off:
+	// a package opens dozens of databases at once, each probe would hold a
+	// connection of its own, and the tests of failover turn it on.
+	db, err := database.Open(ctx, rawURL, database.Options{Prepare: dialect == "postgres", ProbeInterval: -1})
 	if err != nil {
 		t.Fatalf("dbtest: open %s: %v", dialect, err)
 	}
