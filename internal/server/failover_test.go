@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -83,17 +84,25 @@ func TestFailover(t *testing.T) {
 			// Nothing but 200 and 503; every acknowledged write is on the
 			// new primary.
 			acked, firstAfter := map[string]bool{}, time.Duration(-1)
+			keys, maxVersion := map[string]bool{}, int64(0)
 			counts := map[int]int{}
 			for _, r := range results {
 				counts[r.status]++
-				switch r.status {
-				case http.StatusOK:
-				case http.StatusServiceUnavailable:
+				switch {
+				case r.status == http.StatusOK:
+				case r.status == http.StatusServiceUnavailable:
 					if !r.retryAfter {
 						t.Errorf("a 503 without Retry-After: %s", r.body)
 					}
+				case r.what == "keyed" && r.status == http.StatusConflict && strings.Contains(r.body, "still in progress"):
+					// Its first attempt was cut by the failover after
+					// claiming the key: in progress until --write-timeout.
 				default:
 					t.Errorf("%s answered %d: %s", r.what, r.status, r.body)
+				}
+				maxVersion = max(maxVersion, r.version)
+				if r.what == "keyed" {
+					keys[r.key] = true
 				}
 				if r.what == "write" && r.status == http.StatusOK {
 					acked[r.shortID] = true
@@ -133,6 +142,32 @@ func TestFailover(t *testing.T) {
 			if lost > 0 {
 				t.Errorf("%d of %d acknowledged writes are not on the new primary", lost, len(acked))
 			}
+			// No key ran twice; the workspace's version never went back;
+			// the tallies still count every procedure.
+			for key := range keys {
+				var n int
+				if err := newPrimary.QueryRow("SELECT count(*) FROM procedures WHERE name = $1", key).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				if n > 1 {
+					t.Errorf("Idempotency-Key %s ran %d times", key, n)
+				}
+			}
+			var version int64
+			if err := newPrimary.QueryRow("SELECT max(version) FROM workspaces").Scan(&version); err != nil {
+				t.Fatal(err)
+			}
+			if version < maxVersion {
+				t.Errorf("the new primary's workspace version is %d, below %d that a write acknowledged", version, maxVersion)
+			}
+			var counted, tallied int64
+			if err := newPrimary.QueryRow(`SELECT (SELECT count(*) FROM procedures), (SELECT sum(count) FROM procedure_tallies WHERE key = 'all')`).Scan(&counted, &tallied); err != nil {
+				t.Fatal(err)
+			}
+			if counted != tallied {
+				t.Errorf("the tally counts %d procedures; there are %d", tallied, counted)
+			}
+			t.Logf("%d keys, none run twice; workspace version %d (acknowledged up to %d); %d procedures, tallied %d", len(keys), version, maxVersion, counted, tallied)
 
 			// The subscription heard REFETCH once the listener moved, and
 			// events after it.
@@ -228,10 +263,12 @@ func waitFailover(t *testing.T, limit time.Duration, what string, cond func() bo
 
 // loadAnswer is one request of the load.
 type loadAnswer struct {
-	what           string // "write" or "read"
+	what           string // "write", "keyed" or "read"
+	key            string // a keyed write's Idempotency-Key
 	status         int
 	retryAfter     bool
 	shortID        string
+	version        int64 // X-Workspace-Version of a write
 	body           string
 	started, ended time.Time
 }
@@ -266,6 +303,7 @@ func startLoad(t *testing.T, base, refs string) *loadRun {
 					b, _ := io.ReadAll(resp.Body)
 					resp.Body.Close()
 					a.status, a.body, a.retryAfter = resp.StatusCode, string(b), resp.Header.Get("Retry-After") != ""
+					a.version, _ = strconv.ParseInt(resp.Header.Get("X-Workspace-Version"), 10, 64)
 					if what == "write" && resp.StatusCode == http.StatusOK {
 						var p struct {
 							ShortID string `json:"shortId"`
@@ -292,6 +330,44 @@ func startLoad(t *testing.T, base, refs string) *loadRun {
 			return req
 		})
 	}
+	// One writer sends each write with an Idempotency-Key and retries it,
+	// same key, until it is answered 200: through the failover a key must
+	// never run twice.
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		for n := 0; ; n++ {
+			key := fmt.Sprintf("keyed-%d", n)
+			body := fmt.Sprintf(`{"name":%q,%s,"priority":"LOW","state":"TODO","dueAt":"2027-01-01T09:00:00Z","content":"x"}`, key, refs)
+			for {
+				select {
+				case <-l.stopped:
+					return
+				default:
+				}
+				req, _ := http.NewRequest(http.MethodPost, base+"/procedures", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Idempotency-Key", key)
+				a := loadAnswer{what: "keyed", key: key, started: time.Now()}
+				resp, err := client.Do(authorized(req))
+				if err != nil {
+					a.status, a.body = -1, err.Error()
+				} else {
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					a.status, a.body, a.retryAfter = resp.StatusCode, string(b), resp.Header.Get("Retry-After") != ""
+				}
+				a.ended = time.Now()
+				l.mu.Lock()
+				l.answers = append(l.answers, a)
+				l.mu.Unlock()
+				if a.status == http.StatusOK {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}()
 	for range 2 {
 		run("read", func(int) *http.Request {
 			req, _ := http.NewRequest(http.MethodGet, base+"/procedures?limit=5", nil)
