@@ -63,10 +63,13 @@ type Config struct {
 	DBIdleInTransactionTimeout time.Duration
 
 	// Failover and standbys (docs/operations.md, "Failover").
-	DatabaseReadURL  string
-	DBConnectTimeout time.Duration
-	DBProbeInterval  time.Duration
-	DBProbeTimeout   time.Duration
+	DatabaseReadURL string
+	// DatabaseListenURL is the session LISTEN uses (default: DatabaseURL),
+	// for a DatabaseURL through PgBouncer in transaction mode.
+	DatabaseListenURL string
+	DBConnectTimeout  time.Duration
+	DBProbeInterval   time.Duration
+	DBProbeTimeout    time.Duration
 	// ReadYourWrites is how long a token's reads avoid standbys that have
 	// not replayed its last write (0: only X-Min-Version does).
 	ReadYourWrites time.Duration
@@ -196,6 +199,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		dur(&c.DBStatementTimeout, "db-statement-timeout", "PROCSVC_DB_STATEMENT_TIMEOUT", "PostgreSQL statement_timeout: a statement running longer is cancelled, answered 503 (0 disables)"),
 		dur(&c.DBIdleInTransactionTimeout, "db-idle-in-transaction-timeout", "PROCSVC_DB_IDLE_IN_TRANSACTION_TIMEOUT", "PostgreSQL idle_in_transaction_session_timeout: the server ends a session of procsvc's idle this long inside a transaction, releasing its locks (0 disables)"),
 		str(&c.DatabaseReadURL, "database-read-url", "DATABASE_READ_URL", "PostgreSQL standbys that serve reads: postgres://…@h1,h2/db?port=p1,p2&target_session_attrs=prefer-standby (default: the primary serves every read)"),
+		str(&c.DatabaseListenURL, "database-listen-url", "DATABASE_LISTEN_URL", "PostgreSQL URL of the session that LISTENs for other replicas' changes (default: --database-url); a direct URL when --database-url goes through PgBouncer in transaction mode, which cannot hold a LISTEN"),
 		dur(&c.DBConnectTimeout, "db-connect-timeout", "PROCSVC_DB_CONNECT_TIMEOUT", "PostgreSQL connect_timeout for URLs without one: how long one host may take to accept a connection before the next host is tried (1s to 1m)"),
 		dur(&c.DBProbeInterval, "db-probe-interval", "PROCSVC_DB_PROBE_INTERVAL", "how often each PostgreSQL pool's server is probed; a silent or demoted primary has its connections aborted and /readyz turns 503 (0 disables)"),
 		dur(&c.DBProbeTimeout, "db-probe-timeout", "PROCSVC_DB_PROBE_TIMEOUT", "how long a probed server may take to answer before it counts as silent (100ms to 1m)"),
@@ -351,8 +355,10 @@ func (c *Config) validate() error {
 	if c.ReadYourWrites < 0 || c.ReadYourWrites > time.Hour {
 		errs = append(errs, fmt.Errorf("invalid read-your-writes window %s: use 0 to 1h (--read-your-writes, PROCSVC_READ_YOUR_WRITES)", c.ReadYourWrites))
 	}
-	if c.DatabaseReadURL != "" && !strings.HasPrefix(c.DatabaseReadURL, "postgres://") && !strings.HasPrefix(c.DatabaseReadURL, "postgresql://") {
-		errs = append(errs, errors.New("--database-read-url (DATABASE_READ_URL) must be a postgres:// URL"))
+	for flag, u := range map[string]string{"--database-read-url (DATABASE_READ_URL)": c.DatabaseReadURL, "--database-listen-url (DATABASE_LISTEN_URL)": c.DatabaseListenURL} {
+		if u != "" && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+			errs = append(errs, fmt.Errorf("%s must be a postgres:// URL", flag))
+		}
 	}
 	for name, d := range map[string]time.Duration{
 		"--db-lock-timeout (PROCSVC_DB_LOCK_TIMEOUT)":                               c.DBLockTimeout,

@@ -62,6 +62,8 @@ type connector struct {
 	// generation grows whenever the pool moves to another server (see
 	// moved); a connection of an older generation is not reused.
 	generation atomic.Uint64
+	// server is the address of the server the last connection reached.
+	server atomic.Pointer[string]
 
 	mu    sync.Mutex
 	conns map[*trackedConn]struct{} // open network connections
@@ -156,17 +158,23 @@ func hostAddresses(h pq.ConfigMultihost) []string {
 	return out
 }
 
-// prefer makes the host at address the first one tried. A change of host
-// is a move of the pool to another server: moved.
+// prefer makes the host at address the first one tried. A connection to
+// another server than the last one is a move of the pool: moved.
 func (c *connector) prefer(address string) {
-	i := c.hostIndex(address)
-	if i < 0 {
-		return
+	if i := c.hostIndex(address); i >= 0 {
+		c.preferred.Store(int32(i))
 	}
-	if old := c.preferred.Swap(int32(i)); int(old) != i {
-		c.moved(address)
+	if old := c.server.Swap(&address); old != nil && *old != address {
+		c.moved()
 	}
 }
+
+// preferStandby reports whether the pool's URL asks for a standby first
+// (target_session_attrs=prefer-standby), falling back to any server.
+func (c *connector) preferStandby() bool {
+	return c.cfg.TargetSessionAttrs == pq.TargetSessionAttrsPreferStandby
+}
+
 
 // avoid makes the hosts after the one at address tried first, after its
 // server failed its probe: a silent host would otherwise cost every new
@@ -180,12 +188,12 @@ func (c *connector) avoid(address string) {
 }
 
 // moved starts a new generation when the pool's connections go to another
-// server than before: the connections to the other servers are aborted,
-// so that no statement reads from two servers whose data may differ.
-func (c *connector) moved(now string) {
-	c.generation.Add(1)
-	c.abort(func(server string) bool { return server != now })
-}
+// server than before: the older ones finish what they run and are closed
+// instead of reused, and reads pinned to the old generation go to the
+// primary (ReadsAt), so that no request reads from two servers whose data
+// may differ. (A server that stopped answering has its connections
+// aborted by the probe instead.)
+func (c *connector) moved() { c.generation.Add(1) }
 
 // abortServer ends every connection to the server at address: a read or
 // write waiting on one fails at once (lib/pq then marks the connection

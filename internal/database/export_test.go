@@ -2,6 +2,7 @@ package database
 
 import (
 	"context"
+	"database/sql"
 	"io"
 )
 
@@ -22,3 +23,8 @@ func (db *DB) WriteSchemaDiff(ctx context.Context, w io.Writer) error {
 // MoveReadPool makes the read pool start a new generation, as when its
 // connections move to another server.
 func (db *DB) MoveReadPool() { db.counter.read.conn.generation.Add(1) }
+
+// ReadPoolQueryRow runs query on the read pool.
+func (db *DB) ReadPoolQueryRow(ctx context.Context, query string) *sql.Row {
+	return db.counter.read.sql.QueryRowContext(ctx, query)
+}

@@ -282,3 +282,52 @@ func TestReadsAtPinsTheReadPool(t *testing.T) {
 		t.Fatalf("Pools() = %v; want the read pool's state", db.Pools())
 	}
 }
+
+// TestReadPoolReturnsToTheStandby: a prefer-standby read pool that had to
+// fall back to the primary (its standby was down) goes back to the
+// standby once it is up.
+func TestReadPoolReturnsToTheStandby(t *testing.T) {
+	pgcluster.Bin(t)
+	c := pgcluster.New(t, pgcluster.Options{})
+	c.Primary.Exec(t, "CREATE DATABASE procsvc")
+	c.WaitReplayed(t, 30*time.Second)
+	c.Standby.Stop(t, "fast")
+	reads := fmt.Sprintf("postgres://postgres@127.0.0.1,127.0.0.1/procsvc?port=%d,%d&target_session_attrs=prefer-standby&sslmode=disable", c.Standby.Port, c.Primary.Port)
+	opts := fastProbe
+	opts.ReadURL = reads
+	db, err := database.Open(context.Background(), c.Primary.URL("procsvc"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	readPool := func() database.PoolState {
+		for _, p := range db.Pools() {
+			if p.Pool == "read" {
+				return p
+			}
+		}
+		t.Fatal("no read pool")
+		return database.PoolState{}
+	}
+	if p := readPool(); p.Standby || p.Server != fmt.Sprintf("127.0.0.1:%d", c.Primary.Port) {
+		t.Fatalf("with the standby down, the read pool is on %+v; want the primary", p)
+	}
+	c.Standby.Start(t)
+	deadline := time.Now().Add(15 * time.Second)
+	for !readPool().Standby {
+		if time.Now().After(deadline) {
+			t.Fatalf("the read pool stayed on %+v after the standby came back", readPool())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// And the pool's own connections follow: the next read is on the
+	// standby (those to the primary belong to the pool's previous
+	// generation, closed instead of reused).
+	var recovery bool
+	if err := db.ReadPoolQueryRow(context.Background(), "SELECT pg_is_in_recovery()").Scan(&recovery); err != nil {
+		t.Fatal(err)
+	}
+	if !recovery {
+		t.Fatal("the read pool's next read went to the primary")
+	}
+}

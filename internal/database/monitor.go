@@ -192,7 +192,11 @@ func (m *monitor) run() (server string, standby bool, lag time.Duration, err err
 		m.c.abortServer(server)
 		m.c.avoid(server)
 	}
-	if a.err != nil || (m.wantPrimary && a.standby) {
+	// A prefer-standby pool on the primary fell back to it because no
+	// standby took a connection: the probe dials again each time, and
+	// once a standby takes its connection the pool moves there (prefer).
+	fellBack := a.err == nil && !m.wantPrimary && !a.standby && m.c.preferStandby()
+	if a.err != nil || (m.wantPrimary && a.standby) || fellBack {
 		m.mu.Lock()
 		_ = m.probe.Close()
 		m.probe = nil

@@ -81,7 +81,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	svc := core.New(db.Client, core.WithGenerator(gen), core.WithAnnouncer(Announcer(db, hub)),
 		core.WithLockPolicy(core.LockPolicyFor(db.Dialect)))
 	if db.Dialect == "postgres" {
-		listener, err := events.Listen(ctx, cfg.DatabaseURL, hub, log, events.ListenOptions{
+		listenURL := cfg.DatabaseListenURL
+		if listenURL == "" {
+			listenURL = cfg.DatabaseURL
+		}
+		listener, err := events.Listen(ctx, listenURL, hub, log, events.ListenOptions{
 			ProbeInterval: probeInterval, ProbeTimeout: cfg.DBProbeTimeout, ConnectTimeout: cfg.DBConnectTimeout})
 		if err != nil {
 			return err
