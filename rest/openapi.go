@@ -9,6 +9,7 @@ import (
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/consistency"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/generation"
 	"github.com/procsvc/procsvc/internal/limits"
@@ -225,6 +226,16 @@ type operation struct {
 var ifMatch = obj{"name": "If-Match", "in": "header", "required": false, "schema": str,
 	"description": "the ETag of the record as last read; if it changed since, the write is refused with 412 precondition_failed and nothing changes"}
 
+// workspaceVersion and minVersion are docs/api.md's "Reading your writes":
+// a write's answer carries the version it committed; a read may ask for it.
+var (
+	workspaceVersion = obj{"schema": obj{"type": "integer", "minimum": 1},
+		"description": "the workspace version this write committed: send it as X-Min-Version on a read to be sure to see the write (set when the request wrote)"}
+	minVersion = obj{"name": consistency.MinVersionHeader, "in": "header", "required": false,
+		"schema": obj{"type": "integer", "minimum": 0},
+		"description": "answer as of this workspace version or a later one (an X-Workspace-Version a write answered); with standbys serving reads, a standby that has not replayed it does not answer; a value that is not a whole number is refused 400 bad_request"}
+)
+
 // idempotencyKey is docs/api.md's Idempotency-Key, on every write.
 var idempotencyKey = obj{"name": "Idempotency-Key", "in": "header", "required": false,
 	"schema": obj{"type": "string", "pattern": "^[ -~]{1,255}$"},
@@ -357,6 +368,10 @@ func Document() map[string]any {
 		}
 		if rt.Method != http.MethodGet {
 			keyed(o, responses)
+			okResp["headers"].(obj)[consistency.VersionHeader] = workspaceVersion
+		} else {
+			params, _ := o["parameters"].([]any)
+			o["parameters"] = append(append([]any{}, params...), minVersion)
 		}
 		item[strings.ToLower(rt.Method)] = o
 	}

@@ -45,11 +45,14 @@ type Cache struct {
 	inFlight map[string]*flight
 	// current is, per workspace, the newest version stored and the keys
 	// of the responses without a footprint stored at it. Once a response
-	// of version v is stored, no new request can read an older version (the
-	// version only grows, and every request reads it afresh), so those
-	// entries of older versions are dead: they are dropped at once instead
-	// of filling the cache until the LRU gets to them, which under steady
-	// writes kept it full of garbage.
+	// of version v is stored, no new request reads an older version on the
+	// primary (the version only grows, and every request reads it afresh),
+	// so those entries of older versions are dead: they are dropped at once
+	// instead of filling the cache until the LRU gets to them, which under
+	// steady writes kept it full of garbage. A request read on a lagging
+	// standby (internal/consistency) may observe an older version: it is
+	// answered by the newer entry (fresh), or computes its own, which is
+	// not stored below the newest version without a footprint (store).
 	current map[uuid.UUID]*generation
 	// log is the replica's record of recent changes (Observe).
 	log changeLog
