@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/internal/dbtest"
 )
@@ -121,7 +123,17 @@ func TestLiveRendersOncePerOperation(t *testing.T) {
 			db, dsn := openDB(t, dialect)
 			s := startLive(t, db, liveConfig{dsn: dsn, live: live.Options{MaxPerToken: 40}})
 			ws := s.NewWorkspace(t, "Shared", "SHR")
+			// The creation's event must reach the hub before anyone
+			// subscribes (on PostgreSQL it comes back through LISTEN,
+			// asynchronously): a subscriber opened first would get it.
+			heard := s.Hub.Subscribe(uuid.MustParse(ws.ID))
 			id := createProcedure(t, s, ws, ws.MemberToken, "Shared", "")
+			select {
+			case <-heard.Events():
+			case <-time.After(waitFor):
+				t.Fatal("the creation was never published")
+			}
+			heard.Close()
 			type sub struct {
 				token string
 				vars  map[string]any
