@@ -208,12 +208,7 @@ func (g *guard) onlyQueries(ctx context.Context, req *gqlrequest.Request) bool {
 	if !strings.Contains(req.Query, "mutation") && !strings.Contains(req.Query, "subscription") {
 		return true
 	}
-	doc := g.document(ctx, req.Query)
-	if doc == nil {
-		return false
-	}
-	op := doc.Operations.ForName(req.OperationName)
-	return op != nil && op.Operation == ast.Query
+	return g.operation(ctx, req) == ast.Query
 }
 
 // subscribes reports whether req runs a subscription. A document that
@@ -222,15 +217,20 @@ func (g *guard) onlyQueries(ctx context.Context, req *gqlrequest.Request) bool {
 // query sent by hash alone), is not streamed: the executor refuses or runs
 // it as usual.
 func (g *guard) subscribes(ctx context.Context, req *gqlrequest.Request) bool {
-	if !strings.Contains(req.Query, "subscription") {
-		return false
-	}
+	return strings.Contains(req.Query, "subscription") && g.operation(ctx, req) == ast.Subscription
+}
+
+// operation is the kind of operation req runs: "" when its document does
+// not parse or names no such operation.
+func (g *guard) operation(ctx context.Context, req *gqlrequest.Request) ast.Operation {
 	doc := g.document(ctx, req.Query)
 	if doc == nil {
-		return false
+		return ""
 	}
-	op := doc.Operations.ForName(req.OperationName)
-	return op != nil && op.Operation == ast.Subscription
+	if op := doc.Operations.ForName(req.OperationName); op != nil {
+		return op.Operation
+	}
+	return ""
 }
 
 // document returns query's document, to learn which operation a request

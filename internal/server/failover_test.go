@@ -274,6 +274,7 @@ type loadAnswer struct {
 }
 
 type loadRun struct {
+	client  *http.Client
 	stopped chan struct{}
 	wg      sync.WaitGroup
 	mu      sync.Mutex
@@ -283,98 +284,86 @@ type loadRun struct {
 // startLoad runs 4 writers creating procedures (with refs, the JSON of
 // their references) and 2 readers listing them.
 func startLoad(t *testing.T, base, refs string) *loadRun {
-	l := &loadRun{stopped: make(chan struct{})}
-	client := &http.Client{Timeout: 30 * time.Second}
-	run := func(what string, do func(n int) *http.Request) {
+	l := &loadRun{stopped: make(chan struct{}), client: &http.Client{Timeout: 30 * time.Second}}
+	newProcedure := func(name, key string) *http.Request {
+		body := fmt.Sprintf(`{"name":%q,%s,"priority":"LOW","state":"TODO","dueAt":"2027-01-01T09:00:00Z","content":"x"}`, name, refs)
+		req, _ := http.NewRequest(http.MethodPost, base+"/procedures", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		return req
+	}
+	// run sends next's requests one after another until stop; next is
+	// told whether the previous one was answered 200.
+	run := func(next func(n int, ok bool) (what, key string, req *http.Request)) {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
+			ok := true
 			for n := 0; ; n++ {
 				select {
 				case <-l.stopped:
 					return
 				default:
 				}
-				a := loadAnswer{what: what, started: time.Now()}
-				resp, err := client.Do(authorized(do(n)))
-				if err != nil {
-					a.status, a.body = -1, err.Error()
-				} else {
-					b, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					a.status, a.body, a.retryAfter = resp.StatusCode, string(b), resp.Header.Get("Retry-After") != ""
-					a.version, _ = strconv.ParseInt(resp.Header.Get("X-Workspace-Version"), 10, 64)
-					if what == "write" && resp.StatusCode == http.StatusOK {
-						var p struct {
-							ShortID string `json:"shortId"`
-						}
-						_ = json.Unmarshal(b, &p)
-						a.shortID = p.ShortID
-					}
-				}
-				a.ended = time.Now()
-				l.mu.Lock()
-				l.answers = append(l.answers, a)
-				l.mu.Unlock()
-				if a.status != http.StatusOK {
-					time.Sleep(20 * time.Millisecond)
+				what, key, req := next(n, ok)
+				a := l.send(what, key, req)
+				if ok = a.status == http.StatusOK; !ok {
+					time.Sleep(50 * time.Millisecond)
 				}
 			}
 		}()
 	}
 	for w := range 4 {
-		run("write", func(n int) *http.Request {
-			body := fmt.Sprintf(`{"name":"w%d-%d",%s,"priority":"LOW","state":"TODO","dueAt":"2027-01-01T09:00:00Z","content":"x"}`, w, n, refs)
-			req, _ := http.NewRequest(http.MethodPost, base+"/procedures", strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			return req
+		run(func(n int, _ bool) (string, string, *http.Request) {
+			return "write", "", newProcedure(fmt.Sprintf("w%d-%d", w, n), "")
 		})
 	}
 	// One writer sends each write with an Idempotency-Key and retries it,
 	// same key, until it is answered 200: through the failover a key must
 	// never run twice.
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		for n := 0; ; n++ {
-			key := fmt.Sprintf("keyed-%d", n)
-			body := fmt.Sprintf(`{"name":%q,%s,"priority":"LOW","state":"TODO","dueAt":"2027-01-01T09:00:00Z","content":"x"}`, key, refs)
-			for {
-				select {
-				case <-l.stopped:
-					return
-				default:
-				}
-				req, _ := http.NewRequest(http.MethodPost, base+"/procedures", strings.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Idempotency-Key", key)
-				a := loadAnswer{what: "keyed", key: key, started: time.Now()}
-				resp, err := client.Do(authorized(req))
-				if err != nil {
-					a.status, a.body = -1, err.Error()
-				} else {
-					b, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					a.status, a.body, a.retryAfter = resp.StatusCode, string(b), resp.Header.Get("Retry-After") != ""
-				}
-				a.ended = time.Now()
-				l.mu.Lock()
-				l.answers = append(l.answers, a)
-				l.mu.Unlock()
-				if a.status == http.StatusOK {
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+	keyed := 0
+	run(func(_ int, ok bool) (string, string, *http.Request) {
+		if ok {
+			keyed++
 		}
-	}()
+		key := fmt.Sprintf("keyed-%d", keyed)
+		return "keyed", key, newProcedure(key, key)
+	})
 	for range 2 {
-		run("read", func(int) *http.Request {
+		run(func(int, bool) (string, string, *http.Request) {
 			req, _ := http.NewRequest(http.MethodGet, base+"/procedures?limit=5", nil)
-			return req
+			return "read", "", req
 		})
 	}
 	return l
+}
+
+// send sends req and records its answer.
+func (l *loadRun) send(what, key string, req *http.Request) loadAnswer {
+	a := loadAnswer{what: what, key: key, started: time.Now()}
+	resp, err := l.client.Do(authorized(req))
+	if err != nil {
+		a.status, a.body = -1, err.Error()
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		a.status, a.body, a.retryAfter = resp.StatusCode, string(b), resp.Header.Get("Retry-After") != ""
+		a.version, _ = strconv.ParseInt(resp.Header.Get("X-Workspace-Version"), 10, 64)
+		if what == "write" && resp.StatusCode == http.StatusOK {
+			var p struct {
+				ShortID string `json:"shortId"`
+			}
+			_ = json.Unmarshal(b, &p)
+			a.shortID = p.ShortID
+		}
+	}
+	a.ended = time.Now()
+	l.mu.Lock()
+	l.answers = append(l.answers, a)
+	l.mu.Unlock()
+	return a
 }
 
 // successesAfter counts the writes answered 200 that started after at.

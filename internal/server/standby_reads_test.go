@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func TestReadYourWritesThroughADelayedStandby(t *testing.T) {
 		stale := 0
 		for i := range 8 {
 			name := fmt.Sprintf("rw-%d", i)
-			shortID, version := createViaREST(t, base, name, refs, nil)
+			shortID, version := createViaREST(t, base, name, refs)
 			if version <= 0 {
 				t.Fatalf("a write answered without %s", "X-Workspace-Version")
 			}
@@ -66,7 +67,7 @@ func TestReadYourWritesThroughADelayedStandby(t *testing.T) {
 			t.Fatal("no read without X-Min-Version was stale: reads do not go to the delayed standby")
 		}
 		// Stale by at most the delay: a write is seen once it has passed.
-		shortID, _ := createViaREST(t, base, "late", refs, nil)
+		shortID, _ := createViaREST(t, base, "late", refs)
 		written := time.Now()
 		waitFailover(t, applyDelay+3*time.Second, "a read without X-Min-Version sees the write", func() bool {
 			return getProcedure(t, base, shortID, nil) == http.StatusOK
@@ -94,7 +95,7 @@ func TestReadYourWritesThroughADelayedStandby(t *testing.T) {
 		base := startServe(t, "--database-url="+c.Primary.URL("procsvc"), "--database-read-url="+reads)
 		refs := procedureRefs(t, base)
 		for i := range 5 {
-			shortID, _ := createViaREST(t, base, fmt.Sprintf("mem-%d", i), refs, nil)
+			shortID, _ := createViaREST(t, base, fmt.Sprintf("mem-%d", i), refs)
 			if code := getProcedure(t, base, shortID, nil); code != http.StatusOK {
 				t.Fatalf("the token that wrote %s did not read it: %d", shortID, code)
 			}
@@ -120,13 +121,14 @@ func procedureRefs(t *testing.T, base string) string {
 		firstID(t, base, "/projects"), firstID(t, base, "/categories"), firstID(t, base, "/members"))
 }
 
-// createViaREST creates a procedure and returns its shortId and the
-// version the write committed (X-Workspace-Version).
-func createViaREST(t *testing.T, base, name, refs string, header map[string]string) (string, int64) {
+// exchange sends an authorized request (a JSON body when body is not
+// empty) with header, and returns the answer.
+func exchange(t *testing.T, method, url, body string, header map[string]string) (int, http.Header, []byte) {
 	t.Helper()
-	body := fmt.Sprintf(`{"name":%q,%s,"priority":"LOW","state":"TODO","dueAt":"2027-01-01T09:00:00Z","content":"x"}`, name, refs)
-	req, _ := http.NewRequest(http.MethodPost, base+"/procedures", bytes.NewReader([]byte(body)))
-	req.Header.Set("Content-Type", "application/json")
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
@@ -136,8 +138,17 @@ func createViaREST(t *testing.T, base, name, refs string, header map[string]stri
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("create: %d %s", resp.StatusCode, b)
+	return resp.StatusCode, resp.Header, b
+}
+
+// createViaREST creates a procedure and returns its shortId and the
+// version the write committed (X-Workspace-Version).
+func createViaREST(t *testing.T, base, name, refs string) (string, int64) {
+	t.Helper()
+	body := fmt.Sprintf(`{"name":%q,%s,"priority":"LOW","state":"TODO","dueAt":"2027-01-01T09:00:00Z","content":"x"}`, name, refs)
+	code, header, b := exchange(t, http.MethodPost, base+"/procedures", body, nil)
+	if code != http.StatusOK {
+		t.Fatalf("create: %d %s", code, b)
 	}
 	var p struct {
 		ShortID string `json:"shortId"`
@@ -145,38 +156,20 @@ func createViaREST(t *testing.T, base, name, refs string, header map[string]stri
 	if err := json.Unmarshal(b, &p); err != nil {
 		t.Fatal(err)
 	}
-	version, _ := strconv.ParseInt(resp.Header.Get("X-Workspace-Version"), 10, 64)
+	version, _ := strconv.ParseInt(header.Get("X-Workspace-Version"), 10, 64)
 	return p.ShortID, version
 }
 
 func getProcedure(t *testing.T, base, shortID string, header map[string]string) int {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, base+"/procedures/"+shortID, nil)
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(authorized(req))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
+	code, _, _ := exchange(t, http.MethodGet, base+"/procedures/"+shortID, "", header)
+	return code
 }
 
 func postGraphQL(t *testing.T, base, body string, header map[string]string) (int, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, base+"/graphql", bytes.NewReader([]byte(body)))
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(authorized(req))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	code, _, b := exchange(t, http.MethodPost, base+"/graphql", body, header)
+	return code, b
 }
 
 // graphqlCreate creates a procedure named graphql-rw by GraphQL and returns
