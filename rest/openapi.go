@@ -232,7 +232,7 @@ var (
 	workspaceVersion = obj{"schema": obj{"type": "integer", "minimum": 1},
 		"description": "the workspace version this write committed: send it as X-Min-Version on a read to be sure to see the write (set when the request wrote)"}
 	minVersion = obj{"name": consistency.MinVersionHeader, "in": "header", "required": false,
-		"schema": obj{"type": "integer", "minimum": 0},
+		"schema":      obj{"type": "integer", "minimum": 0},
 		"description": "answer as of this workspace version or a later one (an X-Workspace-Version a write answered); with standbys serving reads, a standby that has not replayed it does not answer; a value that is not a whole number is refused 400 bad_request"}
 )
 

@@ -175,7 +175,6 @@ func (c *connector) preferStandby() bool {
 	return c.cfg.TargetSessionAttrs == pq.TargetSessionAttrsPreferStandby
 }
 
-
 // avoid makes the hosts after the one at address tried first, after its
 // server failed its probe: a silent host would otherwise cost every new
 // connection connect_timeout.
