@@ -96,22 +96,45 @@ type dialSlotKey struct{}
 // Connect implements driver.Connector.
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	slot := &dialSlot{}
-	pc, err := pq.NewConnectorConfig(c.ordered())
-	if err != nil {
-		return nil, err
+	ctx = context.WithValue(ctx, dialSlotKey{}, slot)
+	cfg := c.ordered()
+	var (
+		dc  driver.Conn
+		err error
+	)
+	if c.preferStandby() {
+		// lib/pq (v1.12.3) retries prefer-standby as "any" by jumping
+		// back with the URL's setting unchanged: when no host answers at
+		// all it loops forever, burning a CPU. Ask for a standby, then for
+		// any server, ourselves.
+		cfg.TargetSessionAttrs = pq.TargetSessionAttrsStandby
+		if dc, err = c.open(ctx, cfg); err != nil {
+			cfg.TargetSessionAttrs = pq.TargetSessionAttrsAny
+			dc, err = c.open(ctx, cfg)
+		}
+	} else {
+		dc, err = c.open(ctx, cfg)
 	}
-	pc.Dialer(c)
-	gen := c.generation.Load()
-	dc, err := pc.Connect(context.WithValue(ctx, dialSlotKey{}, slot))
 	if err != nil {
 		return nil, err
 	}
 	if slot.conn == nil {
-		// Not dialled through c (a unix socket is, too): nothing to track.
-		return &conn{Conn: dc, owner: c, generation: gen}, nil
+		// Not dialled through c: nothing to track.
+		return &conn{Conn: dc, owner: c, generation: c.generation.Load()}, nil
 	}
+	// The generation after prefer: that of the server this connection is on.
 	c.prefer(slot.conn.server)
-	return &conn{Conn: dc, owner: c, net: slot.conn, generation: gen}, nil
+	return &conn{Conn: dc, owner: c, net: slot.conn, generation: c.generation.Load()}, nil
+}
+
+// open connects with cfg through lib/pq, dialling through c.
+func (c *connector) open(ctx context.Context, cfg pq.Config) (driver.Conn, error) {
+	pc, err := pq.NewConnectorConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	pc.Dialer(c)
+	return pc.Connect(ctx)
 }
 
 // Driver implements driver.Connector.

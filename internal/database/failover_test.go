@@ -331,3 +331,37 @@ func TestReadPoolReturnsToTheStandby(t *testing.T) {
 		t.Fatal("the read pool's next read went to the primary")
 	}
 }
+
+// TestPreferStandbyWithEveryHostDown: a prefer-standby read URL whose
+// hosts all refuse connections fails, and soon. (lib/pq's own
+// prefer-standby loops forever on it.)
+func TestPreferStandbyWithEveryHostDown(t *testing.T) {
+	if !hasPostgres() {
+		t.Skip("PostgreSQL only")
+	}
+	dead := func() int { // a port nothing listens on
+		p := pgcluster.NewProxy(t, "127.0.0.1:1")
+		port := p.Port()
+		p.Close()
+		return port
+	}
+	reads := fmt.Sprintf("postgres://postgres@127.0.0.1,127.0.0.1/procsvc?port=%d,%d&target_session_attrs=prefer-standby&sslmode=disable", dead(), dead())
+	opened := make(chan error, 1)
+	go func() {
+		opts := fastProbe
+		opts.ReadURL = reads
+		db, err := database.Open(context.Background(), dbtest.CreatePostgres(t), opts)
+		if err == nil {
+			db.Close()
+		}
+		opened <- err
+	}()
+	select {
+	case err := <-opened:
+		if err == nil || !strings.Contains(err.Error(), "read URL") {
+			t.Fatalf("Open with no reachable read host: %v; want the read URL's error", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Open still connects to a prefer-standby URL with every host down after 15 s")
+	}
+}
