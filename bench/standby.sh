@@ -98,7 +98,7 @@ seed=$(DATABASE_URL=$URL1 "$BENCH" seed --procedures "$PROCEDURES" --noise-works
 TOKEN=$(echo "$seed" | awk '/^token:/ {print $2}')
 psql "$URL1" -qc "VACUUM ANALYZE"
 psql "$URL1" -qc "CHECKPOINT"
-echo "seeded $(echo "$seed" | head -1) in $(($(date +%s) - t0))s; database $(psql "$URL1" -Atc "SELECT pg_size_pretty(pg_database_size('bench'))")" >&2
+echo "$(echo "$seed" | head -1); with VACUUM ANALYZE $(($(date +%s) - t0))s; database $(psql "$URL1" -Atc "SELECT pg_size_pretty(pg_database_size('bench'))")" >&2
 
 # The standby: a copy of the seeded primary, streaming from it.
 t0=$(date +%s)
@@ -147,7 +147,7 @@ restart_nodes() {
 }
 
 start_server() {
-  PROCSVC_LOG_LEVEL=warn "$BIN" serve --addr "$ADDR" --database-url "$URL1" --rate-limit 0 "$@" ${SERVE_ARGS:-} 2>>"$TMP/procsvc.log" &
+  PROCSVC_LOG_LEVEL=warn "$BIN" serve --addr "$ADDR" --database-url "$URL1" --rate-limit 0 "$@" ${SERVE_ARGS:-} >>"$TMP/procsvc.log" 2>&1 &
   SERVER=$!
   for _ in $(seq 1 50); do curl -sf "http://$ADDR/readyz" >/dev/null && break; sleep 0.2; done
   if ! kill -0 "$SERVER" 2>/dev/null; then
