@@ -57,6 +57,7 @@ func TestRecentIsBounded(t *testing.T) {
 type store struct {
 	version int64
 	pool    bool
+	down    bool // ReadsAt cannot answer
 	asked   int
 }
 
@@ -66,6 +67,9 @@ func (s *store) HasReadPool() bool { return s.pool }
 
 func (s *store) ReadsAt(ctx context.Context, _ uuid.UUID) (context.Context, int64, bool) {
 	s.asked++
+	if s.down {
+		return ctx, 0, false
+	}
 	return context.WithValue(ctx, routedKey{}, true), s.version, true
 }
 
@@ -135,6 +139,37 @@ func TestReadsRouting(t *testing.T) {
 			}
 			if sawVersion != want {
 				t.Fatalf("the viewer's version is %d; want %d", sawVersion, want)
+			}
+		})
+	}
+}
+
+func TestReadsCountWhereTheyWent(t *testing.T) {
+	tok := uuid.New()
+	tests := []struct {
+		name   string
+		method string
+		store  store
+		recent int64 // the token's last write
+		want   Routed
+	}{
+		{"Standby", http.MethodGet, store{version: 10, pool: true}, 0, Routed{Standby: 1}},
+		{"StandbyBehind", http.MethodGet, store{version: 10, pool: true}, 11, Routed{Behind: 1}},
+		{"ReadPoolDown", http.MethodGet, store{pool: true, down: true}, 0, Routed{Unanswered: 1}},
+		{"NoReadPool", http.MethodGet, store{version: 10}, 0, Routed{}},
+		{"Write", http.MethodPost, store{version: 10, pool: true}, 0, Routed{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			recent := NewRecent(time.Minute)
+			recent.Wrote(tok, tt.recent)
+			rd := NewReads(&tt.store, recent)
+			h := rd.Middleware(nil)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			req := httptest.NewRequest(tt.method, "/x", nil)
+			req = req.WithContext(viewer.NewContext(req.Context(), &viewer.Viewer{TokenID: tok, WorkspaceID: uuid.New()}))
+			h.ServeHTTP(httptest.NewRecorder(), req)
+			if got := rd.Routed(); got != tt.want {
+				t.Fatalf("Routed() = %+v; want %+v", got, tt.want)
 			}
 		})
 	}

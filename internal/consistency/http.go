@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 
@@ -30,6 +31,19 @@ type Store interface {
 type Reads struct {
 	store  Store
 	recent *Recent
+	// Read requests with a read pool, by where they read (Routed).
+	standby, behind, unanswered atomic.Int64
+}
+
+// Routed counts, since the start, the read requests made while there is a
+// read pool: those its standby served, those that read the primary because
+// the standby had not replayed the version they needed, and those that read
+// the primary because the read pool did not answer.
+type Routed struct{ Standby, Behind, Unanswered int64 }
+
+// Routed returns the counts of where read requests went.
+func (rd *Reads) Routed() Routed {
+	return Routed{Standby: rd.standby.Load(), Behind: rd.behind.Load(), Unanswered: rd.unanswered.Load()}
 }
 
 // NewReads returns the router of store's reads; recent may be nil.
@@ -57,7 +71,13 @@ func (rd *Reads) Middleware(writeErr func(http.ResponseWriter, *http.Request, er
 			v := viewer.FromContext(ctx)
 			if v != nil && rd.store.HasReadPool() && (r.Method == http.MethodGet || r.Method == http.MethodHead || IsReadOnly(ctx)) {
 				min = max(min, rd.recent.Min(v.TokenID))
-				if rctx, version, ok := rd.store.ReadsAt(ctx, v.WorkspaceID); ok && version >= min {
+				switch rctx, version, ok := rd.store.ReadsAt(ctx, v.WorkspaceID); {
+				case !ok:
+					rd.unanswered.Add(1)
+				case version < min:
+					rd.behind.Add(1)
+				default:
+					rd.standby.Add(1)
 					read := *v
 					read.WorkspaceVersion = version
 					ctx = viewer.NewContext(rctx, &read)

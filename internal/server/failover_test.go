@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -112,6 +113,9 @@ func TestFailover(t *testing.T) {
 				}
 			}
 			t.Logf("answers: %v; %d writes acknowledged; first write after the promotion answered in %s", counts, len(acked), firstAfter)
+			gap, gapFrom := longestWithoutWrite(results)
+			t.Logf("unavailability: no write acknowledged for %s, from the last acknowledgement before it (at %s relative to the failure)",
+				gap.Round(time.Millisecond), gapFrom.Sub(failedAt).Round(time.Millisecond))
 			if firstAfter < 0 || firstAfter > 10*time.Second {
 				t.Errorf("first successful write %s after the promotion; want within 10 s", firstAfter)
 			}
@@ -364,6 +368,27 @@ func (l *loadRun) send(what, key string, req *http.Request) loadAnswer {
 	l.answers = append(l.answers, a)
 	l.mu.Unlock()
 	return a
+}
+
+// longestWithoutWrite is the longest span between two consecutive
+// acknowledgements of writes (by the time their answers arrived), and when
+// it began: the window in which no client could write.
+func longestWithoutWrite(answers []loadAnswer) (time.Duration, time.Time) {
+	var ends []time.Time
+	for _, a := range answers {
+		if a.what == "write" && a.status == http.StatusOK {
+			ends = append(ends, a.ended)
+		}
+	}
+	sort.Slice(ends, func(i, j int) bool { return ends[i].Before(ends[j]) })
+	var gap time.Duration
+	var from time.Time
+	for i := 1; i < len(ends); i++ {
+		if d := ends[i].Sub(ends[i-1]); d > gap {
+			gap, from = d, ends[i-1]
+		}
+	}
+	return gap, from
 }
 
 // successesAfter counts the writes answered 200 that started after at.

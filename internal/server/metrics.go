@@ -9,6 +9,7 @@ import (
 	"net/http/pprof"
 
 	"github.com/procsvc/procsvc/internal/config"
+	"github.com/procsvc/procsvc/internal/consistency"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/middleware"
@@ -87,4 +88,16 @@ func registerDatabaseMetrics(m *metrics.Metrics, db *database.DB) {
 				emit(float64(p.Failures), p.Pool)
 			}
 		})
+}
+
+// registerReadMetrics exposes where read requests went while there is a
+// read pool (--database-read-url): how much of the read load the standbys
+// take.
+func registerReadMetrics(m *metrics.Metrics, reads *consistency.Reads) {
+	m.Counter("procsvc_reads_standby_total", "read requests served by the read pool's standby",
+		func() float64 { return float64(reads.Routed().Standby) })
+	m.Counter("procsvc_reads_standby_behind_total", "read requests that read the primary because the standby had not replayed the version they needed (X-Min-Version, or the token's last write within --read-your-writes)",
+		func() float64 { return float64(reads.Routed().Behind) })
+	m.Counter("procsvc_reads_standby_unanswered_total", "read requests that read the primary because the read pool did not answer",
+		func() float64 { return float64(reads.Routed().Unanswered) })
 }
