@@ -36,6 +36,13 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	return p
 }
 
+// Accepted returns how many connections the proxy has accepted so far.
+func (p *Proxy) Accepted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.links)
+}
+
 // Port returns the port the proxy listens on.
 func (p *Proxy) Port() int { return p.ln.Addr().(*net.TCPAddr).Port }
 
