@@ -119,10 +119,12 @@ func (m *monitor) State() PoolState {
 
 // check runs one probe and records its outcome.
 func (m *monitor) check() {
+	m.mu.Lock()
+	prev := m.state
+	m.mu.Unlock()
 	server, standby, lag, err := m.run()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	prev := m.state
 	m.state = PoolState{Pool: m.pool, Server: server, Standby: standby, ReplayLag: lag, At: time.Now(), Failures: prev.Failures}
 	switch {
 	case err != nil:
@@ -182,7 +184,10 @@ func (m *monitor) run() (server string, standby bool, lag time.Duration, err err
 	case a = <-answered:
 	case <-timer.C:
 		// Silent: free every request waiting on this server, and try the
-		// other hosts first from now on.
+		// other hosts first from now on. The pool reads unhealthy before
+		// the first of those requests fails, so nothing that saw its
+		// statement aborted can still find the pool healthy.
+		m.markSilent(server)
 		n := m.c.abortServer(server)
 		m.c.avoid(server)
 		a = <-answered
@@ -203,6 +208,16 @@ func (m *monitor) run() (server string, standby bool, lag time.Duration, err err
 		m.mu.Unlock()
 	}
 	return server, a.standby, time.Duration(a.lag * float64(time.Second)), a.err
+}
+
+// markSilent records, ahead of the probe's end, that server did not
+// answer; check then writes the probe's full outcome.
+func (m *monitor) markSilent(server string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.state.Healthy = false
+	m.state.Server = server
+	m.state.Err = fmt.Errorf("no answer within %s", m.timeout)
 }
 
 // ask runs probeQuery on cn.
