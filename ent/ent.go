@@ -14,6 +14,7 @@ import (
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/procsvc/procsvc/ent/category"
 	"github.com/procsvc/procsvc/ent/comment"
+	"github.com/procsvc/procsvc/ent/event"
 	"github.com/procsvc/procsvc/ent/idempotencybudget"
 	"github.com/procsvc/procsvc/ent/idempotencykey"
 	"github.com/procsvc/procsvc/ent/member"
@@ -21,6 +22,8 @@ import (
 	"github.com/procsvc/procsvc/ent/proceduretally"
 	"github.com/procsvc/procsvc/ent/project"
 	"github.com/procsvc/procsvc/ent/token"
+	"github.com/procsvc/procsvc/ent/webhookdelivery"
+	"github.com/procsvc/procsvc/ent/webhookendpoint"
 	"github.com/procsvc/procsvc/ent/workspace"
 )
 
@@ -84,6 +87,7 @@ func checkColumn(t, c string) error {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
 			category.Table:          category.ValidColumn,
 			comment.Table:           comment.ValidColumn,
+			event.Table:             event.ValidColumn,
 			idempotencybudget.Table: idempotencybudget.ValidColumn,
 			idempotencykey.Table:    idempotencykey.ValidColumn,
 			member.Table:            member.ValidColumn,
@@ -91,6 +95,8 @@ func checkColumn(t, c string) error {
 			proceduretally.Table:    proceduretally.ValidColumn,
 			project.Table:           project.ValidColumn,
 			token.Table:             token.ValidColumn,
+			webhookdelivery.Table:   webhookdelivery.ValidColumn,
+			webhookendpoint.Table:   webhookendpoint.ValidColumn,
 			workspace.Table:         workspace.ValidColumn,
 		})
 	})

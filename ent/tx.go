@@ -16,6 +16,8 @@ type Tx struct {
 	Category *CategoryClient
 	// Comment is the client for interacting with the Comment builders.
 	Comment *CommentClient
+	// Event is the client for interacting with the Event builders.
+	Event *EventClient
 	// IdempotencyBudget is the client for interacting with the IdempotencyBudget builders.
 	IdempotencyBudget *IdempotencyBudgetClient
 	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
@@ -30,6 +32,10 @@ type Tx struct {
 	Project *ProjectClient
 	// Token is the client for interacting with the Token builders.
 	Token *TokenClient
+	// WebhookDelivery is the client for interacting with the WebhookDelivery builders.
+	WebhookDelivery *WebhookDeliveryClient
+	// WebhookEndpoint is the client for interacting with the WebhookEndpoint builders.
+	WebhookEndpoint *WebhookEndpointClient
 	// Workspace is the client for interacting with the Workspace builders.
 	Workspace *WorkspaceClient
 
@@ -165,6 +171,7 @@ func (tx *Tx) Client() *Client {
 func (tx *Tx) init() {
 	tx.Category = NewCategoryClient(tx.config)
 	tx.Comment = NewCommentClient(tx.config)
+	tx.Event = NewEventClient(tx.config)
 	tx.IdempotencyBudget = NewIdempotencyBudgetClient(tx.config)
 	tx.IdempotencyKey = NewIdempotencyKeyClient(tx.config)
 	tx.Member = NewMemberClient(tx.config)
@@ -172,6 +179,8 @@ func (tx *Tx) init() {
 	tx.ProcedureTally = NewProcedureTallyClient(tx.config)
 	tx.Project = NewProjectClient(tx.config)
 	tx.Token = NewTokenClient(tx.config)
+	tx.WebhookDelivery = NewWebhookDeliveryClient(tx.config)
+	tx.WebhookEndpoint = NewWebhookEndpointClient(tx.config)
 	tx.Workspace = NewWorkspaceClient(tx.config)
 }
 

@@ -26,6 +26,8 @@ type Workspace struct {
 	ProcedureSeq int64 `json:"procedure_seq,omitempty"`
 	// bumped by every write inside the workspace
 	Version int64 `json:"version,omitempty"`
+	// the highest version of an event retention has pruned: a subscription resumed from an older version cannot be replayed
+	EventsPrunedTo int64 `json:"events_pruned_to,omitempty"`
 	// CreatedAt holds the value of the "created_at" field.
 	CreatedAt time.Time `json:"created_at,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -123,7 +125,7 @@ func (*Workspace) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case workspace.FieldProcedureSeq, workspace.FieldVersion:
+		case workspace.FieldProcedureSeq, workspace.FieldVersion, workspace.FieldEventsPrunedTo:
 			values[i] = new(sql.NullInt64)
 		case workspace.FieldName, workspace.FieldKey:
 			values[i] = new(sql.NullString)
@@ -175,6 +177,12 @@ func (_m *Workspace) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field version", values[i])
 			} else if value.Valid {
 				_m.Version = value.Int64
+			}
+		case workspace.FieldEventsPrunedTo:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field events_pruned_to", values[i])
+			} else if value.Valid {
+				_m.EventsPrunedTo = value.Int64
 			}
 		case workspace.FieldCreatedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
@@ -264,6 +272,9 @@ func (_m *Workspace) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("version=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Version))
+	builder.WriteString(", ")
+	builder.WriteString("events_pruned_to=")
+	builder.WriteString(fmt.Sprintf("%v", _m.EventsPrunedTo))
 	builder.WriteString(", ")
 	builder.WriteString("created_at=")
 	builder.WriteString(_m.CreatedAt.Format(time.ANSIC))

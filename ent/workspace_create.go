@@ -76,6 +76,20 @@ func (_c *WorkspaceCreate) SetNillableVersion(v *int64) *WorkspaceCreate {
 	return _c
 }
 
+// SetEventsPrunedTo sets the "events_pruned_to" field.
+func (_c *WorkspaceCreate) SetEventsPrunedTo(v int64) *WorkspaceCreate {
+	_c.mutation.SetEventsPrunedTo(v)
+	return _c
+}
+
+// SetNillableEventsPrunedTo sets the "events_pruned_to" field if the given value is not nil.
+func (_c *WorkspaceCreate) SetNillableEventsPrunedTo(v *int64) *WorkspaceCreate {
+	if v != nil {
+		_c.SetEventsPrunedTo(*v)
+	}
+	return _c
+}
+
 // SetCreatedAt sets the "created_at" field.
 func (_c *WorkspaceCreate) SetCreatedAt(v time.Time) *WorkspaceCreate {
 	_c.mutation.SetCreatedAt(v)
@@ -258,6 +272,10 @@ func (_c *WorkspaceCreate) defaults() error {
 		v := workspace.DefaultVersion
 		_c.mutation.SetVersion(v)
 	}
+	if _, ok := _c.mutation.EventsPrunedTo(); !ok {
+		v := workspace.DefaultEventsPrunedTo
+		_c.mutation.SetEventsPrunedTo(v)
+	}
 	if _, ok := _c.mutation.CreatedAt(); !ok {
 		if workspace.DefaultCreatedAt == nil {
 			return fmt.Errorf("ent: uninitialized workspace.DefaultCreatedAt (forgotten import ent/runtime?)")
@@ -298,6 +316,9 @@ func (_c *WorkspaceCreate) check() error {
 	}
 	if _, ok := _c.mutation.Version(); !ok {
 		return &ValidationError{Name: "version", err: errors.New(`ent: missing required field "Workspace.version"`)}
+	}
+	if _, ok := _c.mutation.EventsPrunedTo(); !ok {
+		return &ValidationError{Name: "events_pruned_to", err: errors.New(`ent: missing required field "Workspace.events_pruned_to"`)}
 	}
 	if _, ok := _c.mutation.CreatedAt(); !ok {
 		return &ValidationError{Name: "created_at", err: errors.New(`ent: missing required field "Workspace.created_at"`)}
@@ -352,6 +373,10 @@ func (_c *WorkspaceCreate) createSpec() (*Workspace, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Version(); ok {
 		_spec.SetField(workspace.FieldVersion, field.TypeInt64, value)
 		_node.Version = value
+	}
+	if value, ok := _c.mutation.EventsPrunedTo(); ok {
+		_spec.SetField(workspace.FieldEventsPrunedTo, field.TypeInt64, value)
+		_node.EventsPrunedTo = value
 	}
 	if value, ok := _c.mutation.CreatedAt(); ok {
 		_spec.SetField(workspace.FieldCreatedAt, field.TypeTime, value)

@@ -106,6 +106,27 @@ func (_u *WorkspaceUpdate) AddVersion(v int64) *WorkspaceUpdate {
 	return _u
 }
 
+// SetEventsPrunedTo sets the "events_pruned_to" field.
+func (_u *WorkspaceUpdate) SetEventsPrunedTo(v int64) *WorkspaceUpdate {
+	_u.mutation.ResetEventsPrunedTo()
+	_u.mutation.SetEventsPrunedTo(v)
+	return _u
+}
+
+// SetNillableEventsPrunedTo sets the "events_pruned_to" field if the given value is not nil.
+func (_u *WorkspaceUpdate) SetNillableEventsPrunedTo(v *int64) *WorkspaceUpdate {
+	if v != nil {
+		_u.SetEventsPrunedTo(*v)
+	}
+	return _u
+}
+
+// AddEventsPrunedTo adds value to the "events_pruned_to" field.
+func (_u *WorkspaceUpdate) AddEventsPrunedTo(v int64) *WorkspaceUpdate {
+	_u.mutation.AddEventsPrunedTo(v)
+	return _u
+}
+
 // AddMemberIDs adds the "members" edge to the Member entity by IDs.
 func (_u *WorkspaceUpdate) AddMemberIDs(ids ...uuid.UUID) *WorkspaceUpdate {
 	_u.mutation.AddMemberIDs(ids...)
@@ -440,6 +461,12 @@ func (_u *WorkspaceUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if value, ok := _u.mutation.AddedVersion(); ok {
 		_spec.AddField(workspace.FieldVersion, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.EventsPrunedTo(); ok {
+		_spec.SetField(workspace.FieldEventsPrunedTo, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedEventsPrunedTo(); ok {
+		_spec.AddField(workspace.FieldEventsPrunedTo, field.TypeInt64, value)
 	}
 	if _u.mutation.MembersCleared() {
 		edge := &sqlgraph.EdgeSpec{
@@ -848,6 +875,27 @@ func (_u *WorkspaceUpdateOne) AddVersion(v int64) *WorkspaceUpdateOne {
 	return _u
 }
 
+// SetEventsPrunedTo sets the "events_pruned_to" field.
+func (_u *WorkspaceUpdateOne) SetEventsPrunedTo(v int64) *WorkspaceUpdateOne {
+	_u.mutation.ResetEventsPrunedTo()
+	_u.mutation.SetEventsPrunedTo(v)
+	return _u
+}
+
+// SetNillableEventsPrunedTo sets the "events_pruned_to" field if the given value is not nil.
+func (_u *WorkspaceUpdateOne) SetNillableEventsPrunedTo(v *int64) *WorkspaceUpdateOne {
+	if v != nil {
+		_u.SetEventsPrunedTo(*v)
+	}
+	return _u
+}
+
+// AddEventsPrunedTo adds value to the "events_pruned_to" field.
+func (_u *WorkspaceUpdateOne) AddEventsPrunedTo(v int64) *WorkspaceUpdateOne {
+	_u.mutation.AddEventsPrunedTo(v)
+	return _u
+}
+
 // AddMemberIDs adds the "members" edge to the Member entity by IDs.
 func (_u *WorkspaceUpdateOne) AddMemberIDs(ids ...uuid.UUID) *WorkspaceUpdateOne {
 	_u.mutation.AddMemberIDs(ids...)
@@ -1212,6 +1260,12 @@ func (_u *WorkspaceUpdateOne) sqlSave(ctx context.Context) (_node *Workspace, er
 	}
 	if value, ok := _u.mutation.AddedVersion(); ok {
 		_spec.AddField(workspace.FieldVersion, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.EventsPrunedTo(); ok {
+		_spec.SetField(workspace.FieldEventsPrunedTo, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedEventsPrunedTo(); ok {
+		_spec.AddField(workspace.FieldEventsPrunedTo, field.TypeInt64, value)
 	}
 	if _u.mutation.MembersCleared() {
 		edge := &sqlgraph.EdgeSpec{

@@ -80,6 +80,44 @@ var (
 			},
 		},
 	}
+	// EventsColumns holds the columns for the "events" table.
+	EventsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "workspace_id", Type: field.TypeUUID},
+		{Name: "version", Type: field.TypeInt64},
+		{Name: "kind", Type: field.TypeString},
+		{Name: "entity_id", Type: field.TypeUUID},
+		{Name: "procedure_id", Type: field.TypeUUID, Nullable: true},
+		{Name: "project_id", Type: field.TypeUUID, Nullable: true},
+		{Name: "actor_member_id", Type: field.TypeUUID, Nullable: true},
+		{Name: "actor_token_id", Type: field.TypeUUID, Nullable: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "changes", Type: field.TypeString, Size: 2147483647, SchemaType: map[string]string{"postgres": "jsonb"}},
+		{Name: "facets", Type: field.TypeString, Nullable: true, Size: 2147483647, SchemaType: map[string]string{"postgres": "jsonb"}},
+	}
+	// EventsTable holds the schema information for the "events" table.
+	EventsTable = &schema.Table{
+		Name:       "events",
+		Columns:    EventsColumns,
+		PrimaryKey: []*schema.Column{EventsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "event_workspace_id_version",
+				Unique:  true,
+				Columns: []*schema.Column{EventsColumns[1], EventsColumns[2]},
+			},
+			{
+				Name:    "event_workspace_id_procedure_id_version",
+				Unique:  false,
+				Columns: []*schema.Column{EventsColumns[1], EventsColumns[5], EventsColumns[2]},
+			},
+			{
+				Name:    "event_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{EventsColumns[9]},
+			},
+		},
+	}
 	// IdempotencyBudgetsColumns holds the columns for the "idempotency_budgets" table.
 	IdempotencyBudgetsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -377,6 +415,77 @@ var (
 			},
 		},
 	}
+	// WebhookDeliveriesColumns holds the columns for the "webhook_deliveries" table.
+	WebhookDeliveriesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "workspace_id", Type: field.TypeUUID},
+		{Name: "endpoint_id", Type: field.TypeUUID},
+		{Name: "event_id", Type: field.TypeUUID},
+		{Name: "event_version", Type: field.TypeInt64},
+		{Name: "state", Type: field.TypeEnum, Enums: []string{"pending", "succeeded", "failed"}, Default: "pending"},
+		{Name: "attempts", Type: field.TypeInt, Default: 0},
+		{Name: "next_attempt_at", Type: field.TypeTime},
+		{Name: "lease_until", Type: field.TypeTime, Nullable: true},
+		{Name: "status_code", Type: field.TypeInt, Nullable: true},
+		{Name: "latency_ms", Type: field.TypeInt64, Nullable: true},
+		{Name: "response_excerpt", Type: field.TypeString, Default: ""},
+		{Name: "error", Type: field.TypeString, Default: ""},
+		{Name: "manual", Type: field.TypeBool, Default: false},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "delivered_at", Type: field.TypeTime, Nullable: true},
+	}
+	// WebhookDeliveriesTable holds the schema information for the "webhook_deliveries" table.
+	WebhookDeliveriesTable = &schema.Table{
+		Name:       "webhook_deliveries",
+		Columns:    WebhookDeliveriesColumns,
+		PrimaryKey: []*schema.Column{WebhookDeliveriesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "webhookdelivery_state_next_attempt_at",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookDeliveriesColumns[5], WebhookDeliveriesColumns[7]},
+			},
+			{
+				Name:    "webhookdelivery_endpoint_id_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookDeliveriesColumns[2], WebhookDeliveriesColumns[14]},
+			},
+			{
+				Name:    "webhookdelivery_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookDeliveriesColumns[14]},
+			},
+		},
+	}
+	// WebhookEndpointsColumns holds the columns for the "webhook_endpoints" table.
+	WebhookEndpointsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "workspace_id", Type: field.TypeUUID},
+		{Name: "url", Type: field.TypeString, Size: 2048},
+		{Name: "kinds", Type: field.TypeString, Size: 2147483647, Default: "[]", SchemaType: map[string]string{"postgres": "jsonb"}},
+		{Name: "project_id", Type: field.TypeUUID, Nullable: true},
+		{Name: "secret", Type: field.TypeString},
+		{Name: "enabled", Type: field.TypeBool, Default: true},
+		{Name: "disabled_reason", Type: field.TypeString, Default: ""},
+		{Name: "cursor", Type: field.TypeInt64, Default: 0},
+		{Name: "consecutive_failures", Type: field.TypeInt, Default: 0},
+		{Name: "failing_since", Type: field.TypeTime, Nullable: true},
+	}
+	// WebhookEndpointsTable holds the schema information for the "webhook_endpoints" table.
+	WebhookEndpointsTable = &schema.Table{
+		Name:       "webhook_endpoints",
+		Columns:    WebhookEndpointsColumns,
+		PrimaryKey: []*schema.Column{WebhookEndpointsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "webhookendpoint_workspace_id_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookEndpointsColumns[3], WebhookEndpointsColumns[1]},
+			},
+		},
+	}
 	// WorkspacesColumns holds the columns for the "workspaces" table.
 	WorkspacesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
@@ -384,6 +493,7 @@ var (
 		{Name: "key", Type: field.TypeString, Default: "PRC"},
 		{Name: "procedure_seq", Type: field.TypeInt64, Default: 0},
 		{Name: "version", Type: field.TypeInt64, Default: 0},
+		{Name: "events_pruned_to", Type: field.TypeInt64, Default: 0},
 		{Name: "created_at", Type: field.TypeTime},
 	}
 	// WorkspacesTable holds the schema information for the "workspaces" table.
@@ -396,6 +506,7 @@ var (
 	Tables = []*schema.Table{
 		CategoriesTable,
 		CommentsTable,
+		EventsTable,
 		IdempotencyBudgetsTable,
 		IdempotencyKeysTable,
 		MembersTable,
@@ -403,6 +514,8 @@ var (
 		ProcedureTalliesTable,
 		ProjectsTable,
 		TokensTable,
+		WebhookDeliveriesTable,
+		WebhookEndpointsTable,
 		WorkspacesTable,
 	}
 )

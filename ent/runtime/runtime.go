@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/procsvc/procsvc/ent/category"
 	"github.com/procsvc/procsvc/ent/comment"
+	"github.com/procsvc/procsvc/ent/event"
 	"github.com/procsvc/procsvc/ent/idempotencybudget"
 	"github.com/procsvc/procsvc/ent/idempotencykey"
 	"github.com/procsvc/procsvc/ent/member"
@@ -16,6 +17,8 @@ import (
 	"github.com/procsvc/procsvc/ent/project"
 	"github.com/procsvc/procsvc/ent/schema"
 	"github.com/procsvc/procsvc/ent/token"
+	"github.com/procsvc/procsvc/ent/webhookdelivery"
+	"github.com/procsvc/procsvc/ent/webhookendpoint"
 	"github.com/procsvc/procsvc/ent/workspace"
 )
 
@@ -91,6 +94,21 @@ func init() {
 	commentDescID := commentFields[0].Descriptor()
 	// comment.DefaultID holds the default value on creation for the id field.
 	comment.DefaultID = commentDescID.Default.(func() uuid.UUID)
+	eventMixin := schema.Event{}.Mixin()
+	eventMixinHooks0 := eventMixin[0].Hooks()
+	event.Hooks[0] = eventMixinHooks0[0]
+	eventMixinInters0 := eventMixin[0].Interceptors()
+	event.Interceptors[0] = eventMixinInters0[0]
+	eventFields := schema.Event{}.Fields()
+	_ = eventFields
+	// eventDescCreatedAt is the schema descriptor for created_at field.
+	eventDescCreatedAt := eventFields[9].Descriptor()
+	// event.DefaultCreatedAt holds the default value on creation for the created_at field.
+	event.DefaultCreatedAt = eventDescCreatedAt.Default.(func() time.Time)
+	// eventDescID is the schema descriptor for id field.
+	eventDescID := eventFields[0].Descriptor()
+	// event.DefaultID holds the default value on creation for the id field.
+	event.DefaultID = eventDescID.Default.(func() uuid.UUID)
 	idempotencybudgetMixin := schema.IdempotencyBudget{}.Mixin()
 	idempotencybudgetMixinHooks0 := idempotencybudgetMixin[0].Hooks()
 	idempotencybudget.Hooks[0] = idempotencybudgetMixinHooks0[0]
@@ -310,6 +328,84 @@ func init() {
 	tokenDescID := tokenFields[0].Descriptor()
 	// token.DefaultID holds the default value on creation for the id field.
 	token.DefaultID = tokenDescID.Default.(func() uuid.UUID)
+	webhookdeliveryMixin := schema.WebhookDelivery{}.Mixin()
+	webhookdeliveryMixinHooks0 := webhookdeliveryMixin[0].Hooks()
+	webhookdelivery.Hooks[0] = webhookdeliveryMixinHooks0[0]
+	webhookdeliveryMixinInters0 := webhookdeliveryMixin[0].Interceptors()
+	webhookdelivery.Interceptors[0] = webhookdeliveryMixinInters0[0]
+	webhookdeliveryFields := schema.WebhookDelivery{}.Fields()
+	_ = webhookdeliveryFields
+	// webhookdeliveryDescAttempts is the schema descriptor for attempts field.
+	webhookdeliveryDescAttempts := webhookdeliveryFields[6].Descriptor()
+	// webhookdelivery.DefaultAttempts holds the default value on creation for the attempts field.
+	webhookdelivery.DefaultAttempts = webhookdeliveryDescAttempts.Default.(int)
+	// webhookdeliveryDescResponseExcerpt is the schema descriptor for response_excerpt field.
+	webhookdeliveryDescResponseExcerpt := webhookdeliveryFields[11].Descriptor()
+	// webhookdelivery.DefaultResponseExcerpt holds the default value on creation for the response_excerpt field.
+	webhookdelivery.DefaultResponseExcerpt = webhookdeliveryDescResponseExcerpt.Default.(string)
+	// webhookdeliveryDescError is the schema descriptor for error field.
+	webhookdeliveryDescError := webhookdeliveryFields[12].Descriptor()
+	// webhookdelivery.DefaultError holds the default value on creation for the error field.
+	webhookdelivery.DefaultError = webhookdeliveryDescError.Default.(string)
+	// webhookdeliveryDescManual is the schema descriptor for manual field.
+	webhookdeliveryDescManual := webhookdeliveryFields[13].Descriptor()
+	// webhookdelivery.DefaultManual holds the default value on creation for the manual field.
+	webhookdelivery.DefaultManual = webhookdeliveryDescManual.Default.(bool)
+	// webhookdeliveryDescCreatedAt is the schema descriptor for created_at field.
+	webhookdeliveryDescCreatedAt := webhookdeliveryFields[14].Descriptor()
+	// webhookdelivery.DefaultCreatedAt holds the default value on creation for the created_at field.
+	webhookdelivery.DefaultCreatedAt = webhookdeliveryDescCreatedAt.Default.(func() time.Time)
+	// webhookdeliveryDescID is the schema descriptor for id field.
+	webhookdeliveryDescID := webhookdeliveryFields[0].Descriptor()
+	// webhookdelivery.DefaultID holds the default value on creation for the id field.
+	webhookdelivery.DefaultID = webhookdeliveryDescID.Default.(func() uuid.UUID)
+	webhookendpointMixin := schema.WebhookEndpoint{}.Mixin()
+	webhookendpointMixinHooks0 := webhookendpointMixin[0].Hooks()
+	webhookendpoint.Hooks[0] = webhookendpointMixinHooks0[0]
+	webhookendpointMixinInters0 := webhookendpointMixin[0].Interceptors()
+	webhookendpoint.Interceptors[0] = webhookendpointMixinInters0[0]
+	webhookendpointMixinFields1 := webhookendpointMixin[1].Fields()
+	_ = webhookendpointMixinFields1
+	webhookendpointFields := schema.WebhookEndpoint{}.Fields()
+	_ = webhookendpointFields
+	// webhookendpointDescCreatedAt is the schema descriptor for created_at field.
+	webhookendpointDescCreatedAt := webhookendpointMixinFields1[0].Descriptor()
+	// webhookendpoint.DefaultCreatedAt holds the default value on creation for the created_at field.
+	webhookendpoint.DefaultCreatedAt = webhookendpointDescCreatedAt.Default.(func() time.Time)
+	// webhookendpointDescUpdatedAt is the schema descriptor for updated_at field.
+	webhookendpointDescUpdatedAt := webhookendpointMixinFields1[1].Descriptor()
+	// webhookendpoint.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	webhookendpoint.DefaultUpdatedAt = webhookendpointDescUpdatedAt.Default.(func() time.Time)
+	// webhookendpoint.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	webhookendpoint.UpdateDefaultUpdatedAt = webhookendpointDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// webhookendpointDescURL is the schema descriptor for url field.
+	webhookendpointDescURL := webhookendpointFields[2].Descriptor()
+	// webhookendpoint.URLValidator is a validator for the "url" field. It is called by the builders before save.
+	webhookendpoint.URLValidator = webhookendpointDescURL.Validators[0].(func(string) error)
+	// webhookendpointDescKinds is the schema descriptor for kinds field.
+	webhookendpointDescKinds := webhookendpointFields[3].Descriptor()
+	// webhookendpoint.DefaultKinds holds the default value on creation for the kinds field.
+	webhookendpoint.DefaultKinds = webhookendpointDescKinds.Default.(string)
+	// webhookendpointDescEnabled is the schema descriptor for enabled field.
+	webhookendpointDescEnabled := webhookendpointFields[6].Descriptor()
+	// webhookendpoint.DefaultEnabled holds the default value on creation for the enabled field.
+	webhookendpoint.DefaultEnabled = webhookendpointDescEnabled.Default.(bool)
+	// webhookendpointDescDisabledReason is the schema descriptor for disabled_reason field.
+	webhookendpointDescDisabledReason := webhookendpointFields[7].Descriptor()
+	// webhookendpoint.DefaultDisabledReason holds the default value on creation for the disabled_reason field.
+	webhookendpoint.DefaultDisabledReason = webhookendpointDescDisabledReason.Default.(string)
+	// webhookendpointDescCursor is the schema descriptor for cursor field.
+	webhookendpointDescCursor := webhookendpointFields[8].Descriptor()
+	// webhookendpoint.DefaultCursor holds the default value on creation for the cursor field.
+	webhookendpoint.DefaultCursor = webhookendpointDescCursor.Default.(int64)
+	// webhookendpointDescConsecutiveFailures is the schema descriptor for consecutive_failures field.
+	webhookendpointDescConsecutiveFailures := webhookendpointFields[9].Descriptor()
+	// webhookendpoint.DefaultConsecutiveFailures holds the default value on creation for the consecutive_failures field.
+	webhookendpoint.DefaultConsecutiveFailures = webhookendpointDescConsecutiveFailures.Default.(int)
+	// webhookendpointDescID is the schema descriptor for id field.
+	webhookendpointDescID := webhookendpointFields[0].Descriptor()
+	// webhookendpoint.DefaultID holds the default value on creation for the id field.
+	webhookendpoint.DefaultID = webhookendpointDescID.Default.(func() uuid.UUID)
 	workspaceHooks := schema.Workspace{}.Hooks()
 	workspace.Hooks[0] = workspaceHooks[0]
 	workspaceInters := schema.Workspace{}.Interceptors()
@@ -348,8 +444,12 @@ func init() {
 	workspaceDescVersion := workspaceFields[4].Descriptor()
 	// workspace.DefaultVersion holds the default value on creation for the version field.
 	workspace.DefaultVersion = workspaceDescVersion.Default.(int64)
+	// workspaceDescEventsPrunedTo is the schema descriptor for events_pruned_to field.
+	workspaceDescEventsPrunedTo := workspaceFields[5].Descriptor()
+	// workspace.DefaultEventsPrunedTo holds the default value on creation for the events_pruned_to field.
+	workspace.DefaultEventsPrunedTo = workspaceDescEventsPrunedTo.Default.(int64)
 	// workspaceDescCreatedAt is the schema descriptor for created_at field.
-	workspaceDescCreatedAt := workspaceFields[5].Descriptor()
+	workspaceDescCreatedAt := workspaceFields[6].Descriptor()
 	// workspace.DefaultCreatedAt holds the default value on creation for the created_at field.
 	workspace.DefaultCreatedAt = workspaceDescCreatedAt.Default.(func() time.Time)
 	// workspaceDescID is the schema descriptor for id field.

@@ -25,6 +25,7 @@ func (Workspace) Fields() []ent.Field {
 		field.String("key").Default("PRC").Match(limits.WorkspaceKey).Comment("prefix of procedure shortIds"),
 		field.Int64("procedure_seq").Default(0).Comment("last procedure number handed out; shortIds are never reused"),
 		field.Int64("version").Default(0).Comment("bumped by every write inside the workspace"),
+		field.Int64("events_pruned_to").Default(0).Comment("the highest version of an event retention has pruned: a subscription resumed from an older version cannot be replayed"),
 		field.Time("created_at").Default(nowUTC).Immutable(),
 	}
 }

@@ -76,6 +76,11 @@ func Version(v int64) predicate.Workspace {
 	return predicate.Workspace(sql.FieldEQ(FieldVersion, v))
 }
 
+// EventsPrunedTo applies equality check predicate on the "events_pruned_to" field. It's identical to EventsPrunedToEQ.
+func EventsPrunedTo(v int64) predicate.Workspace {
+	return predicate.Workspace(sql.FieldEQ(FieldEventsPrunedTo, v))
+}
+
 // CreatedAt applies equality check predicate on the "created_at" field. It's identical to CreatedAtEQ.
 func CreatedAt(v time.Time) predicate.Workspace {
 	return predicate.Workspace(sql.FieldEQ(FieldCreatedAt, v))
@@ -289,6 +294,46 @@ func VersionLT(v int64) predicate.Workspace {
 // VersionLTE applies the LTE predicate on the "version" field.
 func VersionLTE(v int64) predicate.Workspace {
 	return predicate.Workspace(sql.FieldLTE(FieldVersion, v))
+}
+
+// EventsPrunedToEQ applies the EQ predicate on the "events_pruned_to" field.
+func EventsPrunedToEQ(v int64) predicate.Workspace {
+	return predicate.Workspace(sql.FieldEQ(FieldEventsPrunedTo, v))
+}
+
+// EventsPrunedToNEQ applies the NEQ predicate on the "events_pruned_to" field.
+func EventsPrunedToNEQ(v int64) predicate.Workspace {
+	return predicate.Workspace(sql.FieldNEQ(FieldEventsPrunedTo, v))
+}
+
+// EventsPrunedToIn applies the In predicate on the "events_pruned_to" field.
+func EventsPrunedToIn(vs ...int64) predicate.Workspace {
+	return predicate.Workspace(sql.FieldIn(FieldEventsPrunedTo, vs...))
+}
+
+// EventsPrunedToNotIn applies the NotIn predicate on the "events_pruned_to" field.
+func EventsPrunedToNotIn(vs ...int64) predicate.Workspace {
+	return predicate.Workspace(sql.FieldNotIn(FieldEventsPrunedTo, vs...))
+}
+
+// EventsPrunedToGT applies the GT predicate on the "events_pruned_to" field.
+func EventsPrunedToGT(v int64) predicate.Workspace {
+	return predicate.Workspace(sql.FieldGT(FieldEventsPrunedTo, v))
+}
+
+// EventsPrunedToGTE applies the GTE predicate on the "events_pruned_to" field.
+func EventsPrunedToGTE(v int64) predicate.Workspace {
+	return predicate.Workspace(sql.FieldGTE(FieldEventsPrunedTo, v))
+}
+
+// EventsPrunedToLT applies the LT predicate on the "events_pruned_to" field.
+func EventsPrunedToLT(v int64) predicate.Workspace {
+	return predicate.Workspace(sql.FieldLT(FieldEventsPrunedTo, v))
+}
+
+// EventsPrunedToLTE applies the LTE predicate on the "events_pruned_to" field.
+func EventsPrunedToLTE(v int64) predicate.Workspace {
+	return predicate.Workspace(sql.FieldLTE(FieldEventsPrunedTo, v))
 }
 
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.

@@ -24,6 +24,8 @@ const (
 	FieldProcedureSeq = "procedure_seq"
 	// FieldVersion holds the string denoting the version field in the database.
 	FieldVersion = "version"
+	// FieldEventsPrunedTo holds the string denoting the events_pruned_to field in the database.
+	FieldEventsPrunedTo = "events_pruned_to"
 	// FieldCreatedAt holds the string denoting the created_at field in the database.
 	FieldCreatedAt = "created_at"
 	// EdgeMembers holds the string denoting the members edge name in mutations.
@@ -100,6 +102,7 @@ var Columns = []string{
 	FieldKey,
 	FieldProcedureSeq,
 	FieldVersion,
+	FieldEventsPrunedTo,
 	FieldCreatedAt,
 }
 
@@ -131,6 +134,8 @@ var (
 	DefaultProcedureSeq int64
 	// DefaultVersion holds the default value on creation for the "version" field.
 	DefaultVersion int64
+	// DefaultEventsPrunedTo holds the default value on creation for the "events_pruned_to" field.
+	DefaultEventsPrunedTo int64
 	// DefaultCreatedAt holds the default value on creation for the "created_at" field.
 	DefaultCreatedAt func() time.Time
 	// DefaultID holds the default value on creation for the "id" field.
@@ -163,6 +168,11 @@ func ByProcedureSeq(opts ...sql.OrderTermOption) OrderOption {
 // ByVersion orders the results by the version field.
 func ByVersion(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldVersion, opts...).ToFunc()
+}
+
+// ByEventsPrunedTo orders the results by the events_pruned_to field.
+func ByEventsPrunedTo(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldEventsPrunedTo, opts...).ToFunc()
 }
 
 // ByCreatedAt orders the results by the created_at field.

@@ -40,7 +40,7 @@ func (s *Service) AddComment(ctx context.Context, procedureID, body string) (*en
 	// The procedure is read as of the lock (with the acting member): one
 	// deleted while the comment waited is not_found, never a foreign-key
 	// conflict.
-	return storedOn(ctx, s, v, lockExclusive, where, func(tx *ent.Tx, _ *viewer.Viewer, p *ent.Procedure) (*ent.Comment, error) {
+	return storedOn(ctx, s, v, lockExclusive, where, func(tx *ent.Tx, me *viewer.Viewer, p *ent.Procedure) (*ent.Comment, error) {
 		held, err := tx.Comment.Query().Where(comment.ProcedureID(p.ID)).Count(ctx)
 		if err != nil {
 			return nil, err
@@ -53,7 +53,11 @@ func (s *Service) AddComment(ctx context.Context, procedureID, body string) (*en
 		if err != nil {
 			return nil, err
 		}
-		return created, s.announce(ctx, tx, Change{WorkspaceID: v.WorkspaceID, Kind: ProcedureCommented, ProcedureID: p.ID, After: facetsOf(p)})
+		c := Change{WorkspaceID: v.WorkspaceID, Kind: ProcedureCommented, ProcedureID: p.ID, After: facetsOf(p)}
+		if err := logEvent(ctx, tx, me, me.WorkspaceVersion, commentLogged(EventCommentCreated, c, &p.ProjectID, nil, created)); err != nil {
+			return nil, err
+		}
+		return created, s.announce(ctx, tx, c)
 	})
 }
 
@@ -104,7 +108,11 @@ func (s *Service) UpdateComment(ctx context.Context, id, body string) (*ent.Comm
 			}
 			updated = updated.Unwrap()
 		}
-		return s.announce(ctx, tx, Change{WorkspaceID: v.WorkspaceID, Kind: ProcedureCommented, ProcedureID: c.ProcedureID})
+		change := Change{WorkspaceID: v.WorkspaceID, Kind: ProcedureCommented, ProcedureID: c.ProcedureID}
+		if err := logEvent(ctx, tx, me, me.WorkspaceVersion, commentLogged(EventCommentUpdated, change, nil, c, updated)); err != nil {
+			return err
+		}
+		return s.announce(ctx, tx, change)
 	})
 	if err != nil {
 		return nil, err
@@ -157,6 +165,10 @@ func (s *Service) DeleteComment(ctx context.Context, id string) error {
 		if n == 0 {
 			return apperr.NotFoundf("comment")
 		}
-		return s.announce(ctx, tx, Change{WorkspaceID: v.WorkspaceID, Kind: ProcedureCommented, ProcedureID: c.ProcedureID})
+		change := Change{WorkspaceID: v.WorkspaceID, Kind: ProcedureCommented, ProcedureID: c.ProcedureID}
+		if err := logEvent(ctx, tx, me, me.WorkspaceVersion, commentLogged(EventCommentDeleted, change, nil, c, nil)); err != nil {
+			return err
+		}
+		return s.announce(ctx, tx, change)
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/ent/workspace"
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/viewer"
 )
 
 // ChangeKind says what a committed write did.
@@ -136,15 +137,26 @@ type StatementAnnouncer interface {
 	Notification(c Change) (notify func(b *sql.Builder, version string), announced func(tx *ent.Tx, version int64), err error)
 }
 
-// procedureChanged keeps the tallies and announces a procedure write, in
-// its transaction: before is the row as of the lock (nil for a create),
-// after the row stored (nil for a delete).
-func (s *Service) procedureChanged(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, kind ChangeKind, before, after *ent.Procedure) error {
-	c, tallies := changeOf(workspaceID, kind, before, after)
-	if err := tallies.apply(ctx, tx, workspaceID); err != nil {
+// procedureChanged keeps the tallies, logs and announces a procedure write
+// made under the exclusive lock, in its transaction: before is the row as
+// of the lock (nil for a create), after the row stored (nil for a delete).
+func (s *Service) procedureChanged(ctx context.Context, tx *ent.Tx, me *viewer.Viewer, kind ChangeKind, before, after *ent.Procedure) error {
+	c, tallies := changeOf(me.WorkspaceID, kind, before, after)
+	if err := tallies.apply(ctx, tx, me.WorkspaceID); err != nil {
+		return err
+	}
+	if err := logEvent(ctx, tx, me, me.WorkspaceVersion, procedureLogged(procedureEventKinds[kind], c, before, after)); err != nil {
 		return err
 	}
 	return s.announce(ctx, tx, c)
+}
+
+// procedureEventKinds are the logged kinds of procedure changes.
+var procedureEventKinds = map[ChangeKind]EventKind{
+	ProcedureCreated: EventProcedureCreated,
+	ProcedureUpdated: EventProcedureUpdated,
+	ProcedureMoved:   EventProcedureMoved,
+	ProcedureDeleted: EventProcedureDeleted,
 }
 
 // fieldsChanged ends a field update (lockShared) of before into after, on
@@ -152,13 +164,18 @@ func (s *Service) procedureChanged(ctx context.Context, tx *ent.Tx, workspaceID 
 // tallies and announces the change through s.statements, so that the only
 // round trips a field update makes while it holds the workspace
 // exclusively are that statement and its commit.
-func (s *Service) fieldsChanged(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, before, after *ent.Procedure) error {
+func (s *Service) fieldsChanged(ctx context.Context, tx *ent.Tx, me *viewer.Viewer, before, after *ent.Procedure) error {
+	workspaceID := me.WorkspaceID
 	c, tallies := changeOf(workspaceID, ProcedureUpdated, before, after)
 	notify, announced, err := s.statements.Notification(c)
 	if err != nil {
 		return err
 	}
-	finish, keys := bumpStatement(workspaceID, tallies, notify)
+	logged, err := eventInsert(me, procedureLogged(EventProcedureUpdated, c, before, after))
+	if err != nil {
+		return err
+	}
+	finish, keys := bumpStatement(workspaceID, tallies, notify, logged)
 	var rows []struct {
 		Version  int64  `json:"version"`
 		Tallied  int64  `json:"tallied"`

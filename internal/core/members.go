@@ -117,7 +117,7 @@ func (s *Service) AddMember(ctx context.Context, in MemberInput) (*ent.Member, e
 	if err := val.Err(); err != nil {
 		return nil, err
 	}
-	return stored(ctx, s, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Member, error) {
+	return stored(ctx, s, v, viewer.RoleAdmin, func(tx *ent.Tx, me *viewer.Viewer) (*ent.Member, error) {
 		taken, err := tx.Member.Query().Where(member.Email(email)).Exist(ctx)
 		if err != nil {
 			return nil, err
@@ -125,7 +125,11 @@ func (s *Service) AddMember(ctx context.Context, in MemberInput) (*ent.Member, e
 		if taken {
 			return nil, apperr.New(apperr.Conflict, "a member with this email already exists in the workspace")
 		}
-		return tx.Member.Create().SetName(name).SetEmail(email).SetRole(member.Role(role)).Save(ctx)
+		added, err := tx.Member.Create().SetName(name).SetEmail(email).SetRole(member.Role(role)).Save(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return written(ctx, tx, me, added, recordLogged(EventMemberAdded, added.ID, nil, memberFields(added)))
 	})
 }
 
@@ -185,7 +189,7 @@ func (s *Service) UpdateMember(ctx context.Context, id string, in MemberInput) (
 		}
 		return nil, err
 	}
-	return stored(ctx, s, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Member, error) {
+	return stored(ctx, s, v, viewer.RoleAdmin, func(tx *ent.Tx, me *viewer.Viewer) (*ent.Member, error) {
 		m, err := currentMember(ctx, tx.Client(), mid)
 		if err != nil {
 			return nil, err
@@ -203,7 +207,11 @@ func (s *Service) UpdateMember(ctx context.Context, id string, in MemberInput) (
 				return nil, err
 			}
 		}
-		return u.Save(ctx)
+		updated, err := u.Save(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return written(ctx, tx, me, updated, recordLogged(EventMemberUpdated, m.ID, memberFields(m), memberFields(updated)))
 	})
 }
 
@@ -218,7 +226,7 @@ func (s *Service) RemoveMember(ctx context.Context, id string) (*ent.Member, err
 	if err != nil {
 		return nil, err
 	}
-	return stored(ctx, s, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Member, error) {
+	return stored(ctx, s, v, viewer.RoleAdmin, func(tx *ent.Tx, me *viewer.Viewer) (*ent.Member, error) {
 		m, err := currentMember(ctx, tx.Client(), mid)
 		if err != nil {
 			return nil, err
@@ -232,6 +240,9 @@ func (s *Service) RemoveMember(ctx context.Context, id string) (*ent.Member, err
 		}
 		removed, err := tx.Member.UpdateOneID(m.ID).SetRemovedAt(now).Save(ctx)
 		if err != nil {
+			return nil, err
+		}
+		if err := logEvent(ctx, tx, me, me.WorkspaceVersion, recordLogged(EventMemberRemoved, m.ID, memberFields(m), nil)); err != nil {
 			return nil, err
 		}
 		return removed, s.announce(ctx, tx, Change{WorkspaceID: v.WorkspaceID, Kind: AccessChanged})
@@ -269,7 +280,7 @@ func (s *Service) CreateToken(ctx context.Context, in TokenInput) (*ent.Token, s
 		return nil, "", err
 	}
 	secret, hash := auth.NewSecret()
-	created, err := stored(ctx, s, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Token, error) {
+	created, err := stored(ctx, s, v, viewer.RoleAdmin, func(tx *ent.Tx, me *viewer.Viewer) (*ent.Token, error) {
 		// As of the lock: never a token for a member removed meanwhile.
 		ok, err := tx.Member.Query().Where(member.ID(memberID), member.RemovedAtIsNil()).Exist(ctx)
 		if err != nil {
@@ -278,8 +289,12 @@ func (s *Service) CreateToken(ctx context.Context, in TokenInput) (*ent.Token, s
 		if !ok {
 			return nil, apperr.Invalid("memberId", "no such member in this workspace")
 		}
-		return tx.Token.Create().SetMemberID(memberID).SetName(name).SetSecretHash(hash).
+		issued, err := tx.Token.Create().SetMemberID(memberID).SetName(name).SetSecretHash(hash).
 			SetNillableExpiresAt(utc(in.ExpiresAt)).Save(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return written(ctx, tx, me, issued, recordLogged(EventTokenCreated, issued.ID, nil, tokenFields(issued)))
 	})
 	if err != nil {
 		return nil, "", err
@@ -315,10 +330,11 @@ func (s *Service) RevokeToken(ctx context.Context, id string) (*ent.Token, error
 	if t.RevokedAt != nil {
 		return t, nil
 	}
-	return stored(ctx, s, v, viewer.RoleAdmin, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Token, error) {
+	return stored(ctx, s, v, viewer.RoleAdmin, func(tx *ent.Tx, me *viewer.Viewer) (*ent.Token, error) {
 		// Only a token still unrevoked as of the lock: a concurrent
 		// revocation keeps its revokedAt.
-		if err := tx.Token.Update().Where(token.ID(t.ID), token.RevokedAtIsNil()).SetRevokedAt(s.now()).Exec(ctx); err != nil {
+		n, err := tx.Token.Update().Where(token.ID(t.ID), token.RevokedAtIsNil()).SetRevokedAt(s.now()).Save(ctx)
+		if err != nil {
 			return nil, err
 		}
 		revoked, err := tx.Token.Get(ctx, t.ID)
@@ -326,6 +342,13 @@ func (s *Service) RevokeToken(ctx context.Context, id string) (*ent.Token, error
 			return nil, apperr.NotFoundf("token")
 		}
 		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			// Revoked meanwhile, by a write that logged and announced it.
+			return revoked, nil
+		}
+		if err := logEvent(ctx, tx, me, me.WorkspaceVersion, recordLogged(EventTokenRevoked, t.ID, tokenFields(t), tokenFields(revoked))); err != nil {
 			return nil, err
 		}
 		return revoked, s.announce(ctx, tx, Change{WorkspaceID: v.WorkspaceID, Kind: AccessChanged})

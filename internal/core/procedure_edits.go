@@ -150,7 +150,7 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 	if s.locks == SharedFieldUpdates && (patch.position != nil || (patch.state == nil && patch.projectID == nil)) {
 		mode = lockShared
 	}
-	return storedOn(ctx, s, v, mode, where, func(tx *ent.Tx, _ *viewer.Viewer, p *ent.Procedure) (*ent.Procedure, error) {
+	return storedOn(ctx, s, v, mode, where, func(tx *ent.Tx, me *viewer.Viewer, p *ent.Procedure) (*ent.Procedure, error) {
 		projectName, err := checkRefs(ctx, tx.Client(), patch.categoryID.Value, patch.doerID.Value, patch.projectID)
 		if err != nil {
 			return nil, err
@@ -186,9 +186,9 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 			return nil, err
 		}
 		if mode == lockShared {
-			return updated, s.fieldsChanged(ctx, tx, v.WorkspaceID, p, updated)
+			return updated, s.fieldsChanged(ctx, tx, me, p, updated)
 		}
-		return updated, s.procedureChanged(ctx, tx, v.WorkspaceID, ProcedureUpdated, p, updated)
+		return updated, s.procedureChanged(ctx, tx, me, ProcedureUpdated, p, updated)
 	})
 }
 
@@ -228,7 +228,7 @@ func (s *Service) MoveProcedure(ctx context.Context, id string, state *string, a
 		notNextToItself(val, p.ID, after, before)
 		return nil, val.Err()
 	}
-	return storedOn(ctx, s, v, lockExclusive, where, func(tx *ent.Tx, _ *viewer.Viewer, p *ent.Procedure) (*ent.Procedure, error) {
+	return storedOn(ctx, s, v, lockExclusive, where, func(tx *ent.Tx, me *viewer.Viewer, p *ent.Procedure) (*ent.Procedure, error) {
 		val := &apperr.Validation{}
 		if notNextToItself(val, p.ID, after, before); val.Err() != nil {
 			return nil, val.Err()
@@ -246,7 +246,7 @@ func (s *Service) MoveProcedure(ctx context.Context, id string, state *string, a
 		if err != nil {
 			return nil, err
 		}
-		return moved, s.procedureChanged(ctx, tx, v.WorkspaceID, ProcedureMoved, p, moved)
+		return moved, s.procedureChanged(ctx, tx, me, ProcedureMoved, p, moved)
 	})
 }
 
@@ -267,7 +267,7 @@ func (s *Service) DeleteProcedure(ctx context.Context, id string, conds ...Preco
 	if err != nil {
 		return err
 	}
-	return s.inProcedureTx(ctx, v, lockExclusive, where, func(tx *ent.Tx, _ *viewer.Viewer, p *ent.Procedure) error {
+	return s.inProcedureTx(ctx, v, lockExclusive, where, func(tx *ent.Tx, me *viewer.Viewer, p *ent.Procedure) error {
 		if err := checkPreconditions("procedure", p.UpdatedAt, conds); err != nil {
 			return err
 		}
@@ -281,7 +281,7 @@ func (s *Service) DeleteProcedure(ctx context.Context, id string, conds ...Preco
 		if n == 0 {
 			return apperr.NotFoundf("procedure")
 		}
-		return s.procedureChanged(ctx, tx, v.WorkspaceID, ProcedureDeleted, p, nil)
+		return s.procedureChanged(ctx, tx, me, ProcedureDeleted, p, nil)
 	})
 }
 

@@ -89,7 +89,7 @@ func (s *Service) CreateProcedure(ctx context.Context, in CreateProcedureInput) 
 		content = &generated
 	}
 	var created *ent.Procedure
-	err = s.inNumberingTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer, ws *ent.Workspace) error {
+	err = s.inNumberingTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, me *viewer.Viewer, ws *ent.Workspace) error {
 		projectName, err := checkRefs(ctx, tx.Client(), &categoryID, &doerID, &projectID)
 		if err != nil {
 			return err
@@ -120,7 +120,7 @@ func (s *Service) CreateProcedure(ctx context.Context, in CreateProcedureInput) 
 		if err != nil {
 			return err
 		}
-		return s.procedureChanged(ctx, tx, v.WorkspaceID, ProcedureCreated, nil, created)
+		return s.procedureChanged(ctx, tx, me, ProcedureCreated, nil, created)
 	})
 	if err != nil {
 		return nil, err

@@ -72,11 +72,15 @@ func (s *Service) CreateProject(ctx context.Context, in ProjectInput) (*ent.Proj
 	if err := val.Err(); err != nil {
 		return nil, err
 	}
-	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Project, error) {
-		return tx.Project.Create().SetName(name).
+	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, me *viewer.Viewer) (*ent.Project, error) {
+		created, err := tx.Project.Create().SetName(name).
 			SetNillableStartedAt(utc(in.StartedAt.Value)).
 			SetNillableDueAt(utc(in.DueAt.Value)).
 			Save(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return written(ctx, tx, me, created, recordLogged(EventProjectCreated, created.ID, nil, projectFields(created)))
 	})
 }
 
@@ -130,7 +134,7 @@ func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput,
 		}
 		return nil, validate(p)
 	}
-	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Project, error) {
+	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, me *viewer.Viewer) (*ent.Project, error) {
 		p, err := tx.Project.Get(ctx, pid)
 		if ent.IsNotFound(err) {
 			return nil, apperr.NotFoundf("project")
@@ -154,7 +158,11 @@ func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput,
 		}
 		setOrClear(in.StartedAt, u.SetStartedAt, u.ClearStartedAt)
 		setOrClear(in.DueAt, u.SetDueAt, u.ClearDueAt)
-		return u.Save(ctx)
+		updated, err := u.Save(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return written(ctx, tx, me, updated, recordLogged(EventProjectUpdated, p.ID, projectFields(p), projectFields(updated)))
 	})
 }
 
@@ -167,7 +175,7 @@ func (s *Service) DeleteProject(ctx context.Context, id string, conds ...Precond
 	if err != nil {
 		return err
 	}
-	return s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
+	return s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, me *viewer.Viewer) error {
 		if err := recheck(ctx, "project", conds, tx.Project.Get, pid, func(e *ent.Project) time.Time { return e.UpdatedAt }); err != nil {
 			return err
 		}
@@ -182,7 +190,12 @@ func (s *Service) DeleteProject(ctx context.Context, id string, conds ...Precond
 		if err == nil && n == 0 {
 			return apperr.NotFoundf("project")
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		// A delete's event names the record without its fields: reading
+		// them would cost the write a statement (docs/api.md, "Events").
+		return logEvent(ctx, tx, me, me.WorkspaceVersion, recordLogged(EventProjectDeleted, pid, nil, nil))
 	})
 }
 
@@ -222,8 +235,12 @@ func (s *Service) CreateCategory(ctx context.Context, name string) (*ent.Categor
 	if err := val.Err(); err != nil {
 		return nil, err
 	}
-	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Category, error) {
-		return tx.Category.Create().SetName(name).Save(ctx)
+	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, me *viewer.Viewer) (*ent.Category, error) {
+		created, err := tx.Category.Create().SetName(name).Save(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return written(ctx, tx, me, created, recordLogged(EventCategoryCreated, created.ID, nil, categoryFields(created)))
 	})
 }
 
@@ -253,7 +270,7 @@ func (s *Service) UpdateCategory(ctx context.Context, id string, name Optional[s
 		}
 		return c, nil
 	}
-	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) (*ent.Category, error) {
+	return stored(ctx, s, v, viewer.RoleMember, func(tx *ent.Tx, me *viewer.Viewer) (*ent.Category, error) {
 		c, err := tx.Category.Get(ctx, cid)
 		if ent.IsNotFound(err) {
 			return nil, apperr.NotFoundf("category")
@@ -268,7 +285,11 @@ func (s *Service) UpdateCategory(ctx context.Context, id string, name Optional[s
 		if ok {
 			u.SetName(n)
 		}
-		return u.Save(ctx)
+		updated, err := u.Save(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return written(ctx, tx, me, updated, recordLogged(EventCategoryUpdated, c.ID, categoryFields(c), categoryFields(updated)))
 	})
 }
 
@@ -279,7 +300,7 @@ func (s *Service) DeleteCategory(ctx context.Context, id string, conds ...Precon
 	if err != nil {
 		return err
 	}
-	return s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, _ *viewer.Viewer) error {
+	return s.inTx(ctx, v, viewer.RoleMember, func(tx *ent.Tx, me *viewer.Viewer) error {
 		if err := recheck(ctx, "category", conds, tx.Category.Get, cid, func(e *ent.Category) time.Time { return e.UpdatedAt }); err != nil {
 			return err
 		}
@@ -295,6 +316,9 @@ func (s *Service) DeleteCategory(ctx context.Context, id string, conds ...Precon
 		if err == nil && n == 0 {
 			return apperr.NotFoundf("category")
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return logEvent(ctx, tx, me, me.WorkspaceVersion, recordLogged(EventCategoryDeleted, cid, nil, nil))
 	})
 }

@@ -407,7 +407,7 @@ func tallies(t *testing.T, db *database.DB, ws uuid.UUID) map[string]int64 {
 // TestFieldUpdateStatementsOnPostgres pins a field update's statements on
 // PostgreSQL with its announcer: the shared workspace lock, the procedure
 // read (locking its row, with the acting member), its UPDATE, and one
-// statement for the version bump, the tallies and the notification — the
+// statement for the version bump, the change log, the tallies and the notification — the
 // only statement it runs while it holds the workspace exclusively. The
 // statement keeps the tallies exact and bumps the version once, whether the
 // update changes a tally or not.
@@ -425,7 +425,7 @@ func TestFieldUpdateStatementsOnPostgres(t *testing.T) {
 		regexp.MustCompile(`^SELECT "workspaces"."id", \(pg_advisory_xact_lock_shared\(\$1\)\) AS "locked" FROM "workspaces" WHERE `),
 		regexp.MustCompile(`^SELECT .* FROM "procedures" WHERE .* FOR NO KEY UPDATE`),
 		regexp.MustCompile(`^UPDATE "procedures" SET `),
-		regexp.MustCompile(`^WITH "bumped" AS \(UPDATE "workspaces" SET "version" = .*"tallied" AS \(UPDATE "procedure_tallies" .*pg_notify\(`),
+		regexp.MustCompile(`^WITH "bumped" AS \(UPDATE "workspaces" SET "version" = .*"logged" AS \(INSERT INTO "events" .*"tallied" AS \(UPDATE "procedure_tallies" .*pg_notify\(`),
 	}
 	for _, in := range []core.UpdateProcedureInput{
 		{Priority: core.Some("HIGH")},
@@ -437,7 +437,7 @@ func TestFieldUpdateStatementsOnPostgres(t *testing.T) {
 			return err
 		})
 		if in.Name.Set {
-			want[3] = regexp.MustCompile(`^WITH "bumped" AS \(UPDATE "workspaces" SET "version" = .*\) SELECT .*pg_notify\(`)
+			want[3] = regexp.MustCompile(`^WITH "bumped" AS \(UPDATE "workspaces" SET "version" = .*"logged" AS \(INSERT INTO "events" .*\) SELECT .*pg_notify\(`)
 		}
 		if len(stmts) != len(want) {
 			t.Fatalf("%+v ran %d statements; want %d:%s", in, len(stmts), len(want), short(stmts))

@@ -272,13 +272,19 @@ func lockWorkspace(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, mode 
 // caller's workspace), so it returns the bump's row only for a workspace
 // the viewer may see; the writes in its WITH clause are past the
 // interceptor, so they confine themselves to workspaceID (internal/tenancy).
-func bumpStatement(workspaceID uuid.UUID, tallies tallyChange, notify func(b *sql.Builder, version string)) (finish func(*sql.Selector), talliesWanted int) {
+func bumpStatement(workspaceID uuid.UUID, tallies tallyChange, notify func(b *sql.Builder, version string),
+	logged func(b *sql.Builder, version string)) (finish func(*sql.Selector), talliesWanted int) {
 	keys := tallies.keys()
 	with := sql.ExprFunc(func(b *sql.Builder) {
 		b.WriteString(`WITH "bumped" AS (UPDATE "` + workspace.Table + `" SET "` + workspace.FieldVersion + `" = COALESCE("` +
 			workspace.FieldVersion + `", 0) + 1 WHERE `)
 		tenancy.WriteWhere(b, "", tenancy.WorkspacesColumn, workspaceID).
 			WriteString(` RETURNING "` + workspace.FieldVersion + `")`)
+		// The change log's INSERT (logEvent's, as SQL): a data-modifying
+		// CTE runs whether or not the query reads it.
+		b.WriteString(`, "logged" AS (`)
+		logged(b, `(SELECT "`+workspace.FieldVersion+`" FROM "bumped")`)
+		b.WriteString(`)`)
 		if len(keys) == 0 {
 			return
 		}

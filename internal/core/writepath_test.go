@@ -96,7 +96,8 @@ var versionBump = regexp.MustCompile("^(WITH \"workspace_lock\" AS MATERIALIZED 
 
 // TestWriteStatementCounts pins how many statements each procedure and
 // comment write runs inside its transaction: the version bump that takes
-// the workspace's lock, then the write's own (the service here has no announcer;
+// the workspace's lock, then the write's own, the last of which appends the
+// write's event to the change log (changelog.go; the service here has no announcer;
 // PostgreSQL's adds one statement to each, and makes field updates share
 // the lock: TestFieldUpdateStatementsOnPostgres). A new statement on these
 // paths costs every writer of the workspace a round trip: it must be a
@@ -113,35 +114,35 @@ func TestWriteStatementCounts(t *testing.T) {
 			want  int
 			write func() error
 		}{
-			{"CreateProcedure", 8, func() error {
+			{"CreateProcedure", 9, func() error {
 				_, err := svc.CreateProcedure(f.admin, f.input("new", "TODO", f.project))
 				return err
 			}},
-			{"UpdateProcedure priority", 4, func() error {
+			{"UpdateProcedure priority", 5, func() error {
 				_, err := svc.UpdateProcedure(f.admin, p.ShortID, core.UpdateProcedureInput{Priority: core.Some("HIGH")})
 				return err
 			}},
-			{"UpdateProcedure state", 5, func() error {
+			{"UpdateProcedure state", 6, func() error {
 				_, err := svc.UpdateProcedure(f.admin, p.ShortID, core.UpdateProcedureInput{State: core.Some("IN_PROGRESS")})
 				return err
 			}},
-			{"MoveProcedure", 5, func() error {
+			{"MoveProcedure", 6, func() error {
 				_, err := svc.MoveProcedure(f.admin, p.ID.String(), strp("TODO"), nil, nil)
 				return err
 			}},
 			// The procedure's comments are counted under the lock
 			// (limits.CommentsPerProcedure).
-			{"AddComment", 4, func() error {
+			{"AddComment", 5, func() error {
 				var err error
 				c, err = svc.AddComment(f.admin, p.ID.String(), "hello")
 				return err
 			}},
-			{"UpdateComment", 3, func() error {
+			{"UpdateComment", 4, func() error {
 				_, err := svc.UpdateComment(f.admin, c.ID.String(), "edited")
 				return err
 			}},
-			{"DeleteComment", 3, func() error { return svc.DeleteComment(f.admin, c.ID.String()) }},
-			{"DeleteProcedure", 5, func() error { return svc.DeleteProcedure(f.admin, other.ID.String()) }},
+			{"DeleteComment", 4, func() error { return svc.DeleteComment(f.admin, c.ID.String()) }},
+			{"DeleteProcedure", 6, func() error { return svc.DeleteProcedure(f.admin, other.ID.String()) }},
 		}
 		for _, w := range writes {
 			stmts := counted(t, l, w.write)

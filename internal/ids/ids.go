@@ -26,6 +26,9 @@ const (
 	KindCategory  Kind = 5
 	KindProcedure Kind = 6
 	KindComment   Kind = 7
+	KindEvent     Kind = 8
+	KindWebhook   Kind = 9
+	KindDelivery  Kind = 10
 )
 
 // New returns a fresh UUIDv7 tagged with k.
@@ -41,7 +44,7 @@ func KindOf(id uuid.UUID) Kind {
 		return KindUnknown
 	}
 	k := Kind(id[15])
-	if k > KindComment {
+	if k > KindDelivery {
 		return KindUnknown
 	}
 	return k
