@@ -21,7 +21,7 @@ func (r *procedureEventResolver) Procedure(ctx context.Context, obj *model.Proce
 }
 
 // ProcedureEvents is the resolver for the procedureEvents field.
-func (r *subscriptionResolver) ProcedureEvents(ctx context.Context, filter *model.ProcedureEventFilter) (<-chan *model.ProcedureEvent, error) {
+func (r *subscriptionResolver) ProcedureEvents(ctx context.Context, filter *model.ProcedureEventFilter, afterVersion *int) (<-chan *model.ProcedureEvent, error) {
 	return live.ProcedureEvents(ctx, r.Service, filter, eventSelection(graphql.GetOperationContext(ctx)))
 }
 

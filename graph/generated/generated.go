@@ -238,7 +238,7 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
-		ProcedureEvents func(childComplexity int, filter *model.ProcedureEventFilter) int
+		ProcedureEvents func(childComplexity int, filter *model.ProcedureEventFilter, afterVersion *int) int
 	}
 
 	Token struct {
@@ -320,7 +320,7 @@ type QueryResolver interface {
 	Tokens(ctx context.Context) ([]*ent.Token, error)
 }
 type SubscriptionResolver interface {
-	ProcedureEvents(ctx context.Context, filter *model.ProcedureEventFilter) (<-chan *model.ProcedureEvent, error)
+	ProcedureEvents(ctx context.Context, filter *model.ProcedureEventFilter, afterVersion *int) (<-chan *model.ProcedureEvent, error)
 }
 type TokenResolver interface {
 	Member(ctx context.Context, obj *ent.Token) (*ent.Member, error)
@@ -1274,7 +1274,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.ProcedureEvents(childComplexity, args["filter"].(*model.ProcedureEventFilter)), true
+		return e.ComplexityRoot.Subscription.ProcedureEvents(childComplexity, args["filter"].(*model.ProcedureEventFilter), args["afterVersion"].(*int)), true
 
 	case "Token.createdAt":
 		if e.ComplexityRoot.Token.CreatedAt == nil {
@@ -1911,7 +1911,19 @@ type Subscription {
   is delivered, under the subscriber's own access. A REFETCH event means
   events may have been missed: reload what is shown.
   """
-  procedureEvents(filter: ProcedureEventFilter): ProcedureEvent!
+  procedureEvents(
+    filter: ProcedureEventFilter
+    """
+    Resume: first replay, from the change log, every event after this
+    workspace version (the workspaceVersion of the last event received),
+    then continue live, with no event missed or repeated between the two.
+    A version older than the log's retention, or further behind than the
+    server replays (docs/api.md, "Resuming a subscription"), gets one
+    REFETCH instead. Pass it as a variable: subscribers that differ only by
+    it then share one rendering of each live event.
+    """
+    afterVersion: Int
+  ): ProcedureEvent!
 }
 
 """
@@ -3268,6 +3280,14 @@ func (ec *executionContext) field_Subscription_procedureEvents_args(ctx context.
 		return nil, err
 	}
 	args["filter"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "afterVersion",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["afterVersion"] = arg1
 	return args, nil
 }
 
@@ -7193,7 +7213,7 @@ func (ec *executionContext) _Subscription_procedureEvents(ctx context.Context, f
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().ProcedureEvents(ctx, fc.Args["filter"].(*model.ProcedureEventFilter))
+			return ec.Resolvers.Subscription().ProcedureEvents(ctx, fc.Args["filter"].(*model.ProcedureEventFilter), fc.Args["afterVersion"].(*int))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.ProcedureEvent) graphql.Marshaler {

@@ -95,7 +95,7 @@ type groupKey struct {
 func newGroupKey(v *viewer.Viewer, oc *graphql.OperationContext) (groupKey, error) {
 	// json.Marshal writes a map's keys in order: equal variables, equal
 	// bytes.
-	vars, err := json.Marshal(oc.Variables)
+	vars, err := json.Marshal(groupVariables(oc))
 	if err != nil {
 		return groupKey{}, err
 	}

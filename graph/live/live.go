@@ -108,6 +108,9 @@ type Options struct {
 	// RequestTimeout bounds each query and mutation sent over a WebSocket,
 	// as the server's deadline bounds an HTTP request (0: none).
 	RequestTimeout time.Duration
+	// ReplayLimit bounds the events a resumed subscription is replayed
+	// from the change log: one further behind is sent a REFETCH instead.
+	ReplayLimit int
 	// CacheBytes bounds the memory this replica keeps for live updates:
 	// events' procedures as read, and their renderings, shared by the
 	// subscribers still to be sent them.
@@ -170,6 +173,7 @@ func New(opts Options) *Live {
 	orDefault(&opts.WriteTimeout, DefaultWriteTimeout)
 	orDefault(&opts.InitTimeout, DefaultInitTimeout)
 	orDefault(&opts.CacheBytes, DefaultCacheBytes)
+	orDefault(&opts.ReplayLimit, DefaultReplayLimit)
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}

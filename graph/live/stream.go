@@ -11,6 +11,7 @@ import (
 
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/events"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -41,6 +42,11 @@ type stream struct {
 	// idle fires the transport's keep-alive; watching stops ctx's wake-up.
 	idle     *time.Timer
 	watching func() bool
+	// pending are the events a resumed subscription replays before its
+	// live ones (resume.go); floor is the last version the log gave: live
+	// events at or below it were replayed already.
+	pending []events.Event
+	floor   int64
 }
 
 // What a stream's timers make due.
@@ -90,6 +96,14 @@ func (l *Live) open(ctx context.Context, exec graphql.GraphExecutor, oc *graphql
 		return nil, gqlerror.List{l.present(ctx, err)}
 	}
 	s.setViewer(v)
+	after, resumes, err := resumeVersion(oc)
+	if err == nil && resumes {
+		err = s.replayFrom(ctx, after)
+	}
+	if err != nil {
+		s.close()
+		return nil, gqlerror.List{l.present(ctx, err)}
+	}
 	return s, nil
 }
 
@@ -143,6 +157,11 @@ func (s *stream) next(ctx context.Context, idle time.Duration, onIdle func() err
 		}
 	}
 	for {
+		if len(s.pending) > 0 {
+			if r, err := s.replayed(ctx); r != nil || err != nil {
+				return r, err
+			}
+		}
 		select {
 		case se, ok := <-s.queue:
 			r, err := s.handle(ctx, se, ok)
@@ -173,6 +192,10 @@ func (s *stream) next(ctx context.Context, idle time.Duration, onIdle func() err
 // waiting: a transport sends every event that is ready with one write.
 // ok is false when nothing is ready; errors are next's.
 func (s *stream) ready(ctx context.Context) (r *rendered, ok bool, err error) {
+	if len(s.pending) > 0 {
+		r, err := s.replayed(ctx)
+		return r, r != nil, err
+	}
 	for len(s.queue) > 0 {
 		se, open := <-s.queue
 		if r, err := s.handle(ctx, se, open); r != nil || err != nil {
@@ -197,6 +220,8 @@ func (s *stream) handle(ctx context.Context, se streamEvent, open bool) (*render
 		return nil, s.ended
 	case se.err != nil:
 		return nil, se.err
+	case se.r != nil && se.e.Version <= s.floor:
+		return nil, nil // replayed from the log already
 	case se.r != nil:
 		return se.r, nil
 	}

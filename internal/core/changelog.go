@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"entgo.io/ent/dialect/sql"
@@ -445,4 +446,37 @@ func idString(id *uuid.UUID) *string {
 	}
 	s := id.String()
 	return &s
+}
+
+// ReplayedChange is the live Change a logged event stands for, for a
+// subscription that resumes from the log: ok is false for the events live
+// subscribers are not sent (projects, categories, members, tokens; access
+// changes reach subscriptions as they happen).
+func ReplayedChange(e *ent.Event) (c Change, ok bool, err error) {
+	switch EventKind(e.Kind) {
+	case EventProcedureCreated:
+		c.Kind = ProcedureCreated
+	case EventProcedureUpdated:
+		c.Kind = ProcedureUpdated
+	case EventProcedureMoved:
+		c.Kind = ProcedureMoved
+	case EventProcedureDeleted:
+		c.Kind = ProcedureDeleted
+	case EventCommentCreated, EventCommentUpdated, EventCommentDeleted:
+		c.Kind = ProcedureCommented
+	default:
+		return Change{}, false, nil
+	}
+	if e.ProcedureID == nil {
+		return Change{}, false, fmt.Errorf("core: event %s (%s) names no procedure", e.ID, e.Kind)
+	}
+	c.WorkspaceID, c.ProcedureID = e.WorkspaceID, *e.ProcedureID
+	if e.Facets != nil {
+		var f eventFacets
+		if err := json.Unmarshal([]byte(*e.Facets), &f); err != nil {
+			return Change{}, false, fmt.Errorf("core: event %s: facets: %w", e.ID, err)
+		}
+		c.Before, c.After = f.Before, f.After
+	}
+	return c, true, nil
 }

@@ -96,16 +96,20 @@ func (s *Service) pruneBatch(ctx context.Context, cutoff time.Time, batch int) (
 // first, at most limit of them: a resumed subscription's replay. pruned is
 // set when events after version may have been pruned (version is older
 // than the retention): the replay would have a hole, and nothing is
-// returned. Any role may read the log.
+// returned. Any role may read the log. Errors: validation_failed
+// (afterVersion beyond the workspace's version).
 func (s *Service) EventsAfter(ctx context.Context, version int64, limit int) (evs []*ent.Event, pruned bool, err error) {
 	v, err := require(ctx, viewer.RoleViewer)
 	if err != nil {
 		return nil, false, err
 	}
 	ws, err := s.client.Workspace.Query().Where(workspace.ID(v.WorkspaceID)).
-		Select(workspace.FieldEventsPrunedTo).Only(ctx)
+		Select(workspace.FieldEventsPrunedTo, workspace.FieldVersion).Only(ctx)
 	if err != nil {
 		return nil, false, apperr.Map(err)
+	}
+	if version > ws.Version {
+		return nil, false, apperr.Invalid("afterVersion", "is ahead of the workspace, at version %d: resume from a version this workspace has given", ws.Version)
 	}
 	if version < ws.EventsPrunedTo {
 		return nil, true, nil
