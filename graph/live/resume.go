@@ -86,7 +86,7 @@ func groupVariables(oc *graphql.OperationContext) map[string]any {
 	if arg == nil || arg.Value.Kind != ast.Variable {
 		return oc.Variables
 	}
-	uses := regexp.MustCompile(`\$` + regexp.QuoteMeta(arg.Value.Raw) + `\b`).FindAllStringIndex(oc.RawQuery, 3)
+	uses := regexp.MustCompile(`\$`+regexp.QuoteMeta(arg.Value.Raw)+`\b`).FindAllStringIndex(oc.RawQuery, 3)
 	if len(uses) != 2 { // its definition and afterVersion's use
 		return oc.Variables
 	}
