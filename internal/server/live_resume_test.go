@@ -110,10 +110,28 @@ func TestLiveResumeAcrossReplicas(t *testing.T) {
 		if fmt.Sprint(replayed) != fmt.Sprint(missed) {
 			t.Fatalf("resumed after %d: sent %v; want %v", seen, replayed, missed)
 		}
+		// A subscriber resuming from another version shares the group:
+		// the version is the subscriber's, not the operation's.
+		r.subscribe("3", resumeEvents, map[string]any{"after": missed[1]})
+		if got := receiveVersions(t, r, "3", missed[2]); fmt.Sprint(got) != fmt.Sprint(missed[2:]) {
+			t.Fatalf("resumed after %d: sent %v; want %v", missed[1], got, missed[2:])
+		}
+		if st := second.Live.Stats(); st.Groups != 1 || st.Subscriptions != 2 {
+			t.Fatalf("two subscribers resuming from different versions: %d groups, %d subscriptions; want 1 and 2", st.Groups, st.Subscriptions)
+		}
 		// Then live, on the new replica, from the next write on.
 		renameProcedure(t, second, ws.MemberToken, id, "live")
-		if e := r.next("2"); e.Kind != "UPDATED" || int64(e.WorkspaceVersion) != workspaceVersion(t, db, ws.ID) {
-			t.Fatalf("after the replay: %+v; want the live UPDATED at the workspace's version", e)
+		now := workspaceVersion(t, db, ws.ID)
+		heard := map[string]bool{}
+		for range 2 {
+			m := r.recv()
+			if e := decodeEvent(t, m.Payload); m.Type != "next" || e.Kind != "UPDATED" || int64(e.WorkspaceVersion) != now {
+				t.Fatalf("after the replay, %s %s: %+v; want the live UPDATED at the workspace's version %d", m.Type, m.ID, e, now)
+			}
+			heard[m.ID] = true
+		}
+		if !heard["2"] || !heard["3"] {
+			t.Fatalf("the live event reached %v; want subscriptions 2 and 3", heard)
 		}
 	})
 }
