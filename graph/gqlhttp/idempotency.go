@@ -46,9 +46,10 @@ func (keyClaim) MutateOperationContext(ctx context.Context, oc *graphql.Operatio
 	return nil
 }
 
-// secretFields are the root fields whose result carries a bearer secret
-// (CreateTokenPayload.secret): their answer is never kept for replay.
-var secretFields = map[string]bool{"createToken": true}
+// secretFields are the root fields whose result carries a secret shown
+// once (CreateTokenPayload.secret, WebhookSecretPayload.secret): their
+// answer is never kept for replay.
+var secretFields = map[string]bool{"createToken": true, "createWebhook": true, "rotateWebhookSecret": true}
 
 // selectsSecret reports whether set selects a field of secretFields,
 // directly or through inline fragments and fragment spreads (seen guards

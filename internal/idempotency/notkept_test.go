@@ -55,7 +55,7 @@ func TestSecretResponsesAreNotKept(t *testing.T) {
 			}
 			wantNoSecretStored(t, db)
 			again := send(t, e.s, "POST", "/graphql", e.ws.AdminToken, body, key)
-			wantGraphQLKeyError(t, again, http.StatusConflict, "conflict", "the response held a secret and was not kept; list tokens to find the one created")
+			wantGraphQLKeyError(t, again, http.StatusConflict, "conflict", "the response held a secret and was not kept; list tokens or webhooks to find the one created")
 			if bytes.Contains(again.body, []byte(auth.SecretPrefix)) {
 				t.Fatalf("%s: the retry showed a secret: %s", name, again.body)
 			}

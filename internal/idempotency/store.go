@@ -186,7 +186,7 @@ const (
 func notKept(marker string) error {
 	msg := "the first response was too large to keep; fetch the record instead"
 	if marker == markerSecret {
-		msg = "the response held a secret and was not kept; list tokens to find the one created"
+		msg = "the response held a secret and was not kept; list tokens or webhooks to find the one created"
 	}
 	return &apperr.Error{Code: apperr.Conflict, Message: msg,
 		Fields: []apperr.FieldError{{Field: Header, Message: "already used; its response was not kept"}},
