@@ -28,7 +28,8 @@ import (
 //     procedure's comments) multiply their page sizes;
 //   - nodes(ids:): the number of ids;
 //   - tokens: MaxPageSize, nominally (a workspace's tokens are few and an
-//     admin's to make).
+//     admin's to make);
+//   - webhooks: core.MaxWebhooksPerWorkspace, the most a workspace holds.
 //
 // Introspection costs nothing here: it has a budget of its own
 // (introspection.go). Fragments and
@@ -48,6 +49,8 @@ var connectionPageSizes = map[string]int{
 	"ProjectConnection":   core.DefaultListPageSize,
 	"CategoryConnection":  core.DefaultListPageSize,
 	"MemberConnection":    core.DefaultListPageSize,
+	// An endpoint's delivery log (webhooks.graphqls).
+	"WebhookDeliveryConnection": core.DefaultListPageSize,
 }
 
 // listElements are the rules for the schema's lists outside connections:
@@ -64,6 +67,8 @@ var listElements = map[string]func(args map[string]any) int{
 		return 1 // one id where a list is expected is a list of one
 	},
 	"Query.tokens": func(map[string]any) int { return MaxPageSize },
+	// Every endpoint of the workspace: the bound on how many it may have.
+	"Query.webhooks": func(map[string]any) int { return core.MaxWebhooksPerWorkspace },
 }
 
 // clampElements is n as a number of elements, at most max.

@@ -94,6 +94,15 @@ type CreateTokenPayload struct {
 	Secret string `json:"secret"`
 }
 
+type CreateWebhookInput struct {
+	// Required; an absolute http or https URL naming a host, without a user name, password or fragment; at most 2048 bytes.
+	URL string `json:"url"`
+	// Event kinds to send, each at most once; absent or empty: every kind.
+	Kinds []string `json:"kinds,omitempty"`
+	// Send only this project's events.
+	ProjectID *string `json:"projectId,omitempty"`
+}
+
 type DeletePayload struct {
 	Success   bool   `json:"success"`
 	DeletedID string `json:"deletedId"`
@@ -218,6 +227,39 @@ type UpdateProjectInput struct {
 	Name      graphql.Omittable[*string]    `json:"name,omitempty"`
 	StartedAt graphql.Omittable[*time.Time] `json:"startedAt,omitempty"`
 	DueAt     graphql.Omittable[*time.Time] `json:"dueAt,omitempty"`
+}
+
+// Only the fields given change.
+type UpdateWebhookInput struct {
+	// Cannot be null.
+	URL graphql.Omittable[*string] `json:"url,omitempty"`
+	// null or empty: every kind.
+	Kinds graphql.Omittable[[]string] `json:"kinds,omitempty"`
+	// null: no project filter.
+	ProjectID graphql.Omittable[*string] `json:"projectId,omitempty"`
+	// Cannot be null. false stops deliveries; true on a disabled endpoint clears
+	// its failure record and sends the events committed from then on, not those
+	// committed while it was disabled.
+	Enabled graphql.Omittable[*bool] `json:"enabled,omitempty"`
+}
+
+type WebhookDeliveryConnection struct {
+	Edges    []*WebhookDeliveryEdge `json:"edges"`
+	Nodes    []*ent.WebhookDelivery `json:"nodes"`
+	PageInfo *PageInfo              `json:"pageInfo"`
+	// Count of all the endpoint's deliveries, not only this page.
+	TotalCount int `json:"totalCount"`
+}
+
+type WebhookDeliveryEdge struct {
+	Node   *ent.WebhookDelivery `json:"node"`
+	Cursor string               `json:"cursor"`
+}
+
+type WebhookSecretPayload struct {
+	Webhook *ent.WebhookEndpoint `json:"webhook"`
+	// The signing secret (whsec_…), the HMAC-SHA256 key of the signatures. Shown only here: store it now.
+	Secret string `json:"secret"`
 }
 
 type OrderDirection string
