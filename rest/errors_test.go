@@ -13,7 +13,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/procsvc/procsvc/ent/webhookdelivery"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
@@ -24,20 +26,31 @@ import (
 // targets are records that concrete requests address.
 type targets struct {
 	procedure, project, category, member string
+	webhook, delivery                    string
 }
 
-// newTargets creates a procedure (with a comment) and an empty project and
-// category to address.
+// newTargets creates a procedure (with a comment), an empty project and
+// category, and a webhook endpoint with one delivery to address.
 func (e *env) newTargets(t testing.TB) targets {
 	t.Helper()
 	p := e.createProcedure(t, map[string]any{"name": "Target"})
 	wantOK(t, e.do(t, "POST", "/procedures/"+p["id"].(string)+"/comments", e.ws.MemberToken, map[string]any{"text": "note"}))
+	hook := e.createWebhook(t, map[string]any{"url": "https://hooks.example.com/target"})
 	return targets{
 		procedure: p["id"].(string),
 		project:   e.createProject(t, map[string]any{"name": "Empty project"})["id"].(string),
 		category:  e.createCategory(t, "Empty category")["id"].(string),
 		member:    e.ws.MemberID,
+		webhook:   hook["id"].(string),
+		delivery:  e.plantDelivery(t, hook["id"].(string), time.Now(), webhookdelivery.StateFailed).ID.String(),
 	}
+}
+
+// adminOnly reports whether route ("METHOD /path") needs the ADMIN role:
+// the webhook endpoints.
+func adminOnly(route string) bool {
+	_, path, _ := strings.Cut(route, " ")
+	return strings.HasPrefix(path, "/webhook")
 }
 
 // concrete returns a request for route ("METHOD /path" of rest.Routes())
@@ -53,6 +66,11 @@ func (e *env) concrete(t testing.TB, route string, tg targets, token string) cal
 		"PUT /projects/{id}":             map[string]any{"name": "Changed"},
 		"POST /categories":               map[string]any{"name": "New category"},
 		"PUT /categories/{id}":           map[string]any{"name": "Changed"},
+		"POST /webhooks":                 map[string]any{"url": "https://hooks.example.com/new"},
+		"PUT /webhooks/{id}":             map[string]any{"url": "https://hooks.example.com/changed"},
+		// Actions without a body.
+		"POST /webhooks/{id}/secret":              nil,
+		"POST /webhook-deliveries/{id}/redeliver": nil,
 	}
 	method, path, _ := strings.Cut(route, " ")
 	switch {
@@ -64,6 +82,10 @@ func (e *env) concrete(t testing.TB, route string, tg targets, token string) cal
 		path = strings.Replace(path, "{id}", tg.category, 1)
 	case strings.HasPrefix(path, "/members/{id}"):
 		path = strings.Replace(path, "{id}", tg.member, 1)
+	case strings.HasPrefix(path, "/webhooks/{id}"):
+		path = strings.Replace(path, "{id}", tg.webhook, 1)
+	case strings.HasPrefix(path, "/webhook-deliveries/{id}"):
+		path = strings.Replace(path, "{id}", tg.delivery, 1)
 	case !strings.Contains(path, "{"):
 	default:
 		t.Fatalf("concrete: no target for %s", route)
@@ -74,7 +96,9 @@ func (e *env) concrete(t testing.TB, route string, tg targets, token string) cal
 		if !ok {
 			t.Fatalf("concrete: no body for %s", route)
 		}
-		c.body = mustJSON(t, b)
+		if b != nil {
+			c.body = mustJSON(t, b)
+		}
 	}
 	return c
 }
@@ -177,12 +201,12 @@ func TestBodyTransportErrors(t *testing.T) {
 		tg := e.newTargets(t)
 		var writes []string
 		for _, r := range rest.Routes() {
-			if strings.HasPrefix(r, "POST ") || strings.HasPrefix(r, "PUT ") {
+			if (strings.HasPrefix(r, "POST ") || strings.HasPrefix(r, "PUT ")) && e.concrete(t, r, tg, "").body != nil {
 				writes = append(writes, r)
 			}
 		}
-		if len(writes) != 7 {
-			t.Fatalf("want 7 endpoints with a body, got %v", writes)
+		if len(writes) != 9 {
+			t.Fatalf("want 9 endpoints with a body, got %v", writes)
 		}
 		tooBig := `{"name":"` + strings.Repeat("a", 1<<20) + `"}`
 		cases := []struct {
@@ -554,7 +578,24 @@ func TestAuthentication(t *testing.T) {
 			}
 		}
 
+		// The webhook endpoints are ADMIN's: neither a VIEWER nor a MEMBER
+		// may call any of them (webhooks_test.go has ADMIN's calls).
 		for _, route := range rest.Routes() {
+			if !adminOnly(route) {
+				continue
+			}
+			for _, who := range []struct{ role, token string }{{"VIEWER", e.ws.ViewToken}, {"MEMBER", e.ws.MemberToken}} {
+				t.Run(who.role+" may not call: "+route, func(t *testing.T) {
+					before := e.snapshot(t)
+					wantError(t, e.send(t, e.concrete(t, route, tg, who.token)), http.StatusForbidden, "forbidden", "")
+					e.unchanged(t, before)
+				})
+			}
+		}
+		for _, route := range rest.Routes() {
+			if adminOnly(route) {
+				continue
+			}
 			if !isWrite(route) {
 				t.Run("VIEWER may read: "+route, func(t *testing.T) {
 					wantOK(t, e.send(t, e.concrete(t, route, tg, e.ws.ViewToken)))
@@ -569,7 +610,7 @@ func TestAuthentication(t *testing.T) {
 		}
 		// Last, because they delete the targets: MEMBER may do every write.
 		for _, route := range rest.Routes() {
-			if isWrite(route) && !strings.HasPrefix(route, "DELETE ") {
+			if isWrite(route) && !strings.HasPrefix(route, "DELETE ") && !adminOnly(route) {
 				t.Run("MEMBER may write: "+route, func(t *testing.T) {
 					wantOK(t, e.send(t, e.concrete(t, route, tg, e.ws.MemberToken)))
 				})

@@ -97,7 +97,8 @@ func (e *env) do(t testing.TB, method, path, token string, body any) *response {
 }
 
 // send performs c, checks the transport rules every answer obeys (JSON
-// body, X-Request-Id) and that the exchange conforms to the OpenAPI document.
+// body, or none with 204; X-Request-Id) and that the exchange conforms to
+// the OpenAPI document.
 func (e *env) send(t testing.TB, c call) *response {
 	t.Helper()
 	req := c.request(t, e.srv.URL)
@@ -111,11 +112,18 @@ func (e *env) send(t testing.TB, c call) *response {
 		t.Fatal(err)
 	}
 	out := &response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+	switch ct := resp.Header.Get("Content-Type"); {
+	case resp.StatusCode == http.StatusNoContent:
+		// No body, so no Content-Type (DELETE /webhooks/{id}).
+		if len(raw) != 0 || ct != "" {
+			t.Fatalf("%s %s: 204 with Content-Type %q and body %q", c.method, c.path, ct, raw)
+		}
+	case !strings.HasPrefix(ct, "application/json"):
 		t.Fatalf("%s %s: Content-Type %q, want application/json (%s)", c.method, c.path, ct, out)
-	}
-	if err := json.Unmarshal(raw, &out.JSON); err != nil {
-		t.Fatalf("%s %s: body is not JSON: %v (%s)", c.method, c.path, err, out)
+	default:
+		if err := json.Unmarshal(raw, &out.JSON); err != nil {
+			t.Fatalf("%s %s: body is not JSON: %v (%s)", c.method, c.path, err, out)
+		}
 	}
 	if id := resp.Header.Get("X-Request-Id"); !uuidRE.MatchString(id) {
 		t.Fatalf("%s %s: X-Request-Id %q is not a UUID", c.method, c.path, id)
@@ -169,6 +177,19 @@ func wantOK(t testing.TB, r *response) map[string]any {
 	t.Helper()
 	if r.Status != http.StatusOK {
 		t.Fatalf("want 200, got %s", r)
+	}
+	return asObject(t, r.JSON, "body")
+}
+
+// wantSuccess asserts a success of status: with 204 no body (nil is
+// returned), else an object body, returned.
+func wantSuccess(t testing.TB, r *response, status int) map[string]any {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("want %d, got %s", status, r)
+	}
+	if status == http.StatusNoContent {
+		return nil
 	}
 	return asObject(t, r.JSON, "body")
 }
@@ -521,12 +542,12 @@ func (e *env) createCategory(t testing.TB, name string) map[string]any {
 }
 
 // snapshot renders everything the REST API can write in e's workspace
-// (procedures with their comments, projects, categories), so that a failed
-// write can be shown to have changed nothing.
+// (procedures with their comments, projects, categories, webhook
+// endpoints), so that a failed write can be shown to have changed nothing.
 func (e *env) snapshot(t testing.TB) string {
 	t.Helper()
 	var b strings.Builder
-	for _, path := range []string{"/procedures?limit=100", "/projects?limit=500", "/categories?limit=500"} {
+	for _, path := range []string{"/procedures?limit=100", "/projects?limit=500", "/categories?limit=500", "/webhooks"} {
 		r := e.do(t, "GET", path, e.ws.AdminToken, nil)
 		wantOK(t, r)
 		b.Write(r.Raw)

@@ -323,10 +323,21 @@ var errorDescriptions = map[string]string{
 	"503": "unavailable",
 }
 
+// successStatuses are the operations whose success is not 200 OK (their
+// answer, or none for 204, is the operation's response).
+var successStatuses = map[string]int{
+	"POST /webhooks":                          http.StatusCreated,
+	"DELETE /webhooks/{id}":                   http.StatusNoContent,
+	"POST /webhook-deliveries/{id}/redeliver": http.StatusAccepted,
+}
+
 // Document returns the OpenAPI 3.1 document of the REST API.
 func Document() map[string]any {
 	paths := obj{}
 	ops := operations()
+	for k, op := range webhookOperations() {
+		ops[k] = op
+	}
 	for _, rt := range routes {
 		op, ok := ops[rt.Method+" "+rt.Path]
 		if !ok {
@@ -345,7 +356,15 @@ func Document() map[string]any {
 		if op.etag {
 			okResp["headers"].(obj)["ETag"] = obj{"schema": str, "description": "send it back as If-Match to write only if the record is unchanged"}
 		}
-		responses := obj{"200": okResp}
+		success := http.StatusOK
+		if status, ok := successStatuses[rt.Method+" "+rt.Path]; ok {
+			success = status
+		}
+		if op.response == "" {
+			delete(okResp, "content")
+		}
+		okResp["description"] = http.StatusText(success)
+		responses := obj{itoa(success): okResp}
 		for _, code := range append(op.errors, "405", "429", "500", "503") {
 			responses[code] = errorResponse(errorDescriptions[code])
 		}
@@ -382,7 +401,7 @@ func Document() map[string]any {
 		"servers":    []any{obj{"url": "/"}},
 		"security":   []any{obj{"bearer": []any{}}},
 		"paths":      paths,
-		"components": obj{"schemas": schemas(), "securitySchemes": obj{"bearer": obj{"type": "http", "scheme": "bearer"}}},
+		"components": obj{"schemas": allSchemas(), "securitySchemes": obj{"bearer": obj{"type": "http", "scheme": "bearer"}}},
 	}
 }
 
