@@ -44,11 +44,16 @@ func (Event) Fields() []ent.Field {
 }
 
 // Indexes of the Event: the log by version, a procedure's history by
-// version, and the retention's scan by age.
+// version, the events list narrowed to an entity, a project or an actor
+// (internal/core/history.go; each read newest or oldest first straight off
+// its index, and counted from it), and the retention's scan by age.
 func (Event) Indexes() []ent.Index {
 	return []ent.Index{
 		index.Fields("workspace_id", "version").Unique(),
 		index.Fields("workspace_id", "procedure_id", "version"),
+		index.Fields("workspace_id", "entity_id", "version"),
+		index.Fields("workspace_id", "project_id", "version"),
+		index.Fields("workspace_id", "actor_member_id", "version"),
 		index.Fields("created_at"),
 	}
 }
