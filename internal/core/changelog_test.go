@@ -80,7 +80,6 @@ func digest(text string) string {
 	return fmt.Sprintf(`{"size":%d,"sha256":"%s"}`, len(text), hex.EncodeToString(sum[:]))
 }
 
-
 // changesOf reads an event's changes as field → [before, after] JSON, in
 // their order.
 func changesOf(t *testing.T, e *ent.Event) ([]string, map[string][2]string) {

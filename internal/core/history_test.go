@@ -8,8 +8,8 @@ package core_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
