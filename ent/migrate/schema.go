@@ -127,6 +127,11 @@ var (
 				Columns: []*schema.Column{EventsColumns[1], EventsColumns[7], EventsColumns[2]},
 			},
 			{
+				Name:    "event_workspace_id_kind_version",
+				Unique:  false,
+				Columns: []*schema.Column{EventsColumns[1], EventsColumns[3], EventsColumns[2]},
+			},
+			{
 				Name:    "event_created_at",
 				Unique:  false,
 				Columns: []*schema.Column{EventsColumns[9]},
