@@ -11,6 +11,7 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -55,6 +56,28 @@ var eventColumns = []string{event.FieldID, event.FieldWorkspaceID, event.FieldVe
 // EntityType is the type of record an event of kind k wrote: "procedure"
 // of "procedure.updated".
 func (k EventKind) EntityType() string { return entityType(k) }
+
+// EventChanges are the fields e changed, as logged (an empty list for
+// none). Errors: a row whose changes are not the JSON logEvent writes.
+func EventChanges(e *ent.Event) ([]FieldChange, error) {
+	var out []FieldChange
+	if err := json.Unmarshal([]byte(e.Changes), &out); err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []FieldChange{}
+	}
+	return out, nil
+}
+
+// CheckHistoryWindow checks the sizes of a history's window (its cursors
+// are checked by the read that takes them), so that a history asked of
+// many procedures is refused once. Errors: validation_failed naming the
+// argument.
+func CheckHistoryWindow(w Window) error {
+	_, err := historyKeyset(uuid.Nil).plan(Window{First: w.First, Last: w.Last}, DefaultHistoryPageSize, MaxHistoryPageSize)
+	return err
+}
 
 // eventKeyset orders a list of events by version (newest first when desc)
 // for cursors of scope.
