@@ -7,9 +7,7 @@ package graph
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/google/uuid"
@@ -65,7 +63,8 @@ func (r *Resolver) events(ctx context.Context, first *int, after *string, last *
 	o := core.EventOrder{OldestFirst: order != nil && *order == model.OrderDirectionAsc}
 	list, err := r.EventPage(ctx, f, o, window(first, after, last, before))
 	if err != nil {
-		return nil, renamed(err, map[string]string{"after": "afterVersion", "kind": "kinds"})
+		// The filter's list of kinds is kinds here, kind in core (REST's).
+		return nil, apperr.Renamed(err, map[string]string{"kind": "kinds"})
 	}
 	if selectsActorMember(ctx) {
 		if err := primeActors(ctx, list.Items); err != nil {
@@ -218,24 +217,4 @@ func primeEventActors(ctx context.Context, sel ast.SelectionSet, evs []*model.Ev
 		}
 	}
 	return len(members) == 0 || loader.PrimeMembers(ctx, members) == nil
-}
-
-// renamed is err with the fields it names spelled as this face spells
-// them (names maps core's to GraphQL's), in its message too.
-func renamed(err error, names map[string]string) error {
-	var ae *apperr.Error
-	if !errors.As(err, &ae) || len(ae.Fields) == 0 {
-		return err
-	}
-	out := *ae
-	out.Fields = append([]apperr.FieldError(nil), ae.Fields...)
-	for i, f := range out.Fields {
-		if n, ok := names[f.Field]; ok {
-			out.Fields[i].Field = n
-		}
-	}
-	if n, ok := names[ae.Fields[0].Field]; ok && strings.HasPrefix(out.Message, ae.Fields[0].Field+":") {
-		out.Message = n + strings.TrimPrefix(out.Message, ae.Fields[0].Field)
-	}
-	return &out
 }

@@ -123,7 +123,9 @@ type parsedEventFilter struct {
 	entity, procedure, project, actor *uuid.UUID
 }
 
-// parse validates f. Errors: validation_failed naming the parameter.
+// parse validates f. Errors: validation_failed naming the parameter as
+// GraphQL does (afterVersion: REST's after is the list's cursor there), and
+// kind as REST does.
 func (f EventFilter) parse() (parsedEventFilter, error) {
 	val := &apperr.Validation{}
 	pf := parsedEventFilter{
@@ -134,7 +136,7 @@ func (f EventFilter) parse() (parsedEventFilter, error) {
 		actor:     optionalID(val, "actorId", f.ActorID),
 	}
 	if f.After != nil && *f.After < 0 {
-		val.Add("after", "must be a version (0 or more)")
+		val.Add("afterVersion", "must be a version (0 or more)")
 	}
 	filterValues(val, "kind", f.Kinds)
 	for _, k := range canonical(f.Kinds) {
@@ -217,7 +219,7 @@ func (s *Service) Events(ctx context.Context, f EventFilter, o EventOrder, w Win
 		return nil, apperr.Map(err)
 	}
 	if *pf.after < ws.EventsPrunedTo {
-		return nil, apperr.Invalid("after", "events after version %d were pruned (the log keeps events for the server's retention, up to version %d now); "+
+		return nil, apperr.Invalid("afterVersion", "events after version %d were pruned (the log keeps events for the server's retention, up to version %d now); "+
 			"reload what you show, then read the events after version %d", *pf.after, ws.EventsPrunedTo, ws.EventsPrunedTo)
 	}
 	return list, nil

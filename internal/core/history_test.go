@@ -369,7 +369,7 @@ func TestEventsList(t *testing.T) {
 				{"a bad procedure id", core.EventFilter{ProcedureID: "PRC-1"}, core.EventOrder{}, core.Window{}, "procedureId"},
 				{"a bad project id", core.EventFilter{ProjectID: "1"}, core.EventOrder{}, core.Window{}, "projectId"},
 				{"a bad actor id", core.EventFilter{ActorID: "me"}, core.EventOrder{}, core.Window{}, "actorId"},
-				{"a negative version", core.EventFilter{After: &neg}, core.EventOrder{}, core.Window{}, "after"},
+				{"a negative version", core.EventFilter{After: &neg}, core.EventOrder{}, core.Window{}, "afterVersion"},
 				{"a page over the maximum", core.EventFilter{}, core.EventOrder{}, core.Window{First: page(core.MaxEventPageSize + 1)}, "first"},
 				{"a cursor of another filter", core.EventFilter{}, core.EventOrder{}, core.Window{After: &kindCursor}, "after"},
 				{"a cursor of another order", core.EventFilter{Kinds: []string{"procedure.updated"}}, core.EventOrder{OldestFirst: true}, core.Window{After: &kindCursor}, "after"},
@@ -452,7 +452,7 @@ func TestPruneEvents(t *testing.T) {
 		// So is the events list.
 		before := horizon - 1
 		_, err = f.svc.Events(f.withKey, core.EventFilter{After: &before}, core.EventOrder{OldestFirst: true}, core.Window{})
-		wantInvalid(t, err, "after")
+		wantInvalid(t, err, "afterVersion")
 		l, err := f.svc.Events(f.withKey, core.EventFilter{After: &horizon}, core.EventOrder{OldestFirst: true}, core.Window{})
 		if err != nil || !slices.Equal(versions(l.Items), all[len(old):]) {
 			t.Fatalf("events after the horizon: %v, %v", l, err)
