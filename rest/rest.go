@@ -5,10 +5,10 @@
 // which edges it shows or which page it wants), and encodes the contract's
 // shapes. No business rule lives here.
 //
-// Files: rest.go routes and registers the endpoints; procedures.go and
-// resources.go are the handlers; params.go and decode.go read query strings
-// and bodies; encode.go, shapes.go and etag.go write responses; openapi.go
-// is the OpenAPI document.
+// Files: rest.go routes and registers the endpoints; procedures.go,
+// resources.go and events.go are the handlers; params.go and decode.go
+// read query strings and bodies; encode.go, shapes.go and etag.go write
+// responses; openapi.go is the OpenAPI document.
 package rest
 
 import (
@@ -72,6 +72,10 @@ var routes = []route{
 	{"DELETE", "/categories/{id}", (*API).deleteCategory, false},
 	{"GET", "/members", (*API).listMembers, false},
 	{"GET", "/members/{id}", (*API).getMember, false},
+	// The change log (events.go): pruned without a write, so never cached
+	// (graph.Resolver.HistoryPage vetoes it).
+	{"GET", "/procedures/{id}/history", (*API).procedureHistory, false},
+	{"GET", "/events", (*API).listEvents, false},
 }
 
 // Register adds every endpoint to mux behind authenticate, plus a 405 answer
