@@ -284,6 +284,26 @@ func TestHistoryAndEvents(t *testing.T) {
 			}
 		})
 
+		// Retention deletes events without a write: no answer read before
+		// may be served from the response cache after.
+		t.Run("NotCachedPastPruning", func(t *testing.T) {
+			const q = `query($id: ID!) { procedure(id: $id) { history { totalCount } } events { totalCount } }`
+			read := func() (int, int) {
+				var out struct {
+					Procedure struct{ History struct{ TotalCount int } }
+					Events    struct{ TotalCount int }
+				}
+				ok(t, s.GraphQL(t, w.ViewToken, q, obj("id", p.ID)), &out)
+				return out.Procedure.History.TotalCount, out.Events.TotalCount
+			}
+			read()
+			history, events := read()
+			execSQL(t, db, "DELETE FROM events WHERE procedure_id = ? AND kind = 'procedure.created'", p.ID)
+			if h, e := read(); h != history-1 || e != events-1 {
+				t.Fatalf("after pruning an event: history %d (was %d), events %d (was %d)", h, history, e, events)
+			}
+		})
+
 		t.Run("Refused", func(t *testing.T) {
 			h := history(t, s, w.ViewToken, p.ID, obj("first", 1))
 			cursor := *h.PageInfo.EndCursor
