@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 
 	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/procsvc/procsvc/internal/core"
 )
 
 // CheckArguments checks the arguments of the fields whose arguments bound
-// what they render: a procedure's comments (commentWindow) and the ids of
-// nodes (checkNodeIDs). The HTTP face runs it on every field before any
+// what they render: a procedure's comments (commentWindow) and history
+// (core.CheckHistoryWindow) and the ids of nodes (checkNodeIDs). The HTTP face runs it on every field before any
 // resolver runs (its page-size limit), so that such a field costs no SQL;
 // the rules stay the resolvers'.
 func CheckArguments(f *ast.Field, args map[string]any) error {
@@ -19,6 +21,8 @@ func CheckArguments(f *ast.Field, args map[string]any) error {
 	case "Procedure.comments":
 		_, _, err := commentWindow(intArg(args, "first"), intArg(args, "last"))
 		return err
+	case "Procedure.history":
+		return core.CheckHistoryWindow(core.Window{First: intArg(args, "first"), Last: intArg(args, "last")})
 	case "Query.nodes":
 		list, ok := args["ids"].([]any)
 		if !ok {

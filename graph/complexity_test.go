@@ -85,6 +85,14 @@ func TestComplexity(t *testing.T) {
 		{"Typename", `{ __typename }`, nil, 0},
 		{"Mutation", `mutation { addComment(input: {procedureId: ` + id + `, text: "t"}) { id text } }`, nil, 1},
 		{"Subscription", `subscription { procedureEvents { kind procedure { comments { nodes { text } } } } }`, nil, 1 + 1 + 1 + 20},
+		// The change log: the events list's default page is 100, a
+		// history's 20 (nested, it multiplies); an event's changes count
+		// the most fields a write logs (12), its actor and member one each.
+		{"EventsDefault", `{ events { totalCount nodes { id kind version } } }`, nil, 1 + 100},
+		{"EventsWithEverything", `{ events(first: 50, afterVersion: 3, filter: {kinds: [PROCEDURE_UPDATED]}, order: ASC) { pageInfo { endCursor }
+			edges { cursor node { id actor { member { name } tokenId } changes { field before after } } } } }`, nil, 1 + 1 + 50*(1+1+(1+1)+12)},
+		{"HistoryDefault", `{ procedure(id: ` + id + `) { history { totalCount nodes { kind } } } }`, nil, 1 + 1 + 20},
+		{"HistoryOfAPage", `{ procedures(first: 20) { nodes { history(first: 5) { nodes { kind changes { field } } } } } }`, nil, 1 + 20*(1+1+5*(1+12))},
 		// The figures docs/api.md and the README give.
 		{"DocsViewer", `{ viewer { id } }`, nil, 1},
 		{"DocsThreePages", `{ a: procedures(first: 100) { nodes { id } } b: procedures(first: 100) { nodes { id } } c: projects(first: 100) { nodes { id } } }`, nil, 303},
@@ -113,7 +121,7 @@ func TestComplexity(t *testing.T) {
 // rule (gqlhttp/complexity.go), or it would be priced as one element.
 func TestEveryListIsPriced(t *testing.T) {
 	priced := map[string]bool{
-		"Procedure.comments": true, "Query.nodes": true, "Query.tokens": true, "Query.webhooks": true,
+		"Procedure.comments": true, "Query.nodes": true, "Query.tokens": true, "Query.webhooks": true, "Event.changes": true,
 	}
 	for _, def := range schema.Types {
 		if def.Kind != ast.Object || strings.HasPrefix(def.Name, "__") {

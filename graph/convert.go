@@ -277,6 +277,7 @@ func prime(ctx context.Context, edges loader.Edges) func(*ent.Procedure, error) 
 		}
 		if fc := graphql.GetFieldContext(ctx); fc != nil && fc.Field.Field != nil {
 			announceEdgeParents(ctx, fc.Field.Selections, []*ent.Procedure{p})
+			announceHistory(ctx, fc.Field.Selections, []*ent.Procedure{p})
 		}
 		return p, nil
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/graph/model"
+	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/loader"
 )
 
@@ -25,9 +26,11 @@ import (
 // when a read fails: the fields then load their keys through the dataloader
 // and each reports its own error, at its own path, as without priming.
 //
-// The edges primed here are every resolver field of Procedure and Comment
-// (TestPrimeListCoversResolverFields): a resolver field added there must be
-// primed here too, or lists of its object would wait element by element.
+// The edges primed here are every resolver field of Procedure, Comment and
+// an event's actor (TestPrimeListCoversResolverFields): a resolver field
+// added there must be primed here too, or lists of its object would wait
+// element by element. (A procedure's history is announced rather than
+// primed: the first procedure to ask reads every one's, loader.Nested.)
 //
 // It implements generated.ListPrimer, asserted in lists_test.go rather than
 // here: gqlgen type-checks this package before it writes that interface.
@@ -39,6 +42,7 @@ func (r *Resolver) PrimeList(ctx context.Context, sel ast.SelectionSet, list any
 			return false
 		}
 		announceEdgeParents(ctx, sel, l)
+		announceHistory(ctx, sel, l)
 		return loader.PrimeProcedures(ctx, l, selectedEdges(oc, graphql.CollectFields(oc, sel, nil))) == nil
 	case []*model.ProcedureEdge:
 		procs := make([]*ent.Procedure, len(l))
@@ -51,6 +55,7 @@ func (r *Resolver) PrimeList(ctx context.Context, sel ast.SelectionSet, list any
 		for _, g := range graphql.CollectFields(oc, sel, nil) {
 			if g.Name == "node" {
 				announceEdgeParents(ctx, g.Selections, procs)
+				announceHistory(ctx, g.Selections, procs)
 			}
 		}
 		return loader.PrimeProcedures(ctx, procs, edgeNodeEdges(oc, sel)) == nil
@@ -74,6 +79,20 @@ func (r *Resolver) PrimeList(ctx context.Context, sel ast.SelectionSet, list any
 			comments[i] = e.Node
 		}
 		return primeAuthors(ctx, oc, nodeSel, comments)
+	case []*model.Event:
+		return primeEventActors(ctx, sel, l)
+	case []*model.EventEdge:
+		events := make([]*model.Event, len(l))
+		for i, e := range l {
+			if e == nil {
+				return false
+			}
+			events[i] = e.Node
+		}
+		return primeEventActors(ctx, edgeNodes(oc, sel), events)
+	case []core.FieldChange:
+		// Values only: nothing to wait on.
+		return true
 	case []*ent.Project:
 		return announce(ctx, "Project", sel, l, func(p *ent.Project) uuid.UUID { return p.ID })
 	case []*model.ProjectEdge:

@@ -43,8 +43,9 @@ func TestPrimeListCoversResolverFields(t *testing.T) {
 		resolver reflect.Type
 		primed   []string
 	}{
-		{reflect.TypeFor[generated.ProcedureResolver](), []string{"Category", "Comments", "Doer", "Project"}},
+		{reflect.TypeFor[generated.ProcedureResolver](), []string{"Category", "Comments", "Doer", "History", "Project"}},
 		{reflect.TypeFor[generated.CommentResolver](), []string{"Author"}},
+		{reflect.TypeFor[generated.EventActorResolver](), []string{"Member"}},
 	} {
 		var got []string
 		for i := range tc.resolver.NumMethod() {

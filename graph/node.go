@@ -7,6 +7,7 @@ import (
 	"github.com/procsvc/procsvc/graph/model"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/respcache"
 )
 
 // maxNodes bounds nodes(ids:).
@@ -38,6 +39,13 @@ func (r *Resolver) node(ctx context.Context, id string) (model.Node, error) {
 		n, nerr = r.Service.Member(ctx, id)
 	case ids.KindComment:
 		n, nerr = r.Service.Comment(ctx, id)
+	case ids.KindEvent:
+		// An event is pruned without a write (see HistoryPage).
+		respcache.MarkUncacheable(ctx)
+		var e *ent.Event
+		if e, nerr = r.Service.Event(ctx, id); nerr == nil {
+			n, nerr = model.EventOf(e)
+		}
 	case ids.KindWorkspace:
 		var w *ent.Workspace
 		if w, nerr = r.Service.Workspace(ctx); nerr == nil && w.ID == uid {

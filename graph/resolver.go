@@ -8,6 +8,7 @@ import (
 	"github.com/procsvc/procsvc/graph/model"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/loader"
+	"github.com/procsvc/procsvc/internal/respcache"
 )
 
 // Resolver is the root of the GraphQL resolvers. Resolvers translate
@@ -124,4 +125,21 @@ func (r *Resolver) CommentPage(ctx context.Context, idOrShortID string, w core.W
 		return nil, err
 	}
 	return r.Service.ProcedureComments(ctx, p.ID, w)
+}
+
+// HistoryPage returns the page w selects of the history of the procedure
+// idOrShortID names, newest first: its events and its comments'. A
+// deleted procedure's history is still read by its id (core).
+func (r *Resolver) HistoryPage(ctx context.Context, idOrShortID string, w core.Window) (*core.EventList, error) {
+	// Pruning deletes events without a write: no cached answer may outlive
+	// it (internal/respcache keeps an answer until the next write).
+	respcache.MarkUncacheable(ctx)
+	return r.Service.ProcedureHistory(ctx, idOrShortID, w)
+}
+
+// EventPage returns the page w selects of the workspace's events f admits,
+// in order o.
+func (r *Resolver) EventPage(ctx context.Context, f core.EventFilter, o core.EventOrder, w core.Window) (*core.EventList, error) {
+	respcache.MarkUncacheable(ctx)
+	return r.Service.Events(ctx, f, o, w)
 }

@@ -28,6 +28,14 @@ func (r *commentResolver) Author(ctx context.Context, obj *ent.Comment) (*ent.Me
 	return loader.Member(ctx, obj.AuthorID)
 }
 
+// Member is the resolver for the member field.
+func (r *eventActorResolver) Member(ctx context.Context, obj *model.EventActor) (*ent.Member, error) {
+	if obj.MemberID == nil {
+		return nil, nil
+	}
+	return loader.Member(ctx, *obj.MemberID)
+}
+
 // AssignedProcedures is the resolver for the assignedProcedures field.
 func (r *memberResolver) AssignedProcedures(ctx context.Context, obj *ent.Member, first *int, after *string, last *int, before *string, filter *model.ProcedureFilter, orderBy *model.ProcedureOrder) (*model.ProcedureConnection, error) {
 	return r.nestedProcedures(ctx, core.ParentDoer, obj.ID, first, after, last, before, filter, orderBy)
@@ -173,6 +181,11 @@ func (r *procedureResolver) Comments(ctx context.Context, obj *ent.Procedure, fi
 	return r.procedureComments(ctx, obj, first, after, last, before)
 }
 
+// History is the resolver for the history field.
+func (r *procedureResolver) History(ctx context.Context, obj *ent.Procedure, first *int, after *string, last *int, before *string) (*model.EventConnection, error) {
+	return r.procedureHistory(ctx, obj, first, after, last, before)
+}
+
 // Procedures is the resolver for the procedures field.
 func (r *projectResolver) Procedures(ctx context.Context, obj *ent.Project, first *int, after *string, last *int, before *string, filter *model.ProcedureFilter, orderBy *model.ProcedureOrder) (*model.ProcedureConnection, error) {
 	return r.nestedProcedures(ctx, core.ParentProject, obj.ID, first, after, last, before, filter, orderBy)
@@ -283,6 +296,11 @@ func (r *queryResolver) Tokens(ctx context.Context) ([]*ent.Token, error) {
 	return ts, nil
 }
 
+// Events is the resolver for the events field.
+func (r *queryResolver) Events(ctx context.Context, first *int, after *string, last *int, before *string, afterVersion *int, filter *model.EventFilter, order *model.OrderDirection) (*model.EventConnection, error) {
+	return r.events(ctx, first, after, last, before, afterVersion, filter, order)
+}
+
 // Member is the resolver for the member field.
 func (r *tokenResolver) Member(ctx context.Context, obj *ent.Token) (*ent.Member, error) {
 	return loader.Member(ctx, obj.MemberID)
@@ -293,6 +311,9 @@ func (r *Resolver) Category() generated.CategoryResolver { return &categoryResol
 
 // Comment returns generated.CommentResolver implementation.
 func (r *Resolver) Comment() generated.CommentResolver { return &commentResolver{r} }
+
+// EventActor returns generated.EventActorResolver implementation.
+func (r *Resolver) EventActor() generated.EventActorResolver { return &eventActorResolver{r} }
 
 // Member returns generated.MemberResolver implementation.
 func (r *Resolver) Member() generated.MemberResolver { return &memberResolver{r} }
@@ -313,12 +334,13 @@ func (r *Resolver) Query() generated.QueryResolver { return &queryResolver{r} }
 func (r *Resolver) Token() generated.TokenResolver { return &tokenResolver{r} }
 
 type (
-	categoryResolver  struct{ *Resolver }
-	commentResolver   struct{ *Resolver }
-	memberResolver    struct{ *Resolver }
-	mutationResolver  struct{ *Resolver }
-	procedureResolver struct{ *Resolver }
-	projectResolver   struct{ *Resolver }
-	queryResolver     struct{ *Resolver }
-	tokenResolver     struct{ *Resolver }
+	categoryResolver   struct{ *Resolver }
+	commentResolver    struct{ *Resolver }
+	eventActorResolver struct{ *Resolver }
+	memberResolver     struct{ *Resolver }
+	mutationResolver   struct{ *Resolver }
+	procedureResolver  struct{ *Resolver }
+	projectResolver    struct{ *Resolver }
+	queryResolver      struct{ *Resolver }
+	tokenResolver      struct{ *Resolver }
 )

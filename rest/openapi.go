@@ -3,6 +3,7 @@ package rest
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -148,7 +149,48 @@ func schemas() obj {
 		"CreateCategory": object([]string{"name"}, obj{"name": str}),
 		"UpdateCategory": object(nil, readOnly(obj{"name": str}, "id", "workspaceId", "createdAt", "updatedAt")),
 		"AddComment":     object([]string{"text"}, obj{"text": str}),
+		"Event":          eventSchema(),
+		"EventList": object([]string{"data", "meta"}, obj{
+			"data": obj{"type": "array", "items": ref("Event")},
+			"meta": object([]string{"total", "nextCursor"}, obj{
+				"total": obj{"type": "integer", "minimum": 0},
+				"nextCursor": described(nullable(str),
+					"the cursor parameter of the next page (null on the last): pages by cursor neither repeat nor skip an event while events are appended"),
+			}),
+		}),
 	}
+}
+
+// eventSchema is core.Event's shape (docs/api.md, "Events").
+func eventSchema() obj {
+	var types []string
+	for _, k := range core.EventKinds {
+		if t := k.EntityType(); !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	anyJSON := func(when string) obj {
+		var types []any
+		for _, t := range []string{"string", "number", "boolean", "object", "null"} {
+			types = append(types, obj{"type": t})
+		}
+		return obj{"oneOf": types, "description": "the field's value " + when + " the write, as the API shows it (null: unset, or no record); " +
+			"a procedure's content and a comment's text as {size, sha256}, never as themselves"}
+	}
+	change := object([]string{"field", "before", "after"}, obj{"field": str, "before": anyJSON("before"), "after": anyJSON("after")})
+	props := obj{
+		"id": uuidStr, "type": enum(core.EventKinds...), "workspaceId": uuidStr,
+		"version":     described(obj{"type": "integer", "minimum": 1}, "the workspace version the write committed: increasing, not dense"),
+		"createdAt":   timestamp,
+		"entity":      object([]string{"type", "id"}, obj{"type": enum(types...), "id": uuidStr}),
+		"procedureId": described(nullable(uuidStr), "the procedure written or commented on"),
+		"projectId":   described(nullable(uuidStr), "the project written, or the procedure's; null for a comment's edit or delete"),
+		"actor": described(object([]string{"memberId", "tokenId"}, obj{"memberId": nullable(uuidStr), "tokenId": nullable(uuidStr)}),
+			"who wrote: a member and the token they used (both null for the operator's commands)"),
+		"changes": described(obj{"type": "array", "maxItems": core.MaxFieldChanges, "items": change},
+			"the fields the write changed (none for deleting a project or a category)"),
+	}
+	return object(keys(props), props)
 }
 
 // embeddedComments is a procedure's comments property: its newest
@@ -275,6 +317,28 @@ func operations() map[string]operation {
 		query("startedAt", "dueAt on or after (timestamp)", timeInput),
 		query("dueAt", "dueAt on or before (timestamp)", timeInput),
 	)
+	cursor := query("cursor", "start after this cursor (meta.nextCursor of the page before) instead of at a page number", str)
+	historyParams := append(pages(core.DefaultHistoryPageSize, core.MaxHistoryPageSize), cursor)
+	// Each value is a kind, or kinds separated by commas.
+	var alternatives []string
+	for _, k := range core.EventKinds {
+		alternatives = append(alternatives, strings.ReplaceAll(string(k), ".", `\.`))
+	}
+	kind := "(" + strings.Join(alternatives, "|") + ")"
+	kinds := obj{"type": "array", "items": obj{"type": "string", "pattern": "^" + kind + "(," + kind + ")*$"}}
+	eventParams := append(pages(core.DefaultEventPageSize, core.MaxEventPageSize), cursor,
+		query("order", "by version: desc (newest first, the default) or asc (a feed read after a version)", sortDirections),
+		query("sortOrder", "alias of order", sortDirections),
+		query("after", "only events of versions above this one; one older than the retention is refused (400 validation_failed naming after): reload, then read from the version the message names",
+			obj{"type": "integer", "minimum": 0}),
+		obj{"name": "kind", "in": "query", "required": false, "style": "form", "explode": true, "schema": kinds,
+			"description": "events of any of these kinds (" + strings.Join(names(core.EventKinds), ", ") + "), at most " + itoa(core.MaxFilterValues) +
+				"; repeat the parameter (kind=a&kind=b) or separate them by commas (kind=a,b)"},
+		query("entityId", "events of one record, of any type", str),
+		query("procedureId", "events of a procedure and its comments, also once deleted", str),
+		query("projectId", "events naming a project (a comment's edit or delete names none)", str),
+		query("actorId", "events written by a member", str),
+	)
 	read := []string{"400", "401", "404"}
 	write := []string{"400", "401", "403", "404", "409", "413", "415"}
 	return map[string]operation{
@@ -297,11 +361,17 @@ func operations() map[string]operation {
 		"DELETE /categories/{id}":        {"Delete a category; its procedures become uncategorised", []any{ifMatch}, "", "Deleted", []string{"400", "401", "403", "404", "412"}, false},
 		"GET /members":                   {"List members", pageParams(core.DefaultListPageSize, core.MaxListPageSize), "", "MemberList", []string{"400", "401"}, false},
 		"GET /members/{id}":              {"Get a member", nil, "", "Member", read, false},
+		"GET /procedures/{id}/history":   {"A procedure's history (its events and its comments'), newest first", historyParams, "", "EventList", read, false},
+		"GET /events":                    {"The workspace's events", eventParams, "", "EventList", []string{"400", "401"}, false},
 	}
 }
 
 // descriptions say more of an operation than its summary.
 var descriptions = map[string]string{
+	"GET /procedures/{id}/history": "Every event of the procedure (id or shortId; a deleted procedure's by its id) and of its comments, " +
+		"newest first, in pages by number or by cursor; meta.total counts them. Events are kept for the server's retention.",
+	"GET /events": "The workspace's change log: every write's event, by version, newest first unless order=asc, narrowed by the filter " +
+		"parameters (combined with AND), in pages by number or by cursor. A feed reads order=asc&after=<the last version seen>.",
 	"GET /procedures/{id}/comments": "Every comment of the procedure (id or shortId), oldest first, in pages by number. " +
 		"A procedure's own answer embeds only its newest " + itoa(limits.EmbeddedComments) + " (its comments property); " +
 		"this list holds them all, and meta.total counts them.",

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -139,8 +140,8 @@ func TestOpenAPIRoutesMatchServer(t *testing.T) {
 			t.Errorf("%s is in the OpenAPI document but not served", r)
 		}
 	}
-	if len(served) != 27 {
-		t.Errorf("%d routes served, want docs/design.md §5's 13 + 6 = 19, and the 8 of webhooks", len(served))
+	if len(served) != 29 {
+		t.Errorf("%d routes served, want docs/design.md §5's 13 + 8 = 21, and the 8 of webhooks", len(served))
 	}
 
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {
@@ -173,11 +174,14 @@ func TestOpenAPIPagingParametersAreBoundedIntegers(t *testing.T) {
 	procedures := bounds{core.DefaultProcedurePageSize, 1, core.MaxProcedurePageSize}
 	comments := bounds{core.DefaultCommentPageSize, 1, core.MaxCommentPageSize}
 	lists := bounds{core.DefaultListPageSize, 1, core.MaxListPageSize}
+	history := bounds{core.DefaultHistoryPageSize, 1, core.MaxHistoryPageSize}
+	events := bounds{core.DefaultEventPageSize, 1, core.MaxEventPageSize}
 	want := map[string]bounds{}
 	for route, size := range map[string]bounds{
 		"GET /procedures": procedures, "GET /procedures/{id}/comments": comments,
 		"GET /projects": lists, "GET /categories": lists, "GET /members": lists,
 		"GET /webhooks/{id}/deliveries": lists,
+		"GET /procedures/{id}/history": history, "GET /events": events,
 	} {
 		if route != "GET /webhooks/{id}/deliveries" { // paged by cursor
 			want[route+" page"] = page
@@ -312,6 +316,25 @@ func TestOpenAPITraffic(t *testing.T) {
 			{"comment", call{method: "POST", path: proc + "/comments", token: M, body: js(map[string]any{"text": "Looks right"})}, 200, "", validRequest},
 			{"comment without text", call{method: "POST", path: proc + "/comments", token: M, body: js(map[string]any{})}, 400, "validation_failed", invalidRequest},
 			{"comment on an unknown procedure", call{method: "POST", path: "/procedures/RST-404/comments", token: M, body: js(map[string]any{"text": "x"})}, 404, "not_found", validRequest},
+			// GET /procedures/{id}/history
+			{"a procedure's history", call{method: "GET", path: proc + "/history", token: V}, 200, "", validRequest},
+			{"a history by shortId, a page by number", call{method: "GET", path: "/procedures/RST-1/history?page=2&limit=1", token: V}, 200, "", validRequest},
+			{"a history after a cursor", call{method: "GET", path: proc + "/history?limit=1&cursor=" + historyCursor(t, e, proc), token: V}, 200, "", validRequest},
+			{"a history with limit=101", call{method: "GET", path: proc + "/history?limit=101", token: V}, 400, "validation_failed", invalidRequest},
+			{"a history after a malformed cursor", call{method: "GET", path: proc + "/history?cursor=nope", token: V}, 400, "validation_failed", validRequest},
+			{"the history of an unknown procedure", call{method: "GET", path: "/procedures/RST-404/history", token: V}, 404, "not_found", validRequest},
+			{"another workspace's history", call{method: "GET", path: "/procedures/" + other.createProcedure(t, nil)["id"].(string) + "/history", token: V}, 404, "not_found", validRequest},
+			// GET /events
+			{"the workspace's events", call{method: "GET", path: "/events", token: V}, 200, "", validRequest},
+			{"events with every parameter", call{method: "GET", token: V, path: "/events?after=1&order=asc&kind=procedure.created&kind=comment.created&limit=5&page=1" +
+				"&procedureId=" + tg.procedure + "&projectId=" + e.ws.ProjectID + "&entityId=" + tg.procedure + "&actorId=" + e.ws.MemberID}, 200, "", validRequest},
+			{"events by kinds separated by commas", call{method: "GET", path: "/events?kind=procedure.created,comment.created&sortOrder=desc", token: V}, 200, "", anyRequest},
+			{"events with limit=500", call{method: "GET", path: "/events?limit=500", token: V}, 200, "", validRequest},
+			{"events with an unknown kind", call{method: "GET", path: "/events?kind=procedure.renamed", token: V}, 400, "validation_failed", invalidRequest},
+			{"events after a negative version", call{method: "GET", path: "/events?after=-1", token: V}, 400, "validation_failed", invalidRequest},
+			{"events with a malformed actor", call{method: "GET", path: "/events?actorId=me", token: V}, 400, "validation_failed", validRequest},
+			{"events with limit=501", call{method: "GET", path: "/events?limit=501", token: V}, 400, "validation_failed", invalidRequest},
+			{"events without a token", call{method: "GET", path: "/events"}, 401, "unauthenticated", invalidRequest},
 			// GET /projects
 			{"list projects", call{method: "GET", path: "/projects?search=project&page=1&limit=10", token: V}, 200, "", validRequest},
 			{"list projects with limit=501", call{method: "GET", path: "/projects?limit=501", token: V}, 400, "validation_failed", invalidRequest},
@@ -351,6 +374,7 @@ func TestOpenAPITraffic(t *testing.T) {
 			{"delete a procedure as a viewer", call{method: "DELETE", path: proc, token: V}, 403, "forbidden", validRequest},
 			{"delete a procedure", call{method: "DELETE", path: proc, token: M}, 200, "", validRequest},
 			{"delete it again", call{method: "DELETE", path: proc, token: M}, 404, "not_found", validRequest},
+			{"the history of the deleted procedure, by id", call{method: "GET", path: proc + "/history", token: V}, 200, "", validRequest},
 			{"delete a project", call{method: "DELETE", path: proj, token: A}, 200, "", validRequest},
 			{"delete an unknown project", call{method: "DELETE", path: proj, token: A}, 404, "not_found", validRequest},
 			{"delete a category", call{method: "DELETE", path: cat, token: M}, 200, "", validRequest},
@@ -430,6 +454,19 @@ func TestOpenAPITraffic(t *testing.T) {
 			}
 		})
 	})
+}
+
+// historyCursor is the cursor after the newest event of the procedure at
+// path.
+func historyCursor(t testing.TB, e *env, path string) string {
+	t.Helper()
+	body := wantOK(t, e.do(t, "GET", path+"/history?limit=1", e.ws.ViewToken, nil))
+	meta := asObject(t, body["meta"], "meta")
+	c, ok := meta["nextCursor"].(string)
+	if !ok {
+		t.Fatalf("no next cursor: %v", meta)
+	}
+	return url.QueryEscape(c)
 }
 
 // revokedToken returns a fresh MEMBER token of e's workspace, revoked

@@ -6,7 +6,7 @@
 // shapes. No business rule lives here.
 //
 // Files: rest.go routes and registers the endpoints; procedures.go,
-// resources.go and webhooks.go are the handlers; params.go and decode.go
+// resources.go, events.go and webhooks.go are the handlers; params.go and decode.go
 // read query strings and bodies; encode.go, shapes.go and etag.go write
 // responses; openapi.go is the OpenAPI document.
 package rest
@@ -72,6 +72,10 @@ var routes = []route{
 	{"DELETE", "/categories/{id}", (*API).deleteCategory, false},
 	{"GET", "/members", (*API).listMembers, false},
 	{"GET", "/members/{id}", (*API).getMember, false},
+	// The change log (events.go): pruned without a write, so never cached
+	// (graph.Resolver.HistoryPage vetoes it).
+	{"GET", "/procedures/{id}/history", (*API).procedureHistory, false},
+	{"GET", "/events", (*API).listEvents, false},
 	{"POST", "/webhooks", (*API).createWebhook, false},
 	{"GET", "/webhooks", (*API).listWebhooks, false},
 	{"GET", "/webhooks/{id}", (*API).getWebhook, false},

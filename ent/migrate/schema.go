@@ -112,6 +112,26 @@ var (
 				Columns: []*schema.Column{EventsColumns[1], EventsColumns[5], EventsColumns[2]},
 			},
 			{
+				Name:    "event_workspace_id_entity_id_version",
+				Unique:  false,
+				Columns: []*schema.Column{EventsColumns[1], EventsColumns[4], EventsColumns[2]},
+			},
+			{
+				Name:    "event_workspace_id_project_id_version",
+				Unique:  false,
+				Columns: []*schema.Column{EventsColumns[1], EventsColumns[6], EventsColumns[2]},
+			},
+			{
+				Name:    "event_workspace_id_actor_member_id_version",
+				Unique:  false,
+				Columns: []*schema.Column{EventsColumns[1], EventsColumns[7], EventsColumns[2]},
+			},
+			{
+				Name:    "event_workspace_id_kind_version",
+				Unique:  false,
+				Columns: []*schema.Column{EventsColumns[1], EventsColumns[3], EventsColumns[2]},
+			},
+			{
 				Name:    "event_created_at",
 				Unique:  false,
 				Columns: []*schema.Column{EventsColumns[9]},

@@ -5,6 +5,7 @@ package generated
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -22,6 +23,7 @@ import (
 	"github.com/procsvc/procsvc/graph/internal/inline"
 	"github.com/procsvc/procsvc/graph/model"
 	"github.com/procsvc/procsvc/graph/scalar"
+	"github.com/procsvc/procsvc/internal/core"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -38,6 +40,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 type ResolverRoot interface {
 	Category() CategoryResolver
 	Comment() CommentResolver
+	EventActor() EventActorResolver
 	Member() MemberResolver
 	Mutation() MutationResolver
 	Procedure() ProcedureResolver
@@ -103,6 +106,43 @@ type ComplexityRoot struct {
 	DeletePayload struct {
 		DeletedID func(childComplexity int) int
 		Success   func(childComplexity int) int
+	}
+
+	Event struct {
+		Actor       func(childComplexity int) int
+		Changes     func(childComplexity int) int
+		CreatedAt   func(childComplexity int) int
+		EntityID    func(childComplexity int) int
+		EntityType  func(childComplexity int) int
+		ID          func(childComplexity int) int
+		Kind        func(childComplexity int) int
+		ProcedureID func(childComplexity int) int
+		ProjectID   func(childComplexity int) int
+		Version     func(childComplexity int) int
+	}
+
+	EventActor struct {
+		Member   func(childComplexity int) int
+		MemberID func(childComplexity int) int
+		TokenID  func(childComplexity int) int
+	}
+
+	EventConnection struct {
+		Edges      func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	EventEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	FieldChange struct {
+		After  func(childComplexity int) int
+		Before func(childComplexity int) int
+		Field  func(childComplexity int) int
 	}
 
 	Member struct {
@@ -173,6 +213,7 @@ type ComplexityRoot struct {
 		Doer            func(childComplexity int) int
 		DoerID          func(childComplexity int) int
 		DueAt           func(childComplexity int) int
+		History         func(childComplexity int, first *int, after *string, last *int, before *string) int
 		ID              func(childComplexity int) int
 		IsFineTunedData func(childComplexity int) int
 		Name            func(childComplexity int) int
@@ -231,6 +272,7 @@ type ComplexityRoot struct {
 	Query struct {
 		Categories func(childComplexity int, first *int, after *string, last *int, before *string, search *string) int
 		Category   func(childComplexity int, id string) int
+		Events     func(childComplexity int, first *int, after *string, last *int, before *string, afterVersion *int, filter *model.EventFilter, order *model.OrderDirection) int
 		Member     func(childComplexity int, id string) int
 		Members    func(childComplexity int, first *int, after *string, last *int, before *string, search *string) int
 		Node       func(childComplexity int, id string) int
@@ -326,6 +368,9 @@ type CategoryResolver interface {
 type CommentResolver interface {
 	Author(ctx context.Context, obj *ent.Comment) (*ent.Member, error)
 }
+type EventActorResolver interface {
+	Member(ctx context.Context, obj *model.EventActor) (*ent.Member, error)
+}
 type MemberResolver interface {
 	AssignedProcedures(ctx context.Context, obj *ent.Member, first *int, after *string, last *int, before *string, filter *model.ProcedureFilter, orderBy *model.ProcedureOrder) (*model.ProcedureConnection, error)
 }
@@ -359,6 +404,7 @@ type ProcedureResolver interface {
 	Doer(ctx context.Context, obj *ent.Procedure) (*ent.Member, error)
 	Project(ctx context.Context, obj *ent.Procedure) (*ent.Project, error)
 	Comments(ctx context.Context, obj *ent.Procedure, first *int, after *string, last *int, before *string) (*model.CommentConnection, error)
+	History(ctx context.Context, obj *ent.Procedure, first *int, after *string, last *int, before *string) (*model.EventConnection, error)
 }
 type ProcedureEventResolver interface {
 	Procedure(ctx context.Context, obj *model.ProcedureEvent) (*ent.Procedure, error)
@@ -380,6 +426,7 @@ type QueryResolver interface {
 	Member(ctx context.Context, id string) (*ent.Member, error)
 	Members(ctx context.Context, first *int, after *string, last *int, before *string, search *string) (*model.MemberConnection, error)
 	Tokens(ctx context.Context) ([]*ent.Token, error)
+	Events(ctx context.Context, first *int, after *string, last *int, before *string, afterVersion *int, filter *model.EventFilter, order *model.OrderDirection) (*model.EventConnection, error)
 	Webhooks(ctx context.Context) ([]*ent.WebhookEndpoint, error)
 	Webhook(ctx context.Context, id string) (*ent.WebhookEndpoint, error)
 }
@@ -593,6 +640,143 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.DeletePayload.Success(childComplexity), true
+
+	case "Event.actor":
+		if e.ComplexityRoot.Event.Actor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Event.Actor(childComplexity), true
+	case "Event.changes":
+		if e.ComplexityRoot.Event.Changes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Event.Changes(childComplexity), true
+	case "Event.createdAt":
+		if e.ComplexityRoot.Event.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Event.CreatedAt(childComplexity), true
+	case "Event.entityId":
+		if e.ComplexityRoot.Event.EntityID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Event.EntityID(childComplexity), true
+	case "Event.entityType":
+		if e.ComplexityRoot.Event.EntityType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Event.EntityType(childComplexity), true
+	case "Event.id":
+		if e.ComplexityRoot.Event.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Event.ID(childComplexity), true
+	case "Event.kind":
+		if e.ComplexityRoot.Event.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Event.Kind(childComplexity), true
+	case "Event.procedureId":
+		if e.ComplexityRoot.Event.ProcedureID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Event.ProcedureID(childComplexity), true
+	case "Event.projectId":
+		if e.ComplexityRoot.Event.ProjectID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Event.ProjectID(childComplexity), true
+	case "Event.version":
+		if e.ComplexityRoot.Event.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Event.Version(childComplexity), true
+
+	case "EventActor.member":
+		if e.ComplexityRoot.EventActor.Member == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EventActor.Member(childComplexity), true
+	case "EventActor.memberId":
+		if e.ComplexityRoot.EventActor.MemberID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EventActor.MemberID(childComplexity), true
+	case "EventActor.tokenId":
+		if e.ComplexityRoot.EventActor.TokenID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EventActor.TokenID(childComplexity), true
+
+	case "EventConnection.edges":
+		if e.ComplexityRoot.EventConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EventConnection.Edges(childComplexity), true
+	case "EventConnection.nodes":
+		if e.ComplexityRoot.EventConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EventConnection.Nodes(childComplexity), true
+	case "EventConnection.pageInfo":
+		if e.ComplexityRoot.EventConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EventConnection.PageInfo(childComplexity), true
+	case "EventConnection.totalCount":
+		if e.ComplexityRoot.EventConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EventConnection.TotalCount(childComplexity), true
+
+	case "EventEdge.cursor":
+		if e.ComplexityRoot.EventEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EventEdge.Cursor(childComplexity), true
+	case "EventEdge.node":
+		if e.ComplexityRoot.EventEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EventEdge.Node(childComplexity), true
+
+	case "FieldChange.after":
+		if e.ComplexityRoot.FieldChange.After == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FieldChange.After(childComplexity), true
+	case "FieldChange.before":
+		if e.ComplexityRoot.FieldChange.Before == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FieldChange.Before(childComplexity), true
+	case "FieldChange.field":
+		if e.ComplexityRoot.FieldChange.Field == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FieldChange.Field(childComplexity), true
 
 	case "Member.assignedProcedures":
 		if e.ComplexityRoot.Member.AssignedProcedures == nil {
@@ -1036,6 +1220,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Procedure.DueAt(childComplexity), true
+	case "Procedure.history":
+		if e.ComplexityRoot.Procedure.History == nil {
+			break
+		}
+
+		args, err := ec.field_Procedure_history_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Procedure.History(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 	case "Procedure.id":
 		if e.ComplexityRoot.Procedure.ID == nil {
 			break
@@ -1280,6 +1475,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Category(childComplexity, args["id"].(string)), true
+	case "Query.events":
+		if e.ComplexityRoot.Query.Events == nil {
+			break
+		}
+
+		args, err := ec.field_Query_events_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Events(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["afterVersion"].(*int), args["filter"].(*model.EventFilter), args["order"].(*model.OrderDirection)), true
 
 	case "Query.member":
 		if e.ComplexityRoot.Query.Member == nil {
@@ -1709,6 +1915,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CreateProjectInput", ec.unmarshalInputCreateProjectInput),
 			graphql.NewInputUnmarshaler("CreateTokenInput", ec.unmarshalInputCreateTokenInput),
 			graphql.NewInputUnmarshaler("CreateWebhookInput", ec.unmarshalInputCreateWebhookInput),
+			graphql.NewInputUnmarshaler("EventFilter", ec.unmarshalInputEventFilter),
 			graphql.NewInputUnmarshaler("ProcedureEventFilter", ec.unmarshalInputProcedureEventFilter),
 			graphql.NewInputUnmarshaler("ProcedureFilter", ec.unmarshalInputProcedureFilter),
 			graphql.NewInputUnmarshaler("ProcedureOrder", ec.unmarshalInputProcedureOrder),
@@ -1999,6 +2206,13 @@ type Procedure implements Node {
   ` + "`" + `last` + "`" + `, after or before a cursor. Page size: default 20, max 100.
   """
   comments(first: Int, after: String, last: Int, before: String): CommentConnection!
+  """
+  The procedure's change log: the events of its writes and of its comments'
+  writes, newest first (by version), kept for the server's retention. Page
+  size: default 20, max 100. A deleted procedure's history is read with
+  events(filter: {procedureId}).
+  """
+  history(first: Int, after: String, last: Int, before: String): EventConnection!
 }
 
 type ProcedureEdge {
@@ -2064,6 +2278,116 @@ type MemberConnection {
 }
 
 """
+What a logged write did. REST and webhooks spell it "<entity>.<verb>":
+PROCEDURE_UPDATED is procedure.updated.
+"""
+enum EventKind {
+  PROCEDURE_CREATED
+  "Changed by updateProcedure (which may also change its state or project)."
+  PROCEDURE_UPDATED
+  "Placed by moveProcedure."
+  PROCEDURE_MOVED
+  PROCEDURE_DELETED
+  COMMENT_CREATED
+  COMMENT_UPDATED
+  COMMENT_DELETED
+  PROJECT_CREATED
+  PROJECT_UPDATED
+  PROJECT_DELETED
+  CATEGORY_CREATED
+  CATEGORY_UPDATED
+  CATEGORY_DELETED
+  MEMBER_ADDED
+  "A member's name or role changed."
+  MEMBER_UPDATED
+  MEMBER_REMOVED
+  TOKEN_CREATED
+  TOKEN_REVOKED
+}
+
+"The type of record an event wrote (its kind's first word)."
+enum EventEntityType {
+  PROCEDURE
+  COMMENT
+  PROJECT
+  CATEGORY
+  MEMBER
+  TOKEN
+}
+
+"""
+One field a write changed, with its values before and after as the API
+shows them (null: unset, or the record did not exist). A procedure's content
+and a comment's text are logged as {size, sha256} (bytes and the hex SHA-256
+of their UTF-8), never as themselves.
+"""
+type FieldChange {
+  "The field's API name, e.g. dueAt."
+  field: String!
+  before: JSON
+  after: JSON
+}
+
+"Who made a write: a member and the token they used (both null for the operator's commands)."
+type EventActor {
+  memberId: ID
+  "The member, also once removed."
+  member: Member
+  tokenId: ID
+}
+
+"""
+One logged write of the workspace (docs/api.md, "Events"). Events are
+ordered by version: each write commits the next version of its workspace,
+so versions increase with every write but are not dense (an event pruned,
+or a write of another kind, leaves a gap).
+"""
+type Event implements Node {
+  id: ID!
+  kind: EventKind!
+  "The workspace's version the write committed."
+  version: Int!
+  createdAt: Time!
+  entityType: EventEntityType!
+  "The record written."
+  entityId: ID!
+  "The procedure written or commented on."
+  procedureId: ID
+  "The project written, or the procedure's; null for a comment's edit or delete."
+  projectId: ID
+  actor: EventActor!
+  "The fields the write changed (none for deleting a project or a category)."
+  changes: [FieldChange!]!
+}
+
+type EventEdge {
+  node: Event!
+  cursor: String!
+}
+
+type EventConnection {
+  edges: [EventEdge!]!
+  nodes: [Event!]!
+  pageInfo: PageInfo!
+  "Count of all the events matching, not only this page."
+  totalCount: Int!
+}
+
+"Narrows the events list; every field is optional and they combine with AND."
+input EventFilter {
+  "Events of any of these kinds (at most 100 values; an empty list does not filter)."
+  kinds: [EventKind!]
+  "Events of one record, of any type."
+  entityId: ID
+  "Events of a procedure and of its comments, also once it is deleted."
+  procedureId: ID
+  "Events naming a project: its own, and its procedures' (a comment's edit or delete names none)."
+  projectId: ID
+  "Events written by a member."
+  actorId: ID
+}
+
+"""
 Narrows a procedure list; every field is optional and they combine with AND.
 A list admits a procedure whose value is any of its elements; in categoryIds
 and doerIds a null element admits the procedures without one (so
@@ -2118,6 +2442,15 @@ type Query {
   members(first: Int, after: String, last: Int, before: String, search: String): MemberConnection!
   "The workspace's tokens (ADMIN only). Secrets are never shown after creation."
   tokens: [Token!]!
+  """
+  The workspace's change log, newest first unless order is ASC, narrowed by
+  filter; afterVersion keeps the events of versions above it (a feed: read
+  with order: ASC from the last version seen). An afterVersion older than
+  the retention is refused (validation_failed naming afterVersion): events
+  after it were pruned, so reload and read on from the version the message
+  names. Any role may read it. Page size: default 100, max 100.
+  """
+  events(first: Int, after: String, last: Int, before: String, afterVersion: Int, filter: EventFilter, order: OrderDirection = DESC): EventConnection!
 }
 
 input CreateProcedureInput {
@@ -2561,6 +2894,80 @@ func (ec *executionContext) childFields_DeletePayload(ctx context.Context, field
 	return nil, fmt.Errorf("no field named %q was found under type DeletePayload", field.Name)
 }
 
+func (ec *executionContext) childFields_Event(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Event_id(ctx, field)
+	case "kind":
+		return ec.fieldContext_Event_kind(ctx, field)
+	case "version":
+		return ec.fieldContext_Event_version(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Event_createdAt(ctx, field)
+	case "entityType":
+		return ec.fieldContext_Event_entityType(ctx, field)
+	case "entityId":
+		return ec.fieldContext_Event_entityId(ctx, field)
+	case "procedureId":
+		return ec.fieldContext_Event_procedureId(ctx, field)
+	case "projectId":
+		return ec.fieldContext_Event_projectId(ctx, field)
+	case "actor":
+		return ec.fieldContext_Event_actor(ctx, field)
+	case "changes":
+		return ec.fieldContext_Event_changes(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Event", field.Name)
+}
+
+func (ec *executionContext) childFields_EventActor(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "memberId":
+		return ec.fieldContext_EventActor_memberId(ctx, field)
+	case "member":
+		return ec.fieldContext_EventActor_member(ctx, field)
+	case "tokenId":
+		return ec.fieldContext_EventActor_tokenId(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EventActor", field.Name)
+}
+
+func (ec *executionContext) childFields_EventConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_EventConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_EventConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_EventConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_EventConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EventConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_EventEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "node":
+		return ec.fieldContext_EventEdge_node(ctx, field)
+	case "cursor":
+		return ec.fieldContext_EventEdge_cursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EventEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_FieldChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "field":
+		return ec.fieldContext_FieldChange_field(ctx, field)
+	case "before":
+		return ec.fieldContext_FieldChange_before(ctx, field)
+	case "after":
+		return ec.fieldContext_FieldChange_after(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FieldChange", field.Name)
+}
+
 func (ec *executionContext) childFields_Member(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -2667,6 +3074,8 @@ func (ec *executionContext) childFields_Procedure(ctx context.Context, field gra
 		return ec.fieldContext_Procedure_project(ctx, field)
 	case "comments":
 		return ec.fieldContext_Procedure_comments(ctx, field)
+	case "history":
+		return ec.fieldContext_Procedure_history(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Procedure", field.Name)
 }
@@ -3589,6 +3998,44 @@ func (ec *executionContext) field_Procedure_comments_args(ctx context.Context, r
 	return args, nil
 }
 
+func (ec *executionContext) field_Procedure_history_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	return args, nil
+}
+
 func (ec *executionContext) field_Project_procedures_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3714,6 +4161,68 @@ func (ec *executionContext) field_Query_category_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_events_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "afterVersion",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["afterVersion"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.EventFilter, error) {
+			return ec.unmarshalOEventFilter2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEventFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "order",
+		func(ctx context.Context, v any) (*model.OrderDirection, error) {
+			return ec.unmarshalOOrderDirection2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐOrderDirection(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["order"] = arg6
 	return args, nil
 }
 
@@ -4834,6 +5343,575 @@ func (ec *executionContext) _DeletePayload_deletedId(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_DeletePayload_deletedId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DeletePayload", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Event_id(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Event_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uuid.UUID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Event_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Event", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Event_kind(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Event_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v core.EventKind) graphql.Marshaler {
+			return ec.marshalNEventKind2githubᚗcomᚋprocsvcᚋprocsvcᚋinternalᚋcoreᚐEventKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Event_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Event", field, false, false, "EventKind")
+}
+
+func (ec *executionContext) _Event_version(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Event_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Event_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Event", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Event_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Event_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Event_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Event", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Event_entityType(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Event_entityType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EntityType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.EventEntityType) graphql.Marshaler {
+			return ec.marshalNEventEntityType2githubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEventEntityType(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Event_entityType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Event", field, false, false, "EventEntityType")
+}
+
+func (ec *executionContext) _Event_entityId(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Event_entityId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EntityID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uuid.UUID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Event_entityId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Event", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Event_procedureId(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Event_procedureId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProcedureID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *uuid.UUID) graphql.Marshaler {
+			return ec.marshalOID2ᚖgithubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Event_procedureId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Event", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Event_projectId(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Event_projectId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProjectID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *uuid.UUID) graphql.Marshaler {
+			return ec.marshalOID2ᚖgithubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Event_projectId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Event", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Event_actor(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Event_actor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Actor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.EventActor) graphql.Marshaler {
+			return ec.marshalNEventActor2githubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEventActor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Event_actor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Event",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EventActor(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Event_changes(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Event_changes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Changes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []core.FieldChange) graphql.Marshaler {
+			return ec.marshalNFieldChange2ᚕgithubᚗcomᚋprocsvcᚋprocsvcᚋinternalᚋcoreᚐFieldChangeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Event_changes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Event",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FieldChange(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _EventActor_memberId(ctx context.Context, field graphql.CollectedField, obj *model.EventActor) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EventActor_memberId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MemberID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *uuid.UUID) graphql.Marshaler {
+			return ec.marshalOID2ᚖgithubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_EventActor_memberId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EventActor", field, false, false, "ID")
+}
+
+func (ec *executionContext) _EventActor_member(ctx context.Context, field graphql.CollectedField, obj *model.EventActor) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EventActor_member(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.EventActor().Member(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Member) graphql.Marshaler {
+			return ec.marshalOMember2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐMember(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_EventActor_member(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "EventActor",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Member(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _EventActor_tokenId(ctx context.Context, field graphql.CollectedField, obj *model.EventActor) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EventActor_tokenId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TokenID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *uuid.UUID) graphql.Marshaler {
+			return ec.marshalOID2ᚖgithubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_EventActor_tokenId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EventActor", field, false, false, "ID")
+}
+
+func (ec *executionContext) _EventConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.EventConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EventConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.EventEdge) graphql.Marshaler {
+			return ec.marshalNEventEdge2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEventEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EventConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "EventConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EventEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _EventConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.EventConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EventConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Event) graphql.Marshaler {
+			return ec.marshalNEvent2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEventᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EventConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "EventConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Event(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _EventConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.EventConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EventConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EventConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "EventConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _EventConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.EventConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EventConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EventConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EventConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _EventEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.EventEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EventEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Event) graphql.Marshaler {
+			return ec.marshalNEvent2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EventEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "EventEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Event(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _EventEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.EventEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EventEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EventEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EventEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _FieldChange_field(ctx context.Context, field graphql.CollectedField, obj *core.FieldChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FieldChange_field(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Field, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FieldChange_field(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FieldChange", field, false, false, "String")
+}
+
+func (ec *executionContext) _FieldChange_before(ctx context.Context, field graphql.CollectedField, obj *core.FieldChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FieldChange_before(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Before, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
+			return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FieldChange_before(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FieldChange", field, false, false, "JSON")
+}
+
+func (ec *executionContext) _FieldChange_after(ctx context.Context, field graphql.CollectedField, obj *core.FieldChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FieldChange_after(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.After, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
+			return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FieldChange_after(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FieldChange", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _Member_id(ctx context.Context, field graphql.CollectedField, obj *ent.Member) (ret graphql.Marshaler) {
@@ -6873,6 +7951,50 @@ func (ec *executionContext) fieldContext_Procedure_comments(ctx context.Context,
 	return fc, nil
 }
 
+func (ec *executionContext) _Procedure_history(ctx context.Context, field graphql.CollectedField, obj *ent.Procedure) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Procedure_history(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Procedure().History(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.EventConnection) graphql.Marshaler {
+			return ec.marshalNEventConnection2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEventConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Procedure_history(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Procedure",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EventConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Procedure_history_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _ProcedureConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.ProcedureConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8059,6 +9181,50 @@ func (ec *executionContext) fieldContext_Query_tokens(_ context.Context, field g
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Token(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_events(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_events(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Events(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["afterVersion"].(*int), fc.Args["filter"].(*model.EventFilter), fc.Args["order"].(*model.OrderDirection))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.EventConnection) graphql.Marshaler {
+			return ec.marshalNEventConnection2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEventConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_events(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EventConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_events_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -10878,6 +12044,76 @@ func UnmarshalCreateWebhookInput(ctx context.Context, raw any) (model.CreateWebh
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputEventFilter(ctx context.Context, obj any) (model.EventFilter, error) {
+	var it model.EventFilter
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"kinds", "entityId", "procedureId", "projectId", "actorId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "kinds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kinds"))
+			data, err := ec.unmarshalOEventKind2ᚕgithubᚗcomᚋprocsvcᚋprocsvcᚋinternalᚋcoreᚐEventKindᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kinds = data
+		case "entityId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("entityId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EntityID = data
+		case "procedureId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("procedureId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcedureID = data
+		case "projectId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectID = data
+		case "actorId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("actorId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ActorID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalEventFilter unmarshals raw into the EventFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalEventFilter(ctx context.Context, raw any) (model.EventFilter, error) {
+	var out model.EventFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "EventFilter", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputProcedureEventFilter(ctx context.Context, obj any) (model.ProcedureEventFilter, error) {
 	var it model.ProcedureEventFilter
 	if obj == nil {
@@ -11520,6 +12756,13 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec.inlineMember(ctx, sel, obj)
+	case model.Event:
+		return ec._Event(ctx, sel, &obj)
+	case *model.Event:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Event(ctx, sel, obj)
 	case ent.Comment:
 		return ec.inlineComment(ctx, sel, &obj)
 	case *ent.Comment:
@@ -11744,6 +12987,256 @@ func (ec *executionContext) _DeletePayload(ctx context.Context, sel ast.Selectio
 		case "deletedId":
 			out.Values[i] = ec._DeletePayload_deletedId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var eventImplementors = []string{"Event", "Node"}
+
+func (ec *executionContext) _Event(ctx context.Context, sel ast.SelectionSet, obj *model.Event) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, eventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Event")
+		case "id":
+			out.Values[i] = ec._Event_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._Event_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "version":
+			out.Values[i] = ec._Event_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Event_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "entityType":
+			out.Values[i] = ec._Event_entityType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "entityId":
+			out.Values[i] = ec._Event_entityId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "procedureId":
+			out.Values[i] = ec._Event_procedureId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "projectId":
+			out.Values[i] = ec._Event_projectId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "actor":
+			out.Values[i] = ec._Event_actor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "changes":
+			out.Values[i] = ec._Event_changes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var eventActorImplementors = []string{"EventActor"}
+
+func (ec *executionContext) _EventActor(ctx context.Context, sel ast.SelectionSet, obj *model.EventActor) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, eventActorImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("EventActor")
+		case "memberId":
+			out.Values[i] = ec._EventActor_memberId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "member":
+			out.Values[i] = ec._EventActor_member(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "tokenId":
+			out.Values[i] = ec._EventActor_tokenId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var eventConnectionImplementors = []string{"EventConnection"}
+
+func (ec *executionContext) _EventConnection(ctx context.Context, sel ast.SelectionSet, obj *model.EventConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, eventConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("EventConnection")
+		case "edges":
+			out.Values[i] = ec._EventConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._EventConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._EventConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._EventConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var eventEdgeImplementors = []string{"EventEdge"}
+
+func (ec *executionContext) _EventEdge(ctx context.Context, sel ast.SelectionSet, obj *model.EventEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, eventEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("EventEdge")
+		case "node":
+			out.Values[i] = ec._EventEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._EventEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var fieldChangeImplementors = []string{"FieldChange"}
+
+func (ec *executionContext) _FieldChange(ctx context.Context, sel ast.SelectionSet, obj *core.FieldChange) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, fieldChangeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FieldChange")
+		case "field":
+			out.Values[i] = ec._FieldChange_field(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "before":
+			out.Values[i] = ec._FieldChange_before(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "after":
+			out.Values[i] = ec._FieldChange_after(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -12381,6 +13874,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_tokens(ctx, field)
+				})
+		case "events":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_events(ctx, field)
 				})
 		case "webhooks":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -13386,6 +14885,154 @@ func (ec *executionContext) unmarshalNCreateWebhookInput2githubᚗcomᚋprocsvc�
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNEvent2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEventᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Event) graphql.Marshaler {
+	ret := ec.marshalInlineSlice(ctx, sel, v, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNEvent2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEvent(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNEvent2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEvent(ctx context.Context, sel ast.SelectionSet, v *model.Event) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Event!")
+		return graphql.Null
+	}
+	return ec._Event(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNEventActor2githubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEventActor(ctx context.Context, sel ast.SelectionSet, v model.EventActor) graphql.Marshaler {
+	return ec._EventActor(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNEventConnection2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEventConnection(ctx context.Context, sel ast.SelectionSet, v *model.EventConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "EventConnection!")
+		return graphql.Null
+	}
+	return ec._EventConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNEventEdge2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEventEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.EventEdge) graphql.Marshaler {
+	ret := ec.marshalInlineSlice(ctx, sel, v, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNEventEdge2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEventEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNEventEdge2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEventEdge(ctx context.Context, sel ast.SelectionSet, v *model.EventEdge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "EventEdge!")
+		return graphql.Null
+	}
+	return ec._EventEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNEventEntityType2githubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEventEntityType(ctx context.Context, v any) (model.EventEntityType, error) {
+	var res model.EventEntityType
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNEventEntityType2githubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEventEntityType(ctx context.Context, sel ast.SelectionSet, v model.EventEntityType) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNEventKind2githubᚗcomᚋprocsvcᚋprocsvcᚋinternalᚋcoreᚐEventKind(ctx context.Context, v any) (core.EventKind, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNEventKind2githubᚗcomᚋprocsvcᚋprocsvcᚋinternalᚋcoreᚐEventKind[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNEventKind2githubᚗcomᚋprocsvcᚋprocsvcᚋinternalᚋcoreᚐEventKind(ctx context.Context, sel ast.SelectionSet, v core.EventKind) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNEventKind2githubᚗcomᚋprocsvcᚋprocsvcᚋinternalᚋcoreᚐEventKind[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "EventKind!")
+	}
+	return res
+}
+
+var (
+	unmarshalNEventKind2githubᚗcomᚋprocsvcᚋprocsvcᚋinternalᚋcoreᚐEventKind = map[string]core.EventKind{
+		"PROCEDURE_CREATED": core.EventProcedureCreated,
+		"PROCEDURE_UPDATED": core.EventProcedureUpdated,
+		"PROCEDURE_MOVED":   core.EventProcedureMoved,
+		"PROCEDURE_DELETED": core.EventProcedureDeleted,
+		"COMMENT_CREATED":   core.EventCommentCreated,
+		"COMMENT_UPDATED":   core.EventCommentUpdated,
+		"COMMENT_DELETED":   core.EventCommentDeleted,
+		"PROJECT_CREATED":   core.EventProjectCreated,
+		"PROJECT_UPDATED":   core.EventProjectUpdated,
+		"PROJECT_DELETED":   core.EventProjectDeleted,
+		"CATEGORY_CREATED":  core.EventCategoryCreated,
+		"CATEGORY_UPDATED":  core.EventCategoryUpdated,
+		"CATEGORY_DELETED":  core.EventCategoryDeleted,
+		"MEMBER_ADDED":      core.EventMemberAdded,
+		"MEMBER_UPDATED":    core.EventMemberUpdated,
+		"MEMBER_REMOVED":    core.EventMemberRemoved,
+		"TOKEN_CREATED":     core.EventTokenCreated,
+		"TOKEN_REVOKED":     core.EventTokenRevoked,
+	}
+	marshalNEventKind2githubᚗcomᚋprocsvcᚋprocsvcᚋinternalᚋcoreᚐEventKind = map[core.EventKind]string{
+		core.EventProcedureCreated: "PROCEDURE_CREATED",
+		core.EventProcedureUpdated: "PROCEDURE_UPDATED",
+		core.EventProcedureMoved:   "PROCEDURE_MOVED",
+		core.EventProcedureDeleted: "PROCEDURE_DELETED",
+		core.EventCommentCreated:   "COMMENT_CREATED",
+		core.EventCommentUpdated:   "COMMENT_UPDATED",
+		core.EventCommentDeleted:   "COMMENT_DELETED",
+		core.EventProjectCreated:   "PROJECT_CREATED",
+		core.EventProjectUpdated:   "PROJECT_UPDATED",
+		core.EventProjectDeleted:   "PROJECT_DELETED",
+		core.EventCategoryCreated:  "CATEGORY_CREATED",
+		core.EventCategoryUpdated:  "CATEGORY_UPDATED",
+		core.EventCategoryDeleted:  "CATEGORY_DELETED",
+		core.EventMemberAdded:      "MEMBER_ADDED",
+		core.EventMemberUpdated:    "MEMBER_UPDATED",
+		core.EventMemberRemoved:    "MEMBER_REMOVED",
+		core.EventTokenCreated:     "TOKEN_CREATED",
+		core.EventTokenRevoked:     "TOKEN_REVOKED",
+	}
+)
+
+func (ec *executionContext) marshalNFieldChange2githubᚗcomᚋprocsvcᚋprocsvcᚋinternalᚋcoreᚐFieldChange(ctx context.Context, sel ast.SelectionSet, v core.FieldChange) graphql.Marshaler {
+	return ec._FieldChange(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNFieldChange2ᚕgithubᚗcomᚋprocsvcᚋprocsvcᚋinternalᚋcoreᚐFieldChangeᚄ(ctx context.Context, sel ast.SelectionSet, v []core.FieldChange) graphql.Marshaler {
+	ret := ec.marshalInlineSlice(ctx, sel, v, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNFieldChange2githubᚗcomᚋprocsvcᚋprocsvcᚋinternalᚋcoreᚐFieldChange(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
 	res, err := graphql.UnmarshalFloatContext(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -14254,6 +15901,50 @@ func (ec *executionContext) marshalODocStyle2ᚖgithubᚗcomᚋprocsvcᚋprocsvc
 	return v
 }
 
+func (ec *executionContext) unmarshalOEventFilter2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEventFilter(ctx context.Context, v any) (*model.EventFilter, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputEventFilter(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOEventKind2ᚕgithubᚗcomᚋprocsvcᚋprocsvcᚋinternalᚋcoreᚐEventKindᚄ(ctx context.Context, v any) ([]core.EventKind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]core.EventKind, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNEventKind2githubᚗcomᚋprocsvcᚋprocsvcᚋinternalᚋcoreᚐEventKind(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOEventKind2ᚕgithubᚗcomᚋprocsvcᚋprocsvcᚋinternalᚋcoreᚐEventKindᚄ(ctx context.Context, sel ast.SelectionSet, v []core.EventKind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNEventKind2githubᚗcomᚋprocsvcᚋprocsvcᚋinternalᚋcoreᚐEventKind(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalOFloat2ᚖfloat64(ctx context.Context, v any) (*float64, error) {
 	if v == nil {
 		return nil, nil
@@ -14407,6 +16098,24 @@ func (ec *executionContext) marshalOInt2ᚖint64(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx context.Context, v any) (json.RawMessage, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := scalar.UnmarshalRawJSON(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOJSON2encodingᚋjsonᚐRawMessage(ctx context.Context, sel ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := scalar.MarshalRawJSON(v)
+	return res
+}
+
 func (ec *executionContext) unmarshalOJSON2interface(ctx context.Context, v any) (any, error) {
 	if v == nil {
 		return nil, nil
@@ -14453,6 +16162,22 @@ func (ec *executionContext) marshalONode2githubᚗcomᚋprocsvcᚋprocsvcᚋgrap
 		return graphql.Null
 	}
 	return ec._Node(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOOrderDirection2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐOrderDirection(ctx context.Context, v any) (*model.OrderDirection, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.OrderDirection)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOOrderDirection2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐOrderDirection(ctx context.Context, sel ast.SelectionSet, v *model.OrderDirection) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) unmarshalOPriority2ᚕgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚋprocedureᚐPriorityᚄ(ctx context.Context, v any) ([]procedure.Priority, error) {

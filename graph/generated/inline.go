@@ -134,6 +134,12 @@ func (ec *executionContext) inlineProcedure(ctx context.Context, sel ast.Selecti
 			if v == graphql.Null {
 				out.Invalids++
 			}
+		case "history":
+			v := ec._Procedure_history(ctx, field, obj)
+			out.Field(field.Alias, v)
+			if v == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}

@@ -23,9 +23,12 @@ import (
 // are:
 //
 //   - a connection's edges and nodes: its page size, first or last, else its
-//     default (20 for procedures and comments, 100 for the other
-//     connections), so that nested connections (a project's procedures, a
-//     procedure's comments) multiply their page sizes;
+//     default (20 for procedures, comments and a procedure's history, 100
+//     for the other connections, the events list among them), so that
+//     nested connections (a project's procedures, a procedure's comments)
+//     multiply their page sizes;
+//   - an event's changes: core.MaxFieldChanges, the most fields one write
+//     logs;
 //   - nodes(ids:): the number of ids;
 //   - tokens: MaxPageSize, nominally (a workspace's tokens are few and an
 //     admin's to make);
@@ -51,6 +54,13 @@ var connectionPageSizes = map[string]int{
 	"MemberConnection":    core.DefaultListPageSize,
 	// An endpoint's delivery log (webhooks.graphqls).
 	"WebhookDeliveryConnection": core.DefaultListPageSize,
+	"EventConnection":           core.DefaultHistoryPageSize,
+}
+
+// fieldPageSizes are the default page sizes of the connection fields whose
+// default is not their type's.
+var fieldPageSizes = map[string]int{
+	"Query.events": core.DefaultEventPageSize,
 }
 
 // listElements are the rules for the schema's lists outside connections:
@@ -69,6 +79,7 @@ var listElements = map[string]func(args map[string]any) int{
 	"Query.tokens": func(map[string]any) int { return MaxPageSize },
 	// Every endpoint of the workspace: the bound on how many it may have.
 	"Query.webhooks": func(map[string]any) int { return core.MaxWebhooksPerWorkspace },
+	"Event.changes":  func(map[string]any) int { return core.MaxFieldChanges },
 }
 
 // clampElements is n as a number of elements, at most max.
@@ -142,6 +153,11 @@ func (c *costWalk) field(f *ast.Field) (int, *gqlerror.Error) {
 		args = f.ArgumentMap(c.vars)
 	}
 	if def, ok := connectionPageSizes[typ.Name()]; ok && typ.Elem == nil {
+		if f.ObjectDefinition != nil {
+			if d, ok := fieldPageSizes[f.ObjectDefinition.Name+"."+f.Name]; ok {
+				def = d
+			}
+		}
 		c.page = connectionPage(args, def)
 	}
 	if typ.Elem != nil && f.ObjectDefinition != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/internal/core"
 )
 
 type AddCommentInput struct {
@@ -106,6 +107,33 @@ type CreateWebhookInput struct {
 type DeletePayload struct {
 	Success   bool   `json:"success"`
 	DeletedID string `json:"deletedId"`
+}
+
+type EventConnection struct {
+	Edges    []*EventEdge `json:"edges"`
+	Nodes    []*Event     `json:"nodes"`
+	PageInfo *PageInfo    `json:"pageInfo"`
+	// Count of all the events matching, not only this page.
+	TotalCount int `json:"totalCount"`
+}
+
+type EventEdge struct {
+	Node   *Event `json:"node"`
+	Cursor string `json:"cursor"`
+}
+
+// Narrows the events list; every field is optional and they combine with AND.
+type EventFilter struct {
+	// Events of any of these kinds (at most 100 values; an empty list does not filter).
+	Kinds []core.EventKind `json:"kinds,omitempty"`
+	// Events of one record, of any type.
+	EntityID *string `json:"entityId,omitempty"`
+	// Events of a procedure and of its comments, also once it is deleted.
+	ProcedureID *string `json:"procedureId,omitempty"`
+	// Events naming a project: its own, and its procedures' (a comment's edit or delete names none).
+	ProjectID *string `json:"projectId,omitempty"`
+	// Events written by a member.
+	ActorID *string `json:"actorId,omitempty"`
 }
 
 type MemberConnection struct {
@@ -260,6 +288,70 @@ type WebhookSecretPayload struct {
 	Webhook *ent.WebhookEndpoint `json:"webhook"`
 	// The signing secret (whsec_…), the HMAC-SHA256 key of the signatures. Shown only here: store it now.
 	Secret string `json:"secret"`
+}
+
+// The type of record an event wrote (its kind's first word).
+type EventEntityType string
+
+const (
+	EventEntityTypeProcedure EventEntityType = "PROCEDURE"
+	EventEntityTypeComment   EventEntityType = "COMMENT"
+	EventEntityTypeProject   EventEntityType = "PROJECT"
+	EventEntityTypeCategory  EventEntityType = "CATEGORY"
+	EventEntityTypeMember    EventEntityType = "MEMBER"
+	EventEntityTypeToken     EventEntityType = "TOKEN"
+)
+
+var AllEventEntityType = []EventEntityType{
+	EventEntityTypeProcedure,
+	EventEntityTypeComment,
+	EventEntityTypeProject,
+	EventEntityTypeCategory,
+	EventEntityTypeMember,
+	EventEntityTypeToken,
+}
+
+func (e EventEntityType) IsValid() bool {
+	switch e {
+	case EventEntityTypeProcedure, EventEntityTypeComment, EventEntityTypeProject, EventEntityTypeCategory, EventEntityTypeMember, EventEntityTypeToken:
+		return true
+	}
+	return false
+}
+
+func (e EventEntityType) String() string {
+	return string(e)
+}
+
+func (e *EventEntityType) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = EventEntityType(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid EventEntityType", str)
+	}
+	return nil
+}
+
+func (e EventEntityType) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *EventEntityType) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e EventEntityType) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }
 
 type OrderDirection string

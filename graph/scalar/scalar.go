@@ -1,9 +1,11 @@
 // Package scalar marshals procsvc's GraphQL scalars: Time in docs/contract.md's
-// millisecond UTC shape and ID for UUID-typed fields.
+// millisecond UTC shape, ID for UUID-typed fields, and JSON for values held
+// as JSON text.
 package scalar
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"strconv"
 	"time"
@@ -94,3 +96,29 @@ func UnmarshalUUID(v any) (uuid.UUID, error) {
 // maxQuoted bounds, in bytes, the part of a rejected value an error
 // message quotes (textclip adds "…" when it cuts, on a rune boundary).
 const maxQuoted = 64
+
+// MarshalRawJSON writes v, a JSON value (an event's logged value), as
+// itself: compacted (PostgreSQL's jsonb spaces what it returns), with <, >
+// and & escaped as in every string of a response; null when v is empty or
+// not JSON.
+func MarshalRawJSON(v json.RawMessage) graphql.Marshaler {
+	return graphql.WriterFunc(func(w io.Writer) {
+		var compacted, escaped bytes.Buffer
+		if len(v) == 0 || json.Compact(&compacted, v) != nil {
+			_, _ = io.WriteString(w, "null")
+			return
+		}
+		json.HTMLEscape(&escaped, compacted.Bytes())
+		_, _ = w.Write(escaped.Bytes())
+	})
+}
+
+// UnmarshalRawJSON takes any JSON value as its JSON text (no argument
+// takes one; gqlgen needs both directions of a scalar).
+func UnmarshalRawJSON(v any) (json.RawMessage, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, apperr.New(apperr.ValidationFailed, "not a JSON value")
+	}
+	return b, nil
+}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 )
 
@@ -204,4 +205,27 @@ func Map(err error) error {
 		return nil
 	}
 	return From(err)
+}
+
+// Renamed is err with the fields it names spelled as names maps them, its
+// message's leading field too: a face that spells a parameter otherwise
+// than the core names it (REST's after is GraphQL's afterVersion). Any
+// other error is returned as it is.
+func Renamed(err error, names map[string]string) error {
+	var e *Error
+	if !errors.As(err, &e) || len(e.Fields) == 0 {
+		return err
+	}
+	out := *e
+	out.Fields = make([]FieldError, len(e.Fields))
+	for i, f := range e.Fields {
+		if n, ok := names[f.Field]; ok {
+			f.Field = n
+		}
+		out.Fields[i] = f
+	}
+	if lead := e.Fields[0].Field; strings.HasPrefix(e.Message, lead+": ") {
+		out.Message = out.Fields[0].Field + strings.TrimPrefix(e.Message, lead)
+	}
+	return &out
 }

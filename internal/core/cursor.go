@@ -22,7 +22,8 @@ import (
 // Cursor is an opaque position in one list: base64url of
 // "k1|scope|id|key", where scope digests the list, its filter, its sort and
 // its parent, id is the row's and key its sort key ("t" and Unix
-// nanoseconds for a time, "s" and the text for a text).
+// nanoseconds for a time, "s" and the text for a text, "i" and the decimal
+// for an integer: an event's version).
 type Cursor string
 
 const cursorVersion = "k1"
@@ -30,7 +31,7 @@ const cursorVersion = "k1"
 // position is a decoded cursor.
 type position struct {
 	id  uuid.UUID
-	key any // time.Time or string
+	key any // time.Time, string or int64
 }
 
 // scopeOf digests what a cursor belongs to: one from another list, filter,
@@ -53,6 +54,8 @@ func encodeCursor(scope string, key any, id uuid.UUID) Cursor {
 		k = "t" + strconv.FormatInt(v.UnixNano(), 10)
 	case string:
 		k = "s" + v
+	case int64:
+		k = "i" + strconv.FormatInt(v, 10)
 	}
 	raw := cursorVersion + "|" + scope + "|" + id.String() + "|" + k
 	return Cursor(base64.RawURLEncoding.EncodeToString([]byte(raw)))
@@ -87,6 +90,12 @@ func (c Cursor) decode(field, scope string) (position, error) {
 		p.key = time.Unix(0, n).UTC()
 	case 's':
 		p.key = k[1:]
+	case 'i':
+		n, err := strconv.ParseInt(k[1:], 10, 64)
+		if err != nil {
+			return position{}, invalid
+		}
+		p.key = n
 	default:
 		return position{}, invalid
 	}
@@ -101,9 +110,15 @@ type keyset[T any] struct {
 	scope  string
 	column string
 	desc   bool
-	// key is a row's value of column (a time.Time or a string, as read).
+	// key is a row's value of column (a time.Time, a string or an int64,
+	// as read).
 	key func(*T) any
 	id  func(*T) uuid.UUID
+	// unique: no two rows of the list share a value of column (an event's
+	// version in its workspace), so the column alone orders them and bounds
+	// a page, and the index on it alone serves the order; the cursor still
+	// names the row's id.
+	unique bool
 }
 
 // slice is the read a window takes of a keyset list: rows past bounds, in
@@ -167,7 +182,7 @@ func (k keyset[T]) plan(w Window, def, max int) (slice, error) {
 		if err != nil {
 			return slice{}, err
 		}
-		if _, isTime := p.key.(time.Time); isTime != k.timeKeyed() {
+		if keyKind(p.key) != k.keyKind() {
 			return slice{}, apperr.Invalid(c.field, "is not a cursor returned by this API")
 		}
 		sl.bounds = append(sl.bounds, k.beyond(p, c.past))
@@ -178,14 +193,36 @@ func (k keyset[T]) plan(w Window, def, max int) (slice, error) {
 		if desc {
 			dir = sql.Desc
 		}
+		if k.unique {
+			s.OrderBy(dir(s.C(k.column)))
+			return
+		}
 		s.OrderBy(dir(s.C(k.column)), dir(s.C("id")))
 	}
 	return sl, nil
 }
 
-// timeKeyed reports whether the list's sort column holds times.
-func (k keyset[T]) timeKeyed() bool {
-	return k.column == "created_at" || k.column == "due_at"
+// keyKind is the kind of sort key the list's column holds: 't' (times),
+// 'i' (an event's version) or 's' (texts), as a cursor spells it.
+func (k keyset[T]) keyKind() byte {
+	switch k.column {
+	case "created_at", "due_at":
+		return 't'
+	case "version":
+		return 'i'
+	}
+	return 's'
+}
+
+// keyKind is the kind of a decoded cursor's key.
+func keyKind(key any) byte {
+	switch key.(type) {
+	case time.Time:
+		return 't'
+	case int64:
+		return 'i'
+	}
+	return 's'
 }
 
 // beyond is the predicate of the rows past p: after it in the list's order
@@ -198,6 +235,10 @@ func (k keyset[T]) beyond(p position, later bool) func(*sql.Selector) {
 	}
 	return func(s *sql.Selector) {
 		s.Where(sql.P(func(b *sql.Builder) {
+			if k.unique {
+				b.WriteString(s.C(k.column) + op).Arg(p.key)
+				return
+			}
 			b.WriteString("(" + s.C(k.column) + ", " + s.C("id") + ")" + op + "(")
 			b.Args(p.key, p.id)
 			b.WriteString(")")

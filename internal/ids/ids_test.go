@@ -22,6 +22,9 @@ var allKinds = []struct {
 	{"category", ids.KindCategory},
 	{"procedure", ids.KindProcedure},
 	{"comment", ids.KindComment},
+	{"event", ids.KindEvent},
+	{"webhook", ids.KindWebhook},
+	{"delivery", ids.KindDelivery},
 }
 
 func TestNewKeepsVersionAndKind(t *testing.T) {
@@ -102,7 +105,7 @@ func TestKindOfForeignIDs(t *testing.T) {
 		{"max uuid", uuid.Max, ids.KindUnknown},
 		{"v4 with a procedure tag", v4WithTag(byte(ids.KindProcedure)), ids.KindUnknown},
 		{"v7 with tag zero", v7WithTag(0), ids.KindUnknown},
-		{"v7 with tag just past comment", v7WithTag(byte(ids.KindComment) + 1), ids.KindUnknown},
+		{"v7 with tag just past the last kind", v7WithTag(byte(ids.KindDelivery) + 1), ids.KindUnknown},
 		{"v7 with tag 255", v7WithTag(255), ids.KindUnknown},
 		{"v7 with procedure tag", v7WithTag(byte(ids.KindProcedure)), ids.KindProcedure},
 		{"v7 with workspace tag", v7WithTag(byte(ids.KindWorkspace)), ids.KindWorkspace},

@@ -33,7 +33,8 @@ import (
 // goroutine of its own (gqlgen's default for every resolver field). Their
 // resolvers only read edges that the resolver returning the object primed
 // (internal/loader: category, doer, project and comments of procedures,
-// comment authors, token members), so they never wait: a goroutine per
+// comment authors, token members, the members events name), so they never
+// wait: a goroutine per
 // field costs more than the field (three goroutines per procedure of a
 // page, with their stack growth). A key nobody primed still loads, batched
 // with the same field of sibling objects, which marshal concurrently unless
@@ -42,7 +43,7 @@ import (
 // gqlgen sets Object.DisableConcurrency itself only for the Mutation root;
 // this plugin sets it before the executor is generated, so the generated
 // code takes gqlgen's existing non-concurrent branch for these objects.
-var inlineObjects = []string{"Procedure", "Comment", "Token", "Project", "Category", "Member"}
+var inlineObjects = []string{"Procedure", "Comment", "Token", "Project", "Category", "Member", "EventActor"}
 
 type inlineFields struct{}
 
@@ -74,7 +75,8 @@ func (inlineFields) GenerateCode(data *codegen.Data) error {
 // edge at most, none when the list's resolver primed already); when it
 // cannot say so (a list type it does not know, a read that failed), the
 // list is marshalled concurrently as gqlgen does.
-var inlineListObjects = []string{"Procedure", "ProcedureEdge", "Comment", "CommentEdge", "Project", "ProjectEdge", "Category", "CategoryEdge", "Member", "MemberEdge"}
+var inlineListObjects = []string{"Procedure", "ProcedureEdge", "Comment", "CommentEdge", "Project", "ProjectEdge", "Category", "CategoryEdge", "Member", "MemberEdge",
+	"Event", "EventEdge", "FieldChange"}
 
 // objectsWritten are the objects marshalled by inline.go's own marshaller
 // instead of gqlgen's: their plain fields (struct fields of String, ID,
