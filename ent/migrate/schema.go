@@ -446,6 +446,11 @@ var (
 				Columns: []*schema.Column{WebhookDeliveriesColumns[5], WebhookDeliveriesColumns[7]},
 			},
 			{
+				Name:    "webhookdelivery_endpoint_id_state_next_attempt_at",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookDeliveriesColumns[2], WebhookDeliveriesColumns[5], WebhookDeliveriesColumns[7]},
+			},
+			{
 				Name:    "webhookdelivery_endpoint_id_created_at",
 				Unique:  false,
 				Columns: []*schema.Column{WebhookDeliveriesColumns[2], WebhookDeliveriesColumns[14]},
