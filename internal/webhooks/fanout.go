@@ -208,8 +208,9 @@ func (d *Dispatcher) fanOut(ctx context.Context) (more bool, err error) {
 				}
 			}
 			g := &grant{endpoint: &endpoint{id: ep.ID, workspaceID: ep.WorkspaceID, url: ep.URL, secret: ep.Secret}}
-			g.granted = d.lanes.take(ep.ID, len(matched))
-			grants = append(grants, g)
+			if g.granted = d.lanes.take(ep.ID, len(matched)); g.granted > 0 {
+				grants = append(grants, g)
+			}
 			for k, e := range matched {
 				id := ids.New(ids.KindDelivery)
 				c := tx.WebhookDelivery.Create().SetID(id).SetWorkspaceID(ws).SetEndpointID(ep.ID).SetEventID(e.ID).

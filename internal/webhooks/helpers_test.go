@@ -38,6 +38,7 @@ type fixture struct {
 	boot     *core.Bootstrapped
 	admin    context.Context
 	projects [2]*ent.Project
+	category *ent.Category
 }
 
 func sys() context.Context { return viewer.System(context.Background()) }
@@ -61,7 +62,22 @@ func setup(t testing.TB, db *database.DB) *fixture {
 			t.Fatalf("CreateProject: %v", err)
 		}
 	}
+	if f.category, err = svc.CreateCategory(admin, "General"); err != nil {
+		t.Fatalf("CreateCategory: %v", err)
+	}
 	return f
+}
+
+// procedure writes a procedure in project p: one event.
+func (f *fixture) procedure(t testing.TB, p *ent.Project, name string) *ent.Procedure {
+	t.Helper()
+	due := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	proc, err := f.svc.CreateProcedure(f.admin, core.CreateProcedureInput{Name: name, Priority: "MEDIUM", State: "TODO",
+		DueAt: &due, CategoryID: f.category.ID.String(), DoerID: f.boot.Admin.ID.String(), ProjectID: p.ID.String()})
+	if err != nil {
+		t.Fatalf("CreateProcedure: %v", err)
+	}
+	return proc
 }
 
 // endpointOpts are what an endpoint filters on.

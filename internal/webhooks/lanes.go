@@ -48,13 +48,13 @@ type lane struct {
 func (l *lane) held() int { return len(l.queue) + l.inflight + l.reserved }
 
 type lanes struct {
-	mu                                   sync.Mutex
+	mu                                    sync.Mutex
 	workers, perEndpoint, held, heldTotal int
-	byID                                 map[uuid.UUID]*lane
-	ring                                 []uuid.UUID
-	next                                 int
-	busy                                 int // jobs handed to the workers, not yet done
-	total                                int // every lane's held()
+	byID                                  map[uuid.UUID]*lane
+	ring                                  []uuid.UUID
+	next                                  int
+	busy                                  int // jobs handed to the workers, not yet done
+	total                                 int // every lane's held()
 	// slow endpoints (their last attempt failed or took long) are held
 	// no more deliveries than they can be sent at once, twice over: a
 	// queue behind a slow endpoint would outlive its leases.
@@ -105,6 +105,9 @@ func (ls *lanes) fill(id uuid.UUID, granted int, jobs []*job, more bool) (refuse
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	l := ls.byID[id]
+	if l == nil {
+		return jobs // nothing was granted: there are none
+	}
 	l.reserved -= granted
 	ls.total -= granted
 	if ls.closed {

@@ -58,7 +58,7 @@ func (d *Dispatcher) Pending(ctx context.Context) (int, error) {
 		N int `json:"n"`
 	}
 	err := d.client.WebhookDelivery.Query().Modify(func(s *entsql.Selector) {
-		pending := entsql.Select("1").From(entsql.Table(webhookdelivery.Table)).
+		pending := entsql.Select(webhookdelivery.FieldID).From(entsql.Table(webhookdelivery.Table)).
 			Where(entsql.EQ(webhookdelivery.FieldState, webhookdelivery.StatePending.String())).Limit(PendingCountCap)
 		s.From(pending.As("pending")).Select(entsql.As(entsql.Count("*"), "n"))
 	}).Scan(viewer.System(ctx), &rows)
