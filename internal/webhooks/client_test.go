@@ -37,9 +37,9 @@ func TestRefusedAddresses(t *testing.T) {
 		{"100.64.0.1", "carrier-grade NAT"},
 		{"100.127.255.254", "carrier-grade NAT"},
 		{"255.255.255.255", "reserved"},
-		{"64:ff9b::a00:1", "private"},     // NAT64 of 10.0.0.1
-		{"64:ff9b::7f00:1", "loopback"},   // NAT64 of 127.0.0.1
-		{"2002:c0a8:101::1", "private"},   // 6to4 of 192.168.1.1
+		{"64:ff9b::a00:1", "private"},      // NAT64 of 10.0.0.1
+		{"64:ff9b::7f00:1", "loopback"},    // NAT64 of 127.0.0.1
+		{"2002:c0a8:101::1", "private"},    // 6to4 of 192.168.1.1
 		{"::127.0.0.1", "IPv4-compatible"}, // deprecated, never routed
 		{"8.8.8.8", ""},
 		{"172.32.0.1", ""},
