@@ -107,6 +107,12 @@ type grant struct {
 // fanOut queues the deliveries of one batch of endpoints. more reports
 // that endpoints or events may be left for another batch.
 func (d *Dispatcher) fanOut(ctx context.Context) (more bool, err error) {
+	// Most polls find nothing to do: a read says so without a
+	// transaction (on SQLite, without the database's write lock).
+	if due, err := d.client.WebhookEndpoint.Query().Where(webhookendpoint.Enabled(true), behind).Exist(ctx); err != nil || !due {
+		d.fanOutAfter = uuid.UUID{}
+		return false, err
+	}
 	tx, err := d.client.Tx(ctx)
 	if err != nil {
 		return false, err

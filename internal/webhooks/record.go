@@ -182,11 +182,7 @@ func (d *Dispatcher) write(ctx context.Context, outcomes []outcome, released []r
 	}
 	err = func() error {
 		if len(outcomes) > 0 {
-			write := d.writeEach
-			if d.postgres {
-				write = d.writeAll
-			}
-			if err := write(ctx, tx, outcomes); err != nil {
+			if err := d.writeOutcomes(ctx, tx, outcomes); err != nil {
 				return err
 			}
 		}
@@ -213,36 +209,79 @@ func (d *Dispatcher) write(ctx context.Context, outcomes []outcome, released []r
 	return tx.Commit()
 }
 
-// writeEach records outcomes one statement each (SQLite: in-process, a
-// statement costs no round trip).
-func (d *Dispatcher) writeEach(ctx context.Context, tx *ent.Tx, outcomes []outcome) error {
-	for _, o := range outcomes {
-		u := tx.WebhookDelivery.Update().Where(webhookdelivery.ID(o.id), webhookdelivery.LeaseUntil(o.lease)).
-			SetState(o.state).AddAttempts(o.attempts).ClearLeaseUntil().SetNillableStatusCode(o.status).
-			SetNillableLatencyMs(o.latency).SetResponseExcerpt(o.excerpt).SetError(o.err).SetNillableDeliveredAt(o.delivered).
-			SetNillableNextAttemptAt(o.next)
-		if o.status == nil {
-			u.ClearStatusCode()
-		}
-		if err := u.Exec(ctx); err != nil {
-			return err
-		}
+// outcomeColumns are the columns of the batch an UPDATE … FROM reads, in
+// order ("v"."id" … "v"."delivered").
+var outcomeColumns = []string{"id", "lease", "state", "attempts", "next", "status", "latency", "excerpt", "error", "delivered"}
+
+// writeOutcomes records outcomes in one statement, UPDATE … FROM the
+// batch: on PostgreSQL from unnest() of one array per column, on SQLite
+// from VALUES. ent builds no UPDATE … FROM: the FROM clause follows the
+// last SET expression, and the WHERE joins the batch.
+func (d *Dispatcher) writeOutcomes(ctx context.Context, tx *ent.Tx, outcomes []outcome) error {
+	slices.SortFunc(outcomes, func(a, b outcome) int { return bytes.Compare(a.id[:], b.id[:]) }) // rows locked in one order
+	from := d.valuesSQLite
+	if d.postgres {
+		from = d.unnestPostgres
 	}
-	return nil
+	t := `"` + webhookdelivery.Table + `".`
+	v := func(c string) string { return `"v"."` + c + `"` }
+	joined := func(s *entsql.Selector) {
+		s.Where(entsql.ExprP(t + `"id" = ` + v("id") + ` AND ` + t + `"lease_until" = ` + v("lease")))
+	}
+	return tx.WebhookDelivery.Update().Where(joined).Modify(func(u *entsql.UpdateBuilder) {
+		set := func(column, expr string) { u.Set(column, entsql.Expr(expr)) }
+		set(webhookdelivery.FieldState, v("state"))
+		set(webhookdelivery.FieldAttempts, t+`"attempts" + `+v("attempts"))
+		set(webhookdelivery.FieldNextAttemptAt, `COALESCE(`+v("next")+`, `+t+`"next_attempt_at")`)
+		u.SetNull(webhookdelivery.FieldLeaseUntil)
+		set(webhookdelivery.FieldStatusCode, v("status"))
+		set(webhookdelivery.FieldLatencyMs, v("latency"))
+		set(webhookdelivery.FieldResponseExcerpt, v("excerpt"))
+		set(webhookdelivery.FieldError, v("error"))
+		u.Set(webhookdelivery.FieldDeliveredAt, entsql.ExprFunc(func(b *entsql.Builder) {
+			b.WriteString(v("delivered") + " FROM ")
+			from(b, outcomes)
+		}))
+	}).Exec(ctx)
 }
 
-// writeAll records outcomes in one statement (PostgreSQL): an UPDATE from
-// the batch's arrays, in a data-modifying WITH of a read that returns
-// nothing (ent builds no UPDATE … FROM).
-func (d *Dispatcher) writeAll(ctx context.Context, tx *ent.Tx, outcomes []outcome) error {
-	slices.SortFunc(outcomes, func(a, b outcome) int { return bytes.Compare(a.id[:], b.id[:]) }) // rows locked in one order
+// valuesSQLite writes the batch as SQLite rows, their columns named "v"'s
+// outcomeColumns.
+func (d *Dispatcher) valuesSQLite(b *entsql.Builder, outcomes []outcome) {
+	b.WriteString("(SELECT ")
+	for i, c := range outcomeColumns {
+		if i > 0 {
+			b.Comma()
+		}
+		b.WriteString(fmt.Sprintf(`"column%d" AS "%s"`, i+1, c))
+	}
+	b.WriteString(" FROM (VALUES ")
+	for i, o := range outcomes {
+		if i > 0 {
+			b.Comma()
+		}
+		b.WriteString("(")
+		for k, arg := range []any{o.id, o.lease, string(o.state), o.attempts, nullTime(o.next), nullInt(o.status), nullInt64(o.latency),
+			o.excerpt, o.err, nullTime(o.delivered)} {
+			if k > 0 {
+				b.Comma()
+			}
+			b.Arg(arg)
+		}
+		b.WriteString(")")
+	}
+	b.WriteString(`)) AS "v"`)
+}
+
+// unnestPostgres writes the batch as PostgreSQL rows named "v": one array
+// argument per column.
+func (d *Dispatcher) unnestPostgres(b *entsql.Builder, outcomes []outcome) {
 	n := len(outcomes)
 	var (
-		ids, states, excerpts, errs = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		leases                      = make([]string, n)
-		attempts                    = make([]int64, n)
-		next, delivered             = make([]sql.NullString, n), make([]sql.NullString, n)
-		status, latency             = make([]sql.NullInt64, n), make([]sql.NullInt64, n)
+		ids, leases, states, excerpts, errs = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		attempts                            = make([]int64, n)
+		next, delivered                     = make([]sql.NullString, n), make([]sql.NullString, n)
+		status, latency                     = make([]sql.NullInt64, n), make([]sql.NullInt64, n)
 	)
 	stamp := func(t *time.Time) sql.NullString {
 		if t == nil {
@@ -251,50 +290,46 @@ func (d *Dispatcher) writeAll(ctx context.Context, tx *ent.Tx, outcomes []outcom
 		return sql.NullString{String: t.Format(time.RFC3339Nano), Valid: true}
 	}
 	for i, o := range outcomes {
-		ids[i], states[i], excerpts[i], errs[i] = o.id.String(), string(o.state), o.excerpt, o.err
-		leases[i], attempts[i] = o.lease.Format(time.RFC3339Nano), int64(o.attempts)
-		next[i], delivered[i] = stamp(o.next), stamp(o.delivered)
-		if o.status != nil {
-			status[i] = sql.NullInt64{Int64: int64(*o.status), Valid: true}
-		}
-		if o.latency != nil {
-			latency[i] = sql.NullInt64{Int64: *o.latency, Valid: true}
-		}
+		ids[i], leases[i], states[i], excerpts[i], errs[i] = o.id.String(), o.lease.Format(time.RFC3339Nano), string(o.state), o.excerpt, o.err
+		attempts[i], next[i], delivered[i] = int64(o.attempts), stamp(o.next), stamp(o.delivered)
+		status[i], latency[i] = nullInt(o.status), nullInt64(o.latency)
 	}
-	t := `"` + webhookdelivery.Table + `"`
-	with := entsql.ExprFunc(func(b *entsql.Builder) {
-		b.WriteString(`WITH "v" AS (SELECT * FROM unnest(`)
-		b.Arg(pq.Array(ids)).WriteString("::uuid[], ")
-		b.Arg(pq.Array(leases)).WriteString("::timestamptz[], ")
-		b.Arg(pq.Array(states)).WriteString("::text[], ")
-		b.Arg(pq.Array(attempts)).WriteString("::bigint[], ")
-		b.Arg(pq.GenericArray{A: next}).WriteString("::timestamptz[], ")
-		b.Arg(pq.GenericArray{A: status}).WriteString("::bigint[], ")
-		b.Arg(pq.GenericArray{A: latency}).WriteString("::bigint[], ")
-		b.Arg(pq.Array(excerpts)).WriteString("::text[], ")
-		b.Arg(pq.Array(errs)).WriteString("::text[], ")
-		b.Arg(pq.GenericArray{A: delivered}).WriteString("::timestamptz[]")
-		b.WriteString(`) AS "v" ("id", "lease", "state", "attempts", "next", "status", "latency", "excerpt", "error", "delivered")), `)
-		b.WriteString(`"recorded" AS (UPDATE ` + t + ` SET ` + strings.Join([]string{
-			`"state" = "v"."state"`,
-			`"attempts" = ` + t + `."attempts" + "v"."attempts"`,
-			`"next_attempt_at" = COALESCE("v"."next", ` + t + `."next_attempt_at")`,
-			`"lease_until" = NULL`,
-			`"status_code" = "v"."status"`,
-			`"latency_ms" = "v"."latency"`,
-			`"response_excerpt" = "v"."excerpt"`,
-			`"error" = "v"."error"`,
-			`"delivered_at" = "v"."delivered"`,
-		}, ", ") + ` FROM "v" WHERE ` + t + `."id" = "v"."id" AND ` + t + `."lease_until" = "v"."lease" RETURNING 1)`)
-	})
-	var rows []struct {
-		Recorded int `json:"recorded"`
+	b.WriteString("unnest(")
+	for i, arg := range []struct {
+		value any
+		cast  string
+	}{
+		{pq.Array(ids), "uuid[]"}, {pq.Array(leases), "timestamptz[]"}, {pq.Array(states), "text[]"}, {pq.Array(attempts), "bigint[]"},
+		{pq.GenericArray{A: next}, "timestamptz[]"}, {pq.GenericArray{A: status}, "bigint[]"}, {pq.GenericArray{A: latency}, "bigint[]"},
+		{pq.Array(excerpts), "text[]"}, {pq.Array(errs), "text[]"}, {pq.GenericArray{A: delivered}, "timestamptz[]"},
+	} {
+		if i > 0 {
+			b.Comma()
+		}
+		b.Arg(arg.value).WriteString("::" + arg.cast)
 	}
-	return tx.WebhookDelivery.Query().Modify(func(s *entsql.Selector) {
-		s.Prefix(with)
-		s.From(entsql.Table("recorded"))
-		s.Select(entsql.As("count(*)", "recorded"))
-	}).Scan(ctx, &rows)
+	b.WriteString(`) AS "v" ("` + strings.Join(outcomeColumns, `", "`) + `")`)
+}
+
+func nullTime(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return *t
+}
+
+func nullInt(n *int) sql.NullInt64 {
+	if n == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: int64(*n), Valid: true}
+}
+
+func nullInt64(n *int64) sql.NullInt64 {
+	if n == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: *n, Valid: true}
 }
 
 // writeHealth keeps the endpoints' failure counts, and disables those that

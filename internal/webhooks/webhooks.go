@@ -58,6 +58,8 @@ const (
 	DefaultHeldTotal = 4096
 	// DefaultRecordBatch bounds the outcomes one transaction records.
 	DefaultRecordBatch = 256
+	// DefaultFanOutWindow is the least time between two fan-outs.
+	DefaultFanOutWindow = 20 * time.Millisecond
 )
 
 // DefaultSchedule is the wait before each retry of a failed delivery: 8
@@ -103,6 +105,12 @@ type Options struct {
 	// Timeout plus 10s; default three times Timeout plus 5s); another
 	// replica sends it once the lease is over.
 	Lease time.Duration
+	// FanOutWindow is the least time between two fan-outs (0:
+	// DefaultFanOutWindow; negative: none): what an event may wait for
+	// others to be fanned out with it. It bounds the fan-out's
+	// transactions, and on SQLite how often they take the write lock,
+	// whatever the rate of commits.
+	FanOutWindow time.Duration
 	// FanOutEndpoints, FanOutEvents, Held, HeldTotal, RecordBatch: the
 	// batch bounds above.
 	FanOutEndpoints int
@@ -157,6 +165,9 @@ func (o Options) withDefaults() Options {
 	// in its lane.
 	if least := o.Timeout + 2*leaseMargin; o.Lease < least {
 		o.Lease = max(least, 3*o.Timeout+leaseMargin)
+	}
+	if o.FanOutWindow == 0 {
+		o.FanOutWindow = DefaultFanOutWindow
 	}
 	if o.FanOutEndpoints <= 0 {
 		o.FanOutEndpoints = DefaultFanOutEndpoints
@@ -304,6 +315,14 @@ func (d *Dispatcher) fanOutLoop() {
 			if !more {
 				break
 			}
+		}
+		// The commits announced meanwhile wait for the window to pass
+		// (Notify keeps one wake-up): under load, one transaction fans
+		// out the events of many commits.
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-time.After(d.opts.FanOutWindow):
 		}
 	}
 }
