@@ -22,14 +22,26 @@ import (
 	"github.com/procsvc/procsvc/ent/webhookendpoint"
 )
 
-// claimEndpoints bounds the endpoints one claim looks at; the next claim
-// goes on from where it stopped.
+// claimEndpoints bounds the endpoints one claim leases from; the next
+// claim goes on from where it stopped.
 const claimEndpoints = 100
 
 // claim leases the due deliveries of the enabled endpoints this replica
 // has room for, and queues them.
 func (d *Dispatcher) claim(ctx context.Context) (err error) {
-	eps, err := d.client.WebhookEndpoint.Query().Where(webhookendpoint.Enabled(true)).Order(webhookendpoint.ByID()).
+	// The enabled endpoints with a delivery to claim, in one read (most
+	// polls find none, and take no transaction): each endpoint's due
+	// deliveries are a range of the index (endpoint_id, state,
+	// next_attempt_at), in which only the leased ones are passed over.
+	at := now()
+	eps, err := d.client.WebhookEndpoint.Query().Where(webhookendpoint.Enabled(true), func(s *sql.Selector) {
+		s.Where(sql.P(func(b *sql.Builder) {
+			b.WriteString(`EXISTS (SELECT 1 FROM "` + webhookdelivery.Table + `" AS "due" WHERE "due"."endpoint_id" = ` +
+				s.C(webhookendpoint.FieldID) + ` AND "due"."state" = `).Arg(webhookdelivery.StatePending.String()).
+				WriteString(` AND "due"."next_attempt_at" <= `).Arg(at).
+				WriteString(` AND ("due"."lease_until" IS NULL OR "due"."lease_until" <= `).Arg(at).WriteString("))")
+		}))
+	}).Order(webhookendpoint.ByID()).
 		Select(webhookendpoint.FieldID, webhookendpoint.FieldWorkspaceID, webhookendpoint.FieldURL, webhookendpoint.FieldSecret).
 		All(ctx)
 	if err != nil || len(eps) == 0 {

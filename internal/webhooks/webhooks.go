@@ -275,9 +275,23 @@ func kick(ch chan struct{}) {
 func (d *Dispatcher) Close() {
 	d.closeOnce.Do(func() {
 		d.cancel()
-		d.startOnce.Do(func() {}) // a dispatcher never started stays so
+		started := true
+		d.startOnce.Do(func() { started = false }) // a dispatcher never started stays so
 		d.loops.Wait()
-		for _, j := range d.lanes.close() {
+		queued := d.lanes.close()
+		if !started {
+			// No recorder runs: what FanOutNow or ClaimNow leased is
+			// handed back here.
+			var released []result
+			for _, j := range queued {
+				released = append(released, result{job: j, released: true})
+			}
+			if len(released) > 0 {
+				d.flush(released)
+			}
+			return
+		}
+		for _, j := range queued {
 			d.results <- result{job: j, released: true}
 		}
 		d.workers.Wait()
