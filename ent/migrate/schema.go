@@ -441,11 +441,6 @@ var (
 		PrimaryKey: []*schema.Column{WebhookDeliveriesColumns[0]},
 		Indexes: []*schema.Index{
 			{
-				Name:    "webhookdelivery_state_next_attempt_at",
-				Unique:  false,
-				Columns: []*schema.Column{WebhookDeliveriesColumns[5], WebhookDeliveriesColumns[7]},
-			},
-			{
 				Name:    "webhookdelivery_endpoint_id_state_next_attempt_at",
 				Unique:  false,
 				Columns: []*schema.Column{WebhookDeliveriesColumns[2], WebhookDeliveriesColumns[5], WebhookDeliveriesColumns[7]},

@@ -19,6 +19,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
@@ -101,6 +102,7 @@ type grant struct {
 	endpoint *endpoint
 	granted  int
 	jobs     []*job
+	events   []*ent.Event // jobs[i]'s
 	more     bool
 }
 
@@ -202,7 +204,6 @@ func (d *Dispatcher) fanOut(ctx context.Context) (more bool, err error) {
 				return false, err
 			}
 		}
-		bodies := map[uuid.UUID][]byte{}
 		for i, ep := range wsEps {
 			if ep.Cursor >= high {
 				continue
@@ -223,9 +224,9 @@ func (d *Dispatcher) fanOut(ctx context.Context) (more bool, err error) {
 					SetEventVersion(e.Version).SetNextAttemptAt(at).SetCreatedAt(at)
 				if k < g.granted {
 					c.SetLeaseUntil(lease)
-					body, missing := d.bodyOf(e, bodies)
 					g.jobs = append(g.jobs, &job{id: id, endpoint: g.endpoint, eventID: e.ID, eventType: e.Kind,
-						eventAt: e.CreatedAt, body: body, missing: missing, lease: lease})
+						eventAt: e.CreatedAt, lease: lease})
+					g.events = append(g.events, e)
 				}
 				creates = append(creates, c)
 			}
@@ -244,7 +245,16 @@ func (d *Dispatcher) fanOut(ctx context.Context) (more bool, err error) {
 	if err := tx.Commit(); err != nil {
 		return false, err
 	}
+	if debugFlush {
+		fmt.Printf("fanout %d in %s\n", len(creates), time.Since(at))
+	}
+	// Rendered once committed: the transaction holds its locks (on
+	// SQLite, the database's) no longer than its statements need.
+	bodies := map[uuid.UUID][]byte{}
 	for _, g := range grants {
+		for i, j := range g.jobs {
+			j.body, j.missing = d.bodyOf(g.events[i], bodies)
+		}
 		d.release(d.lanes.fill(g.endpoint.id, g.granted, g.jobs, g.more))
 	}
 	return more, nil

@@ -12,6 +12,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -143,6 +144,12 @@ func (d *Dispatcher) flush(batch []result) {
 	ctx, cancel := context.WithTimeout(viewer.System(context.Background()), recordTimeout)
 	defer cancel()
 	var err error
+	flushStart := time.Now()
+	defer func() {
+		if debugFlush {
+			fmt.Printf("flush %d in %s\n", len(batch), time.Since(flushStart))
+		}
+	}()
 	for try := range 3 {
 		if err = d.write(ctx, outcomes, released, endpoints); err == nil || ctx.Err() != nil {
 			break
@@ -386,3 +393,5 @@ func (d *Dispatcher) writeHealth(ctx context.Context, tx *ent.Tx, endpoints map[
 	}
 	return nil
 }
+
+var debugFlush = os.Getenv("WH_DEBUG") != ""

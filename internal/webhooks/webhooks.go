@@ -26,6 +26,7 @@ package webhooks
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -50,14 +51,14 @@ const (
 	// DefaultFanOutEndpoints bounds the endpoints one fan-out transaction
 	// locks, DefaultFanOutEvents the events it reads of each workspace.
 	DefaultFanOutEndpoints = 50
-	DefaultFanOutEvents    = 500
+	DefaultFanOutEvents    = 100
 	// DefaultHeld bounds the deliveries of one endpoint this replica holds
 	// leased at once (queued and being sent), DefaultHeldTotal those of
 	// every endpoint: what a replica keeps in memory.
 	DefaultHeld      = 256
 	DefaultHeldTotal = 4096
 	// DefaultRecordBatch bounds the outcomes one transaction records.
-	DefaultRecordBatch = 256
+	DefaultRecordBatch = 1000
 	// DefaultFanOutWindow is the least time between two fan-outs.
 	DefaultFanOutWindow = 20 * time.Millisecond
 )
@@ -235,7 +236,9 @@ func New(client *ent.Client, dialect string, opts Options) *Dispatcher {
 		http: newClient(opts.AllowPrivate, opts.PerEndpoint),
 		ctx:  ctx, cancel: cancel,
 		fanOutKick: make(chan struct{}, 1), claimKick: make(chan struct{}, 1),
-		results: make(chan result, opts.Workers+opts.RecordBatch),
+		// Room for every result the lanes can hold: a worker never waits
+		// for the recorder, which takes what has come while it wrote.
+		results: make(chan result, opts.HeldTotal+opts.Workers),
 		rand:    rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
 	d.lanes = newLanes(opts.Workers, opts.PerEndpoint, opts.Held, opts.HeldTotal)
@@ -252,6 +255,19 @@ func (d *Dispatcher) Start() {
 		d.recorder.Add(1)
 		go d.record()
 		d.loops.Add(2)
+		if debugFlush {
+			go func() {
+				for range time.Tick(100 * time.Millisecond) {
+					d.lanes.mu.Lock()
+					q := 0
+					for _, l := range d.lanes.byID {
+						q += len(l.queue)
+					}
+					fmt.Printf("lanes total=%d busy=%d queued=%d lanes=%d results=%d\n", d.lanes.total, d.lanes.busy, q, len(d.lanes.byID), len(d.results))
+					d.lanes.mu.Unlock()
+				}
+			}()
+		}
 		go d.fanOutLoop()
 		go d.claimLoop()
 	})
