@@ -43,8 +43,12 @@ func startWebhooks(cfg config.Webhooks, db *database.DB, hub *events.Hub, m *met
 		Workers: cfg.Workers, Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate, Log: log,
 		Observe: func(a webhooks.Attempt) {
 			outcomes(a.Outcome)
-			duration(a.Duration.Seconds())
-			lag(a.Lag.Seconds())
+			if a.Duration > 0 {
+				duration(a.Duration.Seconds())
+			}
+			if a.Lag > 0 {
+				lag(a.Lag.Seconds())
+			}
 		},
 	})
 	m.Gauge("procsvc_webhook_deliveries_pending",

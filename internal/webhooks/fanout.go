@@ -19,7 +19,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
@@ -244,9 +243,6 @@ func (d *Dispatcher) fanOut(ctx context.Context) (more bool, err error) {
 	}
 	if err := tx.Commit(); err != nil {
 		return false, err
-	}
-	if debugFlush {
-		fmt.Printf("fanout %d in %s\n", len(creates), time.Since(at))
 	}
 	// Rendered once committed: the transaction holds its locks (on
 	// SQLite, the database's) no longer than its statements need.

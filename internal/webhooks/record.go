@@ -12,7 +12,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -122,7 +121,11 @@ func (d *Dispatcher) flush(batch []result) {
 		}
 		o := d.outcomeOf(r)
 		outcomes = append(outcomes, o)
-		observed = append(observed, Attempt{Outcome: o.observed, Duration: r.duration, Lag: r.at.Sub(r.job.eventAt)})
+		a := Attempt{Outcome: o.observed, Duration: r.duration}
+		if !r.job.eventAt.IsZero() {
+			a.Lag = r.at.Sub(r.job.eventAt)
+		}
+		observed = append(observed, a)
 		if r.gone {
 			continue // not the endpoint's doing
 		}
@@ -144,12 +147,6 @@ func (d *Dispatcher) flush(batch []result) {
 	ctx, cancel := context.WithTimeout(viewer.System(context.Background()), recordTimeout)
 	defer cancel()
 	var err error
-	flushStart := time.Now()
-	defer func() {
-		if debugFlush {
-			fmt.Printf("flush %d in %s\n", len(batch), time.Since(flushStart))
-		}
-	}()
 	for try := range 3 {
 		if err = d.write(ctx, outcomes, released, endpoints); err == nil || ctx.Err() != nil {
 			break
@@ -393,5 +390,3 @@ func (d *Dispatcher) writeHealth(ctx context.Context, tx *ent.Tx, endpoints map[
 	}
 	return nil
 }
-
-var debugFlush = os.Getenv("WH_DEBUG") != ""

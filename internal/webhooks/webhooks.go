@@ -26,7 +26,6 @@ package webhooks
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -130,9 +129,11 @@ type Attempt struct {
 	// Outcome is "succeeded", "retrying" (failed, to be retried) or
 	// "failed" (failed for the last time).
 	Outcome string
-	// Duration is how long the attempt took.
+	// Duration is how long the attempt took (0: none was made, its event
+	// being gone).
 	Duration time.Duration
-	// Lag is how long after its event was committed the attempt ended.
+	// Lag is how long after its event was committed the attempt ended (0:
+	// unknown, its event being gone).
 	Lag time.Duration
 }
 
@@ -255,19 +256,6 @@ func (d *Dispatcher) Start() {
 		d.recorder.Add(1)
 		go d.record()
 		d.loops.Add(2)
-		if debugFlush {
-			go func() {
-				for range time.Tick(100 * time.Millisecond) {
-					d.lanes.mu.Lock()
-					q := 0
-					for _, l := range d.lanes.byID {
-						q += len(l.queue)
-					}
-					fmt.Printf("lanes total=%d busy=%d queued=%d lanes=%d results=%d\n", d.lanes.total, d.lanes.busy, q, len(d.lanes.byID), len(d.results))
-					d.lanes.mu.Unlock()
-				}
-			}()
-		}
 		go d.fanOutLoop()
 		go d.claimLoop()
 	})
