@@ -286,7 +286,8 @@ func TestRefusedAddress(t *testing.T) {
 }
 
 // TestAnswersRecorded: a redirect is a failure and is not followed; of an
-// answer's body at most 1 KiB is recorded, as valid UTF-8 without NUL.
+// answer's body at most 1 KiB is recorded, as valid UTF-8 without NUL; a
+// URL with credentials is not sent to.
 func TestAnswersRecorded(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {
 		f := setup(t, db)
@@ -305,11 +306,18 @@ func TestAnswersRecorded(t *testing.T) {
 		defer long.Close()
 		epRedirect := f.endpoint(t, redirect.URL, endpointOpts{})
 		epLong := f.endpoint(t, long.URL, endpointOpts{})
+		// Registered past the admin API's check: refused as sent.
+		epCreds := f.endpoint(t, strings.Replace(target.URL, "http://", "http://user:secret@", 1), endpointOpts{})
 		f.categories(t, 1)
 		o := options()
 		o.Schedule = []time.Duration{}
 		start(t, db, o)
-		eventually(t, "both settled", func() bool { return settled(t, db, epRedirect, 1) && settled(t, db, epLong, 1) })
+		eventually(t, "all settled", func() bool {
+			return settled(t, db, epRedirect, 1) && settled(t, db, epLong, 1) && settled(t, db, epCreds, 1)
+		})
+		if ds := deliveries(t, db, epCreds); ds[0].State != webhookdelivery.StateFailed || !strings.Contains(ds[0].Error, "user name") {
+			t.Errorf("a URL with credentials: %s", describe(ds))
+		}
 		ds := deliveries(t, db, epRedirect)
 		if d := ds[0]; d.State != webhookdelivery.StateFailed || *d.StatusCode != http.StatusFound || !strings.Contains(d.Error, "redirects are not followed") ||
 			!strings.Contains(d.Error, target.URL) || elsewhere.Load() != 0 {

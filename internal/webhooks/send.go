@@ -61,6 +61,11 @@ func (d *Dispatcher) attempt(j *job) result {
 	if time.Until(j.lease) < d.opts.Timeout+leaseMargin {
 		return result{job: j, released: true}
 	}
+	// Checked again as sent (the admin API checks it at registration):
+	// Go's client would send a URL's user information as credentials.
+	if err := ValidateURL(j.endpoint.url, true); err != nil {
+		return result{job: j, err: "the endpoint's URL " + err.Error(), at: now()}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), d.opts.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.endpoint.url, bytes.NewReader(j.body))
