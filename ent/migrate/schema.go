@@ -461,9 +461,9 @@ var (
 		PrimaryKey: []*schema.Column{WebhookDeliveriesColumns[0]},
 		Indexes: []*schema.Index{
 			{
-				Name:    "webhookdelivery_state_next_attempt_at",
+				Name:    "webhookdelivery_endpoint_id_state_next_attempt_at",
 				Unique:  false,
-				Columns: []*schema.Column{WebhookDeliveriesColumns[5], WebhookDeliveriesColumns[7]},
+				Columns: []*schema.Column{WebhookDeliveriesColumns[2], WebhookDeliveriesColumns[5], WebhookDeliveriesColumns[7]},
 			},
 			{
 				Name:    "webhookdelivery_endpoint_id_created_at",

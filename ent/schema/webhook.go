@@ -69,11 +69,14 @@ func (WebhookDelivery) Fields() []ent.Field {
 	}
 }
 
-// Indexes of the WebhookDelivery: the due ones, an endpoint's log, and the
-// retention's scan.
+// Indexes of the WebhookDelivery: an endpoint's due ones (internal/webhooks
+// claims them endpoint by endpoint, so that one endpoint's backlog is never
+// scanned to reach another's; an index on the state alone would be one
+// more to rewrite at each outcome), an endpoint's log, and the retention's
+// scan.
 func (WebhookDelivery) Indexes() []ent.Index {
 	return []ent.Index{
-		index.Fields("state", "next_attempt_at"),
+		index.Fields("endpoint_id", "state", "next_attempt_at"),
 		index.Fields("endpoint_id", "created_at"),
 		index.Fields("created_at"),
 	}

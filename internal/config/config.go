@@ -73,6 +73,25 @@ type Config struct {
 	// ReadYourWrites is how long a token's reads avoid standbys that have
 	// not replayed its last write (0: only X-Min-Version does).
 	ReadYourWrites time.Duration
+
+	// EventRetention is how long the change log keeps events, and the
+	// webhook deliveries their delivery log (core.PruneEvents,
+	// webhooks.Prune).
+	EventRetention time.Duration
+	Webhooks       Webhooks
+}
+
+// Webhooks configures the delivery of events to webhook endpoints
+// (internal/webhooks, docs/webhooks.md).
+type Webhooks struct {
+	// AllowPrivate lets deliveries connect to loopback, private and
+	// link-local addresses: for endpoints on the operator's own network.
+	AllowPrivate bool
+	// Timeout bounds one attempt.
+	Timeout time.Duration
+	// Workers bounds the attempts this replica makes at once (0: it sends
+	// none, and leaves the deliveries to the other replicas).
+	Workers int
 }
 
 // Live configures subscriptions (docs/api.md, "Live updates").
@@ -181,6 +200,11 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		ReadYourWrites:             10 * time.Second,
 
 		IdempotencyWorkspaceMB: 64,
+
+		// core.DefaultEventRetention, webhooks.DefaultTimeout and
+		// webhooks.DefaultWorkers (the tests hold them equal).
+		EventRetention: 30 * 24 * time.Hour,
+		Webhooks:       Webhooks{Timeout: 10 * time.Second, Workers: 32},
 	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -204,6 +228,10 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		dur(&c.DBProbeInterval, "db-probe-interval", "PROCSVC_DB_PROBE_INTERVAL", "how often each PostgreSQL pool's server is probed; a silent or demoted primary has its connections aborted and /readyz turns 503 (0 disables)"),
 		dur(&c.DBProbeTimeout, "db-probe-timeout", "PROCSVC_DB_PROBE_TIMEOUT", "how long a probed server may take to answer before it counts as silent (100ms to 1m)"),
 		dur(&c.ReadYourWrites, "read-your-writes", "PROCSVC_READ_YOUR_WRITES", "with --database-read-url: for this long after a token's write, its reads skip standbys that have not replayed it (0: only the X-Min-Version header does)"),
+		dur(&c.EventRetention, "event-retention", "PROCSVC_EVENT_RETENTION", "how long the change log keeps events, and webhook endpoints their deliveries (1h to 8760h); a webhook delivery still being retried when its event is pruned fails"),
+		boolean(&c.Webhooks.AllowPrivate, "webhook-allow-private-addresses", "PROCSVC_WEBHOOK_ALLOW_PRIVATE_ADDRESSES", "let webhook deliveries connect to loopback, private (RFC 1918, fc00::/7), link-local, carrier-grade NAT and other non-public addresses; only for endpoints on a network the operator trusts every workspace admin with"),
+		dur(&c.Webhooks.Timeout, "webhook-timeout", "PROCSVC_WEBHOOK_TIMEOUT", "how long one webhook delivery attempt may take, connecting, sending and reading the answer, before it counts as failed (1s to 60s)"),
+		num(&c.Webhooks.Workers, "webhook-workers", "PROCSVC_WEBHOOK_WORKERS", "webhook delivery attempts this replica makes at once, at most a quarter of them to one endpoint (0 to 1000; 0: this replica sends no webhooks and leaves them to the others)"),
 		str(&c.LogFormat, "log-format", "PROCSVC_LOG_FORMAT", "log format: json or text"),
 		str(&c.LogLevel, "log-level", "PROCSVC_LOG_LEVEL", "log level: debug, info, warn or error"),
 		boolean(&c.Migrate, "migrate", "PROCSVC_MIGRATE", "apply pending PostgreSQL migrations before serving (SQLite always migrates)"),
@@ -354,6 +382,15 @@ func (c *Config) validate() error {
 	}
 	if c.ReadYourWrites < 0 || c.ReadYourWrites > time.Hour {
 		errs = append(errs, fmt.Errorf("invalid read-your-writes window %s: use 0 to 1h (--read-your-writes, PROCSVC_READ_YOUR_WRITES)", c.ReadYourWrites))
+	}
+	if c.EventRetention < time.Hour || c.EventRetention > 8760*time.Hour {
+		errs = append(errs, fmt.Errorf("invalid event retention %s: use 1h to 8760h (--event-retention, PROCSVC_EVENT_RETENTION)", c.EventRetention))
+	}
+	if c.Webhooks.Timeout < time.Second || c.Webhooks.Timeout > time.Minute {
+		errs = append(errs, fmt.Errorf("invalid webhook timeout %s: use 1s to 60s (--webhook-timeout, PROCSVC_WEBHOOK_TIMEOUT)", c.Webhooks.Timeout))
+	}
+	if c.Webhooks.Workers < 0 || c.Webhooks.Workers > 1000 {
+		errs = append(errs, fmt.Errorf("invalid webhook workers %d: use 0 to 1000 (--webhook-workers, PROCSVC_WEBHOOK_WORKERS)", c.Webhooks.Workers))
 	}
 	for flag, u := range map[string]string{"--database-read-url (DATABASE_READ_URL)": c.DatabaseReadURL, "--database-listen-url (DATABASE_LISTEN_URL)": c.DatabaseListenURL} {
 		if u != "" && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {

@@ -131,6 +131,39 @@ func (g *labelledGauges) Collect(ch chan<- prometheus.Metric) {
 	})
 }
 
+// Counters registers a counter of one label whose series are values, each
+// from 0, and returns what adds one to a value's series; a value not among
+// values is counted as "other" (labels stay bounded). A name registered
+// twice keeps the first, and its function counts nothing.
+func (m *Metrics) Counters(name, help, label string, values []string) (inc func(value string)) {
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label})
+	if err := m.registry.Register(vec); err != nil {
+		return func(string) {}
+	}
+	series := map[string]prometheus.Counter{}
+	for _, v := range append(values, "other") {
+		series[v] = vec.WithLabelValues(v)
+	}
+	return func(v string) {
+		c, ok := series[v]
+		if !ok {
+			c = series["other"]
+		}
+		c.Inc()
+	}
+}
+
+// Histogram registers a histogram of buckets and returns what observes a
+// value. A name registered twice keeps the first, and its function
+// observes nothing.
+func (m *Metrics) Histogram(name, help string, buckets []float64) (observe func(float64)) {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+	if err := m.registry.Register(h); err != nil {
+		return func(float64) {}
+	}
+	return h.Observe
+}
+
 // OperationNames reports whether m labels requests with GraphQL operation
 // names, and so must not be served on the API listener.
 func (m *Metrics) OperationNames() bool { return m != nil && m.operationNames }

@@ -136,3 +136,33 @@ func TestOperationNames(t *testing.T) {
 		t.Fatalf("WithOperationNames does not label the operation:\n%s", strings.Join(series(out, "procsvc_http_requests_total"), "\n"))
 	}
 }
+
+// TestCountersAndHistogram: a labelled counter shows each of its values
+// from 0 and counts any other value as "other"; a histogram observes.
+func TestCountersAndHistogram(t *testing.T) {
+	m := metrics.New(nil)
+	inc := m.Counters("procsvc_test_outcomes_total", "test", "outcome", []string{"a", "b"})
+	observe := m.Histogram("procsvc_test_seconds", "test", []float64{0.1, 1})
+	inc("a")
+	inc("a")
+	inc("zzz")
+	observe(0.5)
+	got := scrape(t, m)
+	for _, want := range []string{
+		`procsvc_test_outcomes_total{outcome="a"} 2`,
+		`procsvc_test_outcomes_total{outcome="b"} 0`,
+		`procsvc_test_outcomes_total{outcome="other"} 1`,
+		`procsvc_test_seconds_bucket{le="0.1"} 0`,
+		`procsvc_test_seconds_bucket{le="1"} 1`,
+		`procsvc_test_seconds_count 1`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("exposition lacks %q", want)
+		}
+	}
+	// Registered twice: the first stays, the second counts nothing.
+	m.Counters("procsvc_test_outcomes_total", "test", "outcome", []string{"a"})("a")
+	if !strings.Contains(scrape(t, m), `procsvc_test_outcomes_total{outcome="a"} 2`) {
+		t.Error("a second registration changed the first's series")
+	}
+}

@@ -97,7 +97,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	defer idempotency.New(db.Client, idempotency.Options{Log: log}).StartPurger(ctx, 0)()
 	// The metrics listener too is bound before bootstrap, for the same
 	// reason as the API's.
-	var m *metrics.Metrics
+	m := metrics.New(db.SQL)
 	if cfg.MetricsAddr != "" {
 		m = metrics.New(db.SQL, metrics.WithOperationNames())
 		stop, err := serveMetrics(cfg, m, log)
@@ -106,6 +106,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		}
 		defer stop()
 	}
+	// Events are sent to webhooks from the change log, woken by every
+	// commit the hub hears; the log and the deliveries are pruned hourly.
+	// Both stop before the database closes.
+	defer startWebhooks(cfg.Webhooks, db, hub, m, log)()
+	defer startRetention(ctx, svc, db, cfg.EventRetention, DefaultRetentionEvery, log)()
 	if err := bootstrap(ctx, svc, cfg.BootstrapToken, out); err != nil {
 		return err
 	}

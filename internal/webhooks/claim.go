@@ -1,0 +1,171 @@
+package webhooks
+
+// Claims: the due deliveries a fan-out did not hand to its replica at
+// once (no room, a retry that came due, a redelivery, a lease that expired
+// with the replica that held it), leased endpoint by endpoint so that one
+// endpoint's backlog never stands in front of another's. On PostgreSQL the
+// rows are locked FOR UPDATE SKIP LOCKED until the lease is set, so two
+// replicas never lease the same delivery; SQLite's BEGIN IMMEDIATE
+// serialises the one process's claims.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"entgo.io/ent/dialect/sql"
+	"github.com/google/uuid"
+
+	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/ent/event"
+	"github.com/procsvc/procsvc/ent/webhookdelivery"
+	"github.com/procsvc/procsvc/ent/webhookendpoint"
+)
+
+// claimEndpoints bounds the endpoints one claim leases from; the next
+// claim goes on from where it stopped.
+const claimEndpoints = 100
+
+// claim leases the due deliveries of the enabled endpoints this replica
+// has room for, and queues them.
+func (d *Dispatcher) claim(ctx context.Context) (err error) {
+	// The enabled endpoints with a delivery to claim, in one read (most
+	// polls find none, and take no transaction): each endpoint's due
+	// deliveries are a range of the index (endpoint_id, state,
+	// next_attempt_at), in which only the leased ones are passed over.
+	at := now()
+	eps, err := d.client.WebhookEndpoint.Query().Where(webhookendpoint.Enabled(true), func(s *sql.Selector) {
+		s.Where(sql.P(func(b *sql.Builder) {
+			b.WriteString(`EXISTS (SELECT 1 FROM "` + webhookdelivery.Table + `" AS "due" WHERE "due"."endpoint_id" = ` +
+				s.C(webhookendpoint.FieldID) + ` AND "due"."state" = `).Arg(webhookdelivery.StatePending.String()).
+				WriteString(` AND "due"."next_attempt_at" <= `).Arg(at).
+				WriteString(` AND ("due"."lease_until" IS NULL OR "due"."lease_until" <= `).Arg(at).WriteString("))")
+		}))
+	}).Order(webhookendpoint.ByID()).
+		Select(webhookendpoint.FieldID, webhookendpoint.FieldWorkspaceID, webhookendpoint.FieldURL, webhookendpoint.FieldSecret).
+		All(ctx)
+	if err != nil || len(eps) == 0 {
+		return err
+	}
+	start := d.claimFrom % len(eps)
+	n := min(len(eps), claimEndpoints)
+	d.claimFrom = start + n
+	var grants []*grant
+	for i := range n {
+		ep := eps[(start+i)%len(eps)]
+		g := &grant{endpoint: &endpoint{id: ep.ID, workspaceID: ep.WorkspaceID, url: ep.URL, secret: ep.Secret}}
+		if g.granted = d.lanes.take(ep.ID, d.opts.Held); g.granted > 0 {
+			grants = append(grants, g)
+		}
+	}
+	if len(grants) == 0 {
+		return nil
+	}
+	defer func() {
+		if err != nil {
+			for _, g := range grants {
+				d.lanes.fill(g.endpoint.id, g.granted, nil, true)
+			}
+		}
+	}()
+	claimed, err := d.lease(ctx, grants)
+	if err != nil {
+		return err
+	}
+	bodies, err := d.bodies(ctx, claimed)
+	if err != nil {
+		// Leased but not to be sent now: their leases expire, and they
+		// are claimed again.
+		return err
+	}
+	for _, g := range grants {
+		var jobs []*job
+		for _, dl := range claimed[g.endpoint.id] {
+			j := &job{id: dl.ID, endpoint: g.endpoint, eventID: dl.EventID, attempts: dl.Attempts, lease: *dl.LeaseUntil}
+			if e, ok := bodies[dl.EventID]; ok {
+				j.eventType, j.eventAt, j.body, j.missing = e.kind, e.at, e.body, e.missing
+			} else {
+				j.missing = "the event is no longer retained (--event-retention)"
+			}
+			jobs = append(jobs, j)
+		}
+		d.release(d.lanes.fill(g.endpoint.id, g.granted, jobs, len(jobs) == g.granted))
+	}
+	return nil
+}
+
+// lease leases up to each grant's room of its endpoint's due deliveries,
+// in one transaction, and returns them by endpoint.
+func (d *Dispatcher) lease(ctx context.Context, grants []*grant) (map[uuid.UUID][]*ent.WebhookDelivery, error) {
+	tx, err := d.client.Tx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	at := now()
+	until := at.Add(d.opts.Lease)
+	out := map[uuid.UUID][]*ent.WebhookDelivery{}
+	var leased []uuid.UUID
+	for _, g := range grants {
+		q := tx.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(g.endpoint.id),
+			webhookdelivery.StateEQ(webhookdelivery.StatePending), webhookdelivery.NextAttemptAtLTE(at),
+			webhookdelivery.Or(webhookdelivery.LeaseUntilIsNil(), webhookdelivery.LeaseUntilLTE(at))).
+			Order(webhookdelivery.ByNextAttemptAt()).Limit(g.granted).
+			Select(webhookdelivery.FieldID, webhookdelivery.FieldEventID, webhookdelivery.FieldAttempts)
+		if d.postgres {
+			q.ForUpdate(sql.WithLockAction(sql.SkipLocked))
+		}
+		rows, err := q.All(ctx)
+		if err != nil {
+			return nil, errors.Join(err, tx.Rollback())
+		}
+		for _, r := range rows {
+			r.LeaseUntil = &until
+			leased = append(leased, r.ID)
+		}
+		out[g.endpoint.id] = rows
+	}
+	if len(leased) == 0 {
+		return out, tx.Rollback()
+	}
+	if err := tx.WebhookDelivery.Update().Where(webhookdelivery.IDIn(leased...)).SetLeaseUntil(until).Exec(ctx); err != nil {
+		return nil, errors.Join(err, tx.Rollback())
+	}
+	return out, tx.Commit()
+}
+
+// rendered is an event as its deliveries send it.
+type rendered struct {
+	kind    string
+	at      time.Time
+	body    []byte
+	missing string
+}
+
+// bodies reads and renders the events of the claimed deliveries, in
+// statements of at most insertChunk ids. An event not found has been
+// pruned.
+func (d *Dispatcher) bodies(ctx context.Context, claimed map[uuid.UUID][]*ent.WebhookDelivery) (map[uuid.UUID]rendered, error) {
+	seen := map[uuid.UUID]bool{}
+	var want []uuid.UUID
+	for _, rows := range claimed {
+		for _, r := range rows {
+			if !seen[r.EventID] {
+				seen[r.EventID] = true
+				want = append(want, r.EventID)
+			}
+		}
+	}
+	out := map[uuid.UUID]rendered{}
+	cache := map[uuid.UUID][]byte{}
+	for start := 0; start < len(want); start += insertChunk {
+		evs, err := d.client.Event.Query().Where(event.IDIn(want[start:min(start+insertChunk, len(want))]...)).All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range evs {
+			body, missing := d.bodyOf(e, cache)
+			out[e.ID] = rendered{kind: e.Kind, at: e.CreatedAt, body: body, missing: missing}
+		}
+	}
+	return out, nil
+}
