@@ -99,6 +99,9 @@ type Live struct {
 	// SubscriptionsPerToken bounds the subscriptions one token holds open
 	// at once, on each replica.
 	SubscriptionsPerToken int
+	// ReplayLimit bounds the events a resumed subscription is replayed
+	// from the change log (docs/api.md, "Resuming a subscription").
+	ReplayLimit int
 	// Buffer is how many events a subscriber may lag behind before its
 	// subscription is closed (it then resubscribes and refetches).
 	Buffer int
@@ -187,7 +190,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		AI:                generate.Config{Provider: generate.ProviderTemplate, Timeout: generate.DefaultTimeout, MaxRetries: generate.DefaultMaxRetries},
 		RateLimit:         RateLimit{Rate: 50, Burst: 200},
 		AuthFailures:      AuthFailures{Rate: 5, Burst: 100},
-		Live: Live{SubscriptionsPerToken: 20, Buffer: 64, WebSocketsPerToken: 20, MaxConnections: 10_000,
+		Live: Live{SubscriptionsPerToken: 20, Buffer: 64, ReplayLimit: 1000, WebSocketsPerToken: 20, MaxConnections: 10_000,
 			Recheck: 30 * time.Second, WriteTimeout: 15 * time.Second, FlushInterval: 40 * time.Millisecond, CacheMB: 16,
 			OperationsPerWorkspace: 100},
 
@@ -254,6 +257,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		str(&c.ClientIPHeader, "client-ip-header", "PROCSVC_CLIENT_IP_HEADER", "header a trusted reverse proxy sets to the client's address, e.g. X-Forwarded-For: its right-most entry is the client address (default: none, the connection's remote address; never set it without such a proxy)"),
 		num(&c.Live.SubscriptionsPerToken, "subscriptions-per-token", "PROCSVC_SUBSCRIPTIONS_PER_TOKEN", "live updates: subscriptions one token may hold open at once on this replica (1 to 1000); one more is refused with rate_limited"),
 		num(&c.Live.Buffer, "subscription-buffer", "PROCSVC_SUBSCRIPTION_BUFFER", "live updates: events a subscriber may lag behind before its subscription is closed with an error, to be resubscribed (1 to 100000)"),
+		num(&c.Live.ReplayLimit, "subscription-replay-limit", "PROCSVC_SUBSCRIPTION_REPLAY_LIMIT", "live updates: events a subscription resumed with afterVersion is replayed from the change log at most (1 to 100000); one further behind is sent REFETCH instead"),
 		num(&c.Live.WebSocketsPerToken, "websockets-per-token", "PROCSVC_WEBSOCKETS_PER_TOKEN", "live updates: WebSockets one token may hold open at once on this replica, with or without subscriptions (1 to 1000); one more is closed with 4429"),
 		num(&c.Live.MaxConnections, "max-live-connections", "PROCSVC_MAX_LIVE_CONNECTIONS", "live updates: WebSockets and Server-Sent Events streams this replica holds open at once (1 to 1000000); one more is refused with 503 unavailable"),
 		dur(&c.Live.Recheck, "subscription-recheck", "PROCSVC_SUBSCRIPTION_RECHECK", "live updates: how often an open subscription re-authenticates its token when no access change was announced, the longest a revocation nobody announced goes unnoticed (1s to 1h)"),
@@ -362,6 +366,9 @@ func (c *Config) validate() error {
 	}
 	if c.Live.CacheMB < 1 || c.Live.CacheMB > 4096 {
 		errs = append(errs, fmt.Errorf("invalid live cache size %d MB: use 1 to 4096 (--live-cache-mb, PROCSVC_LIVE_CACHE_MB)", c.Live.CacheMB))
+	}
+	if c.Live.ReplayLimit < 1 || c.Live.ReplayLimit > 100_000 {
+		errs = append(errs, fmt.Errorf("invalid subscription replay limit %d: use 1 to 100000 (--subscription-replay-limit, PROCSVC_SUBSCRIPTION_REPLAY_LIMIT)", c.Live.ReplayLimit))
 	}
 	if c.Live.Buffer < 1 || c.Live.Buffer > 100_000 {
 		errs = append(errs, fmt.Errorf("invalid subscription buffer %d: use 1 to 100000 (--subscription-buffer, PROCSVC_SUBSCRIPTION_BUFFER)", c.Live.Buffer))

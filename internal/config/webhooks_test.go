@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/internal/config"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/webhooks"
@@ -64,5 +65,30 @@ func TestWebhookSettings(t *testing.T) {
 	if _, err := load(nil, map[string]string{"PROCSVC_WEBHOOK_ALLOW_PRIVATE_ADDRESSES": "maybe"}); err == nil ||
 		!strings.Contains(err.Error(), "PROCSVC_WEBHOOK_ALLOW_PRIVATE_ADDRESSES") {
 		t.Errorf("a bad boolean: %v, want a refusal naming the variable", err)
+	}
+}
+
+// TestReplayLimitSetting: --subscription-replay-limit defaults to
+// live.DefaultReplayLimit, is read from its variable, and is refused out of
+// range.
+func TestReplayLimitSetting(t *testing.T) {
+	load := func(args []string, env map[string]string) (config.Config, error) {
+		var c config.Config
+		fs, applyEnv := c.FlagSet("serve", io.Discard)
+		if err := fs.Parse(args); err != nil {
+			return c, err
+		}
+		return c, applyEnv(func(k string) string { return env[k] })
+	}
+	if c, err := load(nil, nil); err != nil || c.Live.ReplayLimit != live.DefaultReplayLimit {
+		t.Fatalf("default: %d (%v); want %d", c.Live.ReplayLimit, err, live.DefaultReplayLimit)
+	}
+	if c, err := load(nil, map[string]string{"PROCSVC_SUBSCRIPTION_REPLAY_LIMIT": "50"}); err != nil || c.Live.ReplayLimit != 50 {
+		t.Fatalf("from the environment: %d (%v); want 50", c.Live.ReplayLimit, err)
+	}
+	for _, bad := range []string{"0", "100001", "-5"} {
+		if _, err := load([]string{"--subscription-replay-limit", bad}, nil); err == nil || !strings.Contains(err.Error(), "--subscription-replay-limit") {
+			t.Errorf("--subscription-replay-limit %s: %v, want a refusal naming the setting", bad, err)
+		}
 	}
 }

@@ -118,7 +118,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		Handler: NewHandler(Deps{DB: db, Service: svc, Log: log, Metrics: m, ResponseCacheBytes: int64(cfg.ResponseCacheMB) << 20,
 			RequestTimeout: cfg.WriteTimeout, RateLimit: limiter, IdempotencyTTL: cfg.IdempotencyKeyTTL,
 			IdempotencyWorkspaceBytes: int64(cfg.IdempotencyWorkspaceMB) << 20, Hub: hub, MaxResponseBytes: cfg.MaxResponseMB << 20,
-			Live: live.Options{MaxPerToken: cfg.Live.SubscriptionsPerToken, Buffer: cfg.Live.Buffer, Origins: cfg.Live.WebSocketOrigins,
+			Live: live.Options{MaxPerToken: cfg.Live.SubscriptionsPerToken, Buffer: cfg.Live.Buffer, ReplayLimit: cfg.Live.ReplayLimit, Origins: cfg.Live.WebSocketOrigins,
 				WebSocketsPerToken: cfg.Live.WebSocketsPerToken, MaxConnections: cfg.Live.MaxConnections,
 				Recheck: cfg.Live.Recheck, WriteTimeout: cfg.Live.WriteTimeout, FlushInterval: cfg.Live.FlushInterval, CacheBytes: int64(cfg.Live.CacheMB) << 20,
 				OperationsPerWorkspace: cfg.Live.OperationsPerWorkspace},
