@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 
-	"entgo.io/ent/dialect"
 	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
 
@@ -459,29 +458,13 @@ func (s *Service) historyRows(ctx context.Context, v *viewer.Viewer, lists []*hi
 	// One lateral read serves every list when they share the slice: always
 	// but for a list at a cursor, which is one procedure's.
 	lateral := len(todo) == 1 || len(todo[0].slice.bounds) == 0
-	inBranches := func(sel *sql.Selector) {
-		sel.Where(sql.P(func(b *sql.Builder) {
-			b.WriteString(sel.C(event.FieldID) + " IN (")
-			if lateral && sel.Dialect() == dialect.Postgres {
-				procs := make([]uuid.UUID, len(todo))
-				for i, l := range todo {
-					procs[i] = l.procedure
-				}
-				b.WriteString(`SELECT "b"."id" FROM unnest(`).Arg(uuidArray(procs)).WriteString(`::uuid[]) AS "parent"("id") CROSS JOIN LATERAL (`)
-				b.Join(branch(todo[0], func(b *sql.Builder, column string) { b.WriteString(column + ` = "parent"."id"`) }))
-				b.WriteString(`) AS "b")`)
-				return
-			}
-			for i, l := range todo {
-				if i > 0 {
-					b.WriteString(" UNION ALL ")
-				}
-				br := branch(l, func(b *sql.Builder, column string) { b.WriteString(column + " = ").Arg(l.procedure) })
-				b.WriteString(`SELECT "id" FROM (`).Join(br).WriteString(`) AS "b` + strconv.Itoa(i) + `"`)
-			}
-			b.WriteString(")")
-		}))
+	procs := make([]uuid.UUID, len(todo))
+	for i, l := range todo {
+		procs[i] = l.procedure
 	}
+	inBranches := inSlices(event.FieldID, procs, lateral, func(i int, procedure func(b *sql.Builder, column string)) *sql.Selector {
+		return branch(todo[i], procedure)
+	})
 	// Every list shares the window, so the slices share one order.
 	return s.client.Event.Query().Where(inBranches).Order(orderBy[event.OrderOption](&todo[0].slice)).
 		Select(eventColumns...).All(ctx)

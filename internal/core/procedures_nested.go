@@ -260,31 +260,43 @@ func (s *Service) nestedRows(ctx context.Context, v *viewer.Viewer, edge Parent,
 	// One lateral read serves every list when they share the slice: always
 	// but for a list at a cursor, which is one parent's.
 	lateral := len(todo) == 1 || len(todo[0].slice.bounds) == 0
-	inBranches := func(sel *sql.Selector) {
+	parents := make([]uuid.UUID, len(todo))
+	for i, l := range todo {
+		parents[i] = l.parent
+	}
+	inBranches := inSlices(procedure.FieldID, parents, lateral, func(i int, parent func(b *sql.Builder, column string)) *sql.Selector {
+		return branch(todo[i], parent)
+	})
+	// Every list shares the window, so the slices share one order.
+	return s.client.Procedure.Query().Where(inBranches).Order(orderBy[procedure.OrderOption](&todo[0].slice)).All(ctx)
+}
+
+// inSlices selects, by idColumn, the rows of each parent's slice of a
+// nested list: branch(i, parent) is the read of parents[i]'s slice, parent
+// writing the condition on the parent's column. On PostgreSQL, when the
+// slices share their bounds (lateral), one lateral read over the parents
+// serves them all; otherwise each parent's branch is a UNION ALL term.
+func inSlices(idColumn string, parents []uuid.UUID, lateral bool,
+	branch func(i int, parent func(b *sql.Builder, column string)) *sql.Selector) func(*sql.Selector) {
+	return func(sel *sql.Selector) {
 		sel.Where(sql.P(func(b *sql.Builder) {
-			b.WriteString(sel.C(procedure.FieldID) + " IN (")
+			b.WriteString(sel.C(idColumn) + " IN (")
 			if lateral && sel.Dialect() == dialect.Postgres {
-				ids := make([]uuid.UUID, len(todo))
-				for i, l := range todo {
-					ids[i] = l.parent
-				}
-				b.WriteString(`SELECT "b"."id" FROM unnest(`).Arg(uuidArray(ids)).WriteString(`::uuid[]) AS "parent"("id") CROSS JOIN LATERAL (`)
-				b.Join(branch(todo[0], func(b *sql.Builder, column string) { b.WriteString(column + ` = "parent"."id"`) }))
+				b.WriteString(`SELECT "b"."id" FROM unnest(`).Arg(uuidArray(parents)).WriteString(`::uuid[]) AS "parent"("id") CROSS JOIN LATERAL (`)
+				b.Join(branch(0, func(b *sql.Builder, column string) { b.WriteString(column + ` = "parent"."id"`) }))
 				b.WriteString(`) AS "b")`)
 				return
 			}
-			for i, l := range todo {
+			for i, p := range parents {
 				if i > 0 {
 					b.WriteString(" UNION ALL ")
 				}
-				br := branch(l, func(b *sql.Builder, column string) { b.WriteString(column + " = ").Arg(l.parent) })
+				br := branch(i, func(b *sql.Builder, column string) { b.WriteString(column + " = ").Arg(p) })
 				b.WriteString(`SELECT "id" FROM (`).Join(br).WriteString(`) AS "b` + strconv.Itoa(i) + `"`)
 			}
 			b.WriteString(")")
 		}))
 	}
-	// Every list shares the window, so the slices share one order.
-	return s.client.Procedure.Query().Where(inBranches).Order(orderBy[procedure.OrderOption](&todo[0].slice)).All(ctx)
 }
 
 // uuidArray is ids as a PostgreSQL array literal.
