@@ -181,7 +181,7 @@ func TestOpenAPIPagingParametersAreBoundedIntegers(t *testing.T) {
 		"GET /procedures": procedures, "GET /procedures/{id}/comments": comments,
 		"GET /projects": lists, "GET /categories": lists, "GET /members": lists,
 		"GET /webhooks/{id}/deliveries": lists,
-		"GET /procedures/{id}/history": history, "GET /events": events,
+		"GET /procedures/{id}/history":  history, "GET /events": events,
 	} {
 		if route != "GET /webhooks/{id}/deliveries" { // paged by cursor
 			want[route+" page"] = page
