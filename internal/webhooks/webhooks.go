@@ -35,6 +35,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/ent/webhookendpoint"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -311,6 +312,10 @@ func (d *Dispatcher) fanOutLoop() {
 	tick := time.NewTicker(d.opts.PollInterval)
 	defer tick.Stop()
 	wake := d.opts.Wake
+	// none: the last poll found no enabled endpoint at all. Wake-ups are
+	// then ignored until the next poll finds one (its first events wait
+	// for it): a server without webhooks reads nothing per commit.
+	none := false
 	for {
 		select {
 		case <-d.ctx.Done():
@@ -321,6 +326,11 @@ func (d *Dispatcher) fanOutLoop() {
 				wake = nil
 			}
 		case <-tick.C:
+			any, err := d.client.WebhookEndpoint.Query().Where(webhookendpoint.Enabled(true)).Exist(d.ctx)
+			none = err == nil && !any
+		}
+		if none {
+			continue
 		}
 		for {
 			more, err := d.fanOut(d.ctx)
