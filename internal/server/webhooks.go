@@ -52,7 +52,7 @@ func startWebhooks(cfg config.Webhooks, db *database.DB, hub *events.Hub, m *met
 		},
 	})
 	m.Gauge("procsvc_webhook_deliveries_pending",
-		"webhook deliveries still to be sent, of every replica and workspace (counted up to 100000 at each scrape)",
+		"webhook deliveries still to be sent, of every replica and workspace (counted up to 100000 at each scrape; -1 when the count failed)",
 		func() float64 {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()

@@ -505,3 +505,24 @@ func TestPrune(t *testing.T) {
 		}
 	})
 }
+
+// TestClaimsWhenALaneRunsDry: deliveries a fan-out had no room to lease
+// are claimed as soon as the endpoint's lane runs dry, not at the next
+// poll (here, never).
+func TestClaimsWhenALaneRunsDry(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		f := setup(t, db)
+		rc := newReceiver(t, nil)
+		ep := f.endpoint(t, rc.URL, endpointOpts{})
+		const n = 25
+		f.categories(t, n)
+		o := options()
+		o.PollInterval, o.Held = time.Hour, 3
+		d := start(t, db, o)
+		d.Notify()
+		eventually(t, "every delivery settled", func() bool { return settled(t, db, ep, n) })
+		if got := len(rc.received()); got != n {
+			t.Errorf("received %d, want %d", got, n)
+		}
+	})
+}

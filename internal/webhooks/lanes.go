@@ -33,19 +33,26 @@ type job struct {
 	attempts int
 	// lease is when the lease this replica holds ends.
 	lease time.Time
+	// held: queued in a lane, whose room it holds until recorded.
+	held bool
 }
 
 type lane struct {
 	queue    []*job
 	inflight int
-	// reserved counts deliveries granted (take) and not yet filled.
-	reserved int
+	// reserved counts deliveries granted (take) and not yet filled;
+	// unrecorded, those attempted (or handed back) whose outcome is not
+	// yet written: a replica holds a delivery until then, so that a
+	// recorder that falls behind slows the fan-out and the claims instead
+	// of letting queues outlive their leases.
+	reserved   int
+	unrecorded int
 	// more: the last claim or fan-out for this endpoint left deliveries
 	// it had no room for; claim again once the lane runs dry.
 	more bool
 }
 
-func (l *lane) held() int { return len(l.queue) + l.inflight + l.reserved }
+func (l *lane) held() int { return len(l.queue) + l.inflight + l.reserved + l.unrecorded }
 
 type lanes struct {
 	mu                                    sync.Mutex
@@ -113,6 +120,9 @@ func (ls *lanes) fill(id uuid.UUID, granted int, jobs []*job, more bool) (refuse
 	if ls.closed {
 		ls.drop(id, l)
 		return jobs
+	}
+	for _, j := range jobs {
+		j.held = true
 	}
 	l.queue = append(l.queue, jobs...)
 	ls.total += len(jobs)
@@ -192,14 +202,31 @@ func (ls *lanes) done(j *job, slow bool) {
 	}
 	l := ls.byID[id]
 	l.inflight--
+	l.unrecorded++
 	ls.busy--
-	ls.total--
-	if l.more && len(l.queue) == 0 && !ls.closed {
-		l.more = false
-		ls.kick()
-	}
-	ls.drop(id, l)
 	ls.pump()
+}
+
+// recorded is told that the outcomes of jobs have been written (or given
+// up on): the room they held is free.
+func (ls *lanes) recorded(jobs []*job) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for _, j := range jobs {
+		if !j.held {
+			continue
+		}
+		j.held = false
+		id := j.endpoint.id
+		l := ls.byID[id]
+		l.unrecorded--
+		ls.total--
+		if l.more && len(l.queue) == 0 && !ls.closed {
+			l.more = false
+			ls.kick()
+		}
+		ls.drop(id, l)
+	}
 }
 
 // close stops handing out jobs and returns those still queued, to be
@@ -214,7 +241,7 @@ func (ls *lanes) close() []*job {
 	var queued []*job
 	for _, l := range ls.byID {
 		queued = append(queued, l.queue...)
-		ls.total -= len(l.queue)
+		l.unrecorded += len(l.queue) // handed back, and recorded so
 		l.queue = nil
 	}
 	close(ls.work)

@@ -156,6 +156,11 @@ func (d *Dispatcher) flush(batch []result) {
 		case <-time.After(time.Duration(try+1) * 200 * time.Millisecond):
 		}
 	}
+	jobs := make([]*job, len(batch))
+	for i, r := range batch {
+		jobs[i] = r.job
+	}
+	d.lanes.recorded(jobs)
 	if err != nil {
 		d.log.Error("webhooks: outcomes not recorded: their deliveries will be sent again once their leases end",
 			"deliveries", len(batch), "error", err.Error())

@@ -244,6 +244,9 @@ func New(client *ent.Client, dialect string, opts Options) *Dispatcher {
 		rand:    rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
 	d.lanes = newLanes(opts.Workers, opts.PerEndpoint, opts.Held, opts.HeldTotal)
+	// A lane that ran dry with deliveries left in the database asks for
+	// a claim at once, not at the next poll.
+	d.lanes.kick = func() { kick(d.claimKick) }
 	return d
 }
 
