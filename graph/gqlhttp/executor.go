@@ -11,7 +11,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
-	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
@@ -46,8 +45,7 @@ func NewExecutor(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, lv *li
 	}
 	// Each transport answers refused variables in REST's words
 	// (input_variables.go).
-	srv.AddTransport(variablesChecked{direct{transport.GET{}}})
-	srv.AddTransport(variablesChecked{direct{transport.POST{}}})
+	srv.AddTransport(variablesChecked{direct{decoded{}}})
 	srv.SetQueryCache(queries)
 	srv.SetParserTokenLimit(MaxTokens)
 	srv.SetValidationRulesFn(validationRules)

@@ -3,7 +3,6 @@ package gqlhttp
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -177,13 +176,15 @@ func (g *guard) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 
 // serveGet serves a GET request: queries only, answered as JSON.
 func (g *guard) serveGet(w http.ResponseWriter, r *http.Request, n negotiation) {
-	if err := g.checkGet(r); err != nil {
+	req, err := g.checkGet(r)
+	if err != nil {
 		if apperr.CodeOf(err) == apperr.MethodNotAllowed {
 			w.Header().Set("Allow", "POST")
 		}
 		g.writeErr(w, r, err)
 		return
 	}
+	r = r.WithContext(gqlrequest.NewContext(r.Context(), req))
 	media := n.media
 	if media == mediaEventStream {
 		media = mediaJSON
@@ -261,46 +262,28 @@ func withAccept(r *http.Request, media string) *http.Request {
 	return r2
 }
 
-// checkGet validates a GET request's parameters the way the POST body is
-// validated, and refuses mutations, which GET must not run.
-func (g *guard) checkGet(r *http.Request) error {
-	// gqlgen parses the query string strictly and answers a failure in its
-	// own shape; refuse what it would refuse first.
+// checkGet decodes and validates a GET request's parameters the way the
+// POST body is (gqlrequest.FromQuery), and refuses mutations, which GET
+// must not run. It returns the decoded request, which the executor runs.
+func (g *guard) checkGet(r *http.Request) (*gqlrequest.Request, error) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return apperr.New(apperr.BadRequest, "the query string cannot be parsed")
+		return nil, apperr.New(apperr.BadRequest, "the query string cannot be parsed")
 	}
-	for _, name := range []string{"variables", "extensions"} {
-		if v := q.Get(name); v != "" {
-			var obj map[string]any
-			if err := json.Unmarshal([]byte(v), &obj); err != nil {
-				return apperr.Invalid(name, "must be a JSON object")
-			}
-			if err := gqlrequest.CheckText([]byte(v), ""); err != nil {
-				return err
-			}
-		}
+	req, err := gqlrequest.FromQuery(q)
+	if err != nil || req.Query == "" {
+		return req, err
 	}
-	query := q.Get("query")
-	if err := gqlrequest.CheckText(nil, query); err != nil {
-		return err
-	}
-	if query == "" {
-		if q.Get("extensions") == "" {
-			return apperr.New(apperr.BadRequest, "a GET request needs a query parameter")
-		}
-		return nil
-	}
-	doc := g.document(r.Context(), query)
+	doc := g.document(r.Context(), req.Query)
 	if doc == nil {
-		return nil
+		return req, nil
 	}
-	op := doc.Operations.ForName(q.Get("operationName"))
+	op := doc.Operations.ForName(req.OperationName)
 	if op == nil && len(doc.Operations) == 1 {
 		op = doc.Operations[0]
 	}
 	if op != nil && op.Operation != ast.Query {
-		return apperr.New(apperr.MethodNotAllowed, "GET runs queries only; send %s operations with POST", op.Operation)
+		return nil, apperr.New(apperr.MethodNotAllowed, "GET runs queries only; send %s operations with POST", op.Operation)
 	}
-	return nil
+	return req, nil
 }

@@ -11,9 +11,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/jsontext"
@@ -53,6 +58,43 @@ func Decode(raw []byte) (*Request, error) {
 		return nil, err
 	}
 	return &req, nil
+}
+
+// FromQuery decodes a GET request's parameters (query, operationName, and
+// variables and extensions as JSON objects) by Decode's rules: numbers kept
+// as sent, numbers beyond a float64 refused, text that is not valid Unicode
+// refused. Errors: bad_request (no query; a number beyond a float64),
+// validation_failed (variables or extensions not a JSON object, or text that
+// is not valid Unicode, see CheckText).
+func FromQuery(q url.Values) (*Request, error) {
+	req := &Request{Query: q.Get("query"), OperationName: q.Get("operationName")}
+	for _, p := range []struct {
+		name string
+		into *map[string]any
+	}{{"variables", &req.Variables}, {"extensions", &req.Extensions}} {
+		v := q.Get(p.name)
+		if v == "" {
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(v))
+		dec.UseNumber()
+		if err := dec.Decode(p.into); err != nil || dec.More() {
+			return nil, apperr.Invalid(p.name, "must be a JSON object")
+		}
+		if !representable(*p.into) {
+			return nil, apperr.New(apperr.BadRequest, "%s holds a number beyond a 64-bit float", p.name)
+		}
+		if err := CheckText([]byte(v), ""); err != nil {
+			return nil, err
+		}
+	}
+	if err := CheckText(nil, req.Query); err != nil {
+		return nil, err
+	}
+	if req.Query == "" && req.Extensions == nil {
+		return nil, apperr.New(apperr.BadRequest, "a GET request needs a query parameter")
+	}
+	return req, nil
 }
 
 // representable reports whether every number in v is a float64, as a
@@ -144,6 +186,36 @@ func (r *Request) Payload() []byte {
 		return nil
 	}
 	return b
+}
+
+// Of returns the request r carries: the one its guard decoded (NewContext),
+// or, where no guard ran (a test serving the executor alone), r's query
+// string or body (at most maxBody bytes) decoded now by the same rules.
+// Errors: Decode's and FromQuery's; bad_request when the body cannot be
+// read.
+func Of(r *http.Request, maxBody int64) (*Request, error) {
+	if req := FromContext(r.Context()); req != nil {
+		return req, nil
+	}
+	if r.Method == http.MethodGet {
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			return nil, apperr.New(apperr.BadRequest, "the query string cannot be parsed")
+		}
+		return FromQuery(q)
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+	if err != nil {
+		return nil, apperr.New(apperr.BadRequest, "the request body could not be read")
+	}
+	return Decode(raw)
+}
+
+// Refusal is err, a request's refusal by Of, as the executor's errors
+// carry it: its message and code.
+func Refusal(err error) gqlerror.List {
+	ae := apperr.From(err)
+	return gqlerror.List{{Message: ae.Message, Extensions: map[string]any{"code": string(ae.Code)}}}
 }
 
 type ctxKey struct{}

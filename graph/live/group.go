@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/google/uuid"
@@ -273,7 +274,7 @@ func (g *group) prepare(e events.Event) (se streamEvent, send bool) {
 	// Rendered once, here, and handed to every subscriber: only a REFETCH,
 	// which subscribers render once they have checked their credential,
 	// goes through the renderings cache (deliver).
-	r, err := g.render(e, e.Version)
+	r, err := g.render(e, e.Version, e.Version)
 	switch {
 	case err != nil && g.ctx.Err() != nil:
 		return se, false // the group ended while the event was read
@@ -281,6 +282,12 @@ func (g *group) prepare(e events.Event) (se streamEvent, send bool) {
 		return streamEvent{e: e, err: err}, true
 	case r.payload == nil:
 		return se, false
+	}
+	// Held, counted once, until the last subscriber wrote it: no room for
+	// it ends this workspace's subscribers that asked for it, never
+	// another's.
+	if err := g.live.hold(g.key.workspace, r); err != nil {
+		return streamEvent{e: e, err: err}, true
 	}
 	return streamEvent{e: e, r: r}, true
 }
@@ -300,13 +307,18 @@ func (g *group) hand(se streamEvent) {
 			g.drop(s, errTooSlow)
 			continue
 		}
+		if se.r != nil {
+			se.r.hold() // before the subscriber can take it
+		}
 		select {
 		case s.queue <- se:
 			s.queued.Add(size)
 		default:
+			se.r.done()
 			g.drop(s, errTooSlow)
 		}
 	}
+	se.r.done() // the fan's own hold
 }
 
 // stop ends every subscriber with err and takes g out of service.
@@ -428,8 +440,30 @@ func (f eventFilter) matches(c *core.Facets) bool {
 // its Server-Sent Events "next" event, and payload, within it, the GraphQL
 // response (both nil when the event is not delivered to them). One copy
 // serves both transports.
+//
+// A rendering held for subscribers counts against the live memory
+// (Live.hold) until its last holder is done with it (done): the group's
+// fan while it hands it out, then each subscriber it was handed to until
+// that subscriber wrote it or left. A rendering no one counts (release
+// nil) ignores hold and done.
 type rendered struct {
 	frame, payload []byte
+	holders        atomic.Int32
+	release        func()
+}
+
+// hold adds a holder of r.
+func (r *rendered) hold() {
+	if r.release != nil {
+		r.holders.Add(1)
+	}
+}
+
+// done drops a holder of r; the last one gives its bytes back.
+func (r *rendered) done() {
+	if r != nil && r.release != nil && r.holders.Add(-1) == 0 {
+		r.release()
+	}
 }
 
 // newRendered renders resp once, framed.
@@ -449,15 +483,20 @@ func newRendered(resp *graphql.Response) (*rendered, error) {
 // size is what r holds in memory.
 func (r *rendered) size() int64 { return int64(len(r.frame)) }
 
-// renderKey names an event's rendering for a group.
-type renderKey struct{ group, seq uint64 }
+// renderKey names an event's rendering for a group: a live event's by its
+// sequence in the hub (seq), a replayed one's by its version and the last
+// version of the log read it was replayed from (floor).
+type renderKey struct {
+	group, seq     uint64
+	version, floor int64
+}
 
 // deliver returns a REFETCH as g's subscribers are sent it, rendered once
 // for all of them: by the first subscriber to ask while the others wait.
 // version is the workspace version it shows when the event carries none.
 func (g *group) deliver(ctx context.Context, e events.Event, version int64) (*rendered, error) {
-	return g.live.renders.get(ctx, renderKey{g.id, e.Seq}, func() (*rendered, int64, error) {
-		r, err := g.render(e, version)
+	return g.live.renders.get(ctx, renderKey{group: g.id, seq: e.Seq}, func() (*rendered, int64, error) {
+		r, err := g.render(e, version, e.Version)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -465,9 +504,26 @@ func (g *group) deliver(ctx context.Context, e events.Event, version int64) (*re
 	})
 }
 
-// render renders e for g, nil payload when g's subscribers are not sent it.
-func (g *group) render(e events.Event, version int64) (*rendered, error) {
-	ev, err := g.event(e, version)
+// replay returns e, an event of the change log that a subscriber of g
+// resumes from, rendered: once for every subscriber of g replaying it from
+// the same read of the log (floor, the last version that read gave), while
+// the renderings cache keeps it. Its procedure is read once per such read
+// of the log, however many of its events are replayed: a replayed event
+// shows its procedure as it is when replayed.
+func (g *group) replay(ctx context.Context, e events.Event, floor int64) (*rendered, error) {
+	return g.live.renders.get(ctx, renderKey{group: g.id, version: e.Version, floor: floor}, func() (*rendered, int64, error) {
+		r, err := g.render(e, e.Version, floor)
+		if err != nil {
+			return nil, 0, err
+		}
+		return r, 128 + r.size(), nil
+	})
+}
+
+// render renders e for g, nil payload when g's subscribers are not sent
+// it; its procedure is read as of readAt (see read).
+func (g *group) render(e events.Event, version, readAt int64) (*rendered, error) {
+	ev, err := g.event(e, version, readAt)
 	if err != nil || ev == nil {
 		return &rendered{}, err
 	}
@@ -512,7 +568,7 @@ func (g *group) respond(ev *model.ProcedureEvent) (resp *graphql.Response, err e
 // event builds what e shows g's subscribers, reading its procedure when
 // they select it or their filter needs it; nil when the filter leaves it
 // out.
-func (g *group) event(e events.Event, version int64) (*model.ProcedureEvent, error) {
+func (g *group) event(e events.Event, version, readAt int64) (*model.ProcedureEvent, error) {
 	if e.Refetch {
 		return &model.ProcedureEvent{Kind: model.ProcedureEventKindRefetch, WorkspaceVersion: int(version)}, nil
 	}
@@ -528,7 +584,7 @@ func (g *group) event(e events.Event, version int64) (*model.ProcedureEvent, err
 	id := e.ProcedureID.String()
 	ev := &model.ProcedureEvent{Kind: kind, ProcedureID: &id, WorkspaceVersion: int(e.Version)}
 	if kind != model.ProcedureEventKindDeleted && g.reads {
-		r, err := g.read(e)
+		r, err := g.read(e, readAt)
 		if err != nil {
 			return nil, err
 		}
@@ -543,8 +599,9 @@ func (g *group) event(e events.Event, version int64) (*model.ProcedureEvent, err
 	return ev, nil
 }
 
-// readKey names one event's read: its procedure as of its version, with
-// the edges a group renders.
+// readKey names one event's read: its procedure as of a version (a live
+// event's own, or for replayed events the last one their read of the log
+// gave), with the edges a group renders.
 type readKey struct {
 	workspace, procedure uuid.UUID
 	version              int64
@@ -558,15 +615,16 @@ type eventRead struct {
 	edges *loader.Snapshot
 }
 
-// read returns e's procedure and the edges g renders, read through the
+// read returns e's procedure as of version at (see readKey) and the edges
+// g renders, read through the
 // core once for every group of this replica that renders the same edges:
 // every subscriber of a workspace may see the same records (tenancy is per
 // workspace, and every role reads procedures and their edges). Only the
 // edges some subscriber selects are read: a subscriber selecting `kind`
 // alone reads nothing, and one that does not select comments never holds
 // them.
-func (g *group) read(e events.Event) (*eventRead, error) {
-	key := readKey{e.WorkspaceID, e.ProcedureID, e.Version, g.edges}
+func (g *group) read(e events.Event, at int64) (*eventRead, error) {
+	key := readKey{e.WorkspaceID, e.ProcedureID, at, g.edges}
 	return g.live.reads.get(g.ctx, key, func() (*eventRead, int64, error) {
 		// Not cancelled with the subscriber that reads (the others wait
 		// for it), but bounded as a request is: the group's goroutine,

@@ -15,6 +15,7 @@ import (
 	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/events"
 	"github.com/procsvc/procsvc/internal/idempotency"
+	"github.com/procsvc/procsvc/internal/memory"
 	"github.com/procsvc/procsvc/internal/ratelimit"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
@@ -29,6 +30,8 @@ const (
 	DefaultWriteTimeout           = 15 * time.Second
 	DefaultCacheBytes             = 16 << 20
 	DefaultQueueBytes             = 1 << 20
+	DefaultMemoryBytes            = 256 << 20
+	DefaultWorkspaceMemoryBytes   = 64 << 20
 	DefaultInitTimeout            = 10 * time.Second
 	DefaultOperationsPerWorkspace = 100
 	// DefaultOperationsPerSocket bounds the queries and mutations one
@@ -115,6 +118,16 @@ type Options struct {
 	// events' procedures as read, and their renderings, shared by the
 	// subscribers still to be sent them.
 	CacheBytes int64
+	// MemoryBytes bounds the bytes of renderings this replica holds for
+	// the subscribers still to send them: each live event's rendering from
+	// the moment it is rendered until its last subscriber wrote it (counted
+	// once, however many subscribers share it), and each event a resumed
+	// subscription replays until it is written. WorkspaceMemoryBytes is one
+	// workspace's share of it: a rendering that would take a workspace past
+	// its share, or the replica past MemoryBytes, is not held, and the
+	// subscriptions that asked for it end (unavailable: resume later), so
+	// that no workspace's subscribers ever take another's memory.
+	MemoryBytes, WorkspaceMemoryBytes int64
 	// InitTimeout bounds the wait for a WebSocket's connection_init
 	// (closed with 4408 past it).
 	InitTimeout time.Duration
@@ -151,6 +164,9 @@ type Live struct {
 	// checks are the credential checks an event (an access change, a
 	// REFETCH) asks of every subscription: one per token and event.
 	checks *flights[checkKey, *viewer.Viewer]
+	// memory accounts the renderings held for subscribers, by workspace
+	// (Options.MemoryBytes).
+	memory *memory.Budget[uuid.UUID]
 	// rendered counts the events the executor rendered.
 	rendered atomic.Uint64
 	// listening counts the subscriptions their groups hand events to.
@@ -174,6 +190,9 @@ func New(opts Options) *Live {
 	orDefault(&opts.InitTimeout, DefaultInitTimeout)
 	orDefault(&opts.CacheBytes, DefaultCacheBytes)
 	orDefault(&opts.ReplayLimit, DefaultReplayLimit)
+	orDefault(&opts.MemoryBytes, DefaultMemoryBytes)
+	orDefault(&opts.WorkspaceMemoryBytes, min(DefaultWorkspaceMemoryBytes, opts.MemoryBytes))
+	opts.WorkspaceMemoryBytes = min(opts.WorkspaceMemoryBytes, opts.MemoryBytes)
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
@@ -192,6 +211,7 @@ func New(opts Options) *Live {
 		reads:   newFlights[readKey, *eventRead](opts.CacheBytes / 2),
 		renders: newFlights[renderKey, *rendered](opts.CacheBytes / 2),
 		checks:  newFlights[checkKey, *viewer.Viewer](1 << 20),
+		memory:  memory.NewBudget[uuid.UUID](opts.MemoryBytes, opts.WorkspaceMemoryBytes),
 	}
 }
 
@@ -214,7 +234,22 @@ var (
 	errTooSlow = apperr.New(apperr.Unavailable, "this subscription fell too far behind and was closed: subscribe again and refetch")
 	errClosing = apperr.New(apperr.Unavailable, "the server is shutting down: subscribe again (to another replica) and refetch")
 	errBusy    = apperr.New(apperr.Unavailable, "this server holds as many live connections as it may: retry later or on another replica")
+	errMemory  = apperr.New(apperr.Unavailable, "this workspace's subscriptions hold all the memory this server gives them: subscribe again later, resuming with afterVersion")
 )
+
+// hold counts r's bytes against workspace's share of the live memory
+// (Options.MemoryBytes) until its last holder is done with it: r starts
+// with one holder, its caller. Errors: unavailable (errMemory) when the
+// workspace or the replica has no room for it.
+func (l *Live) hold(workspace uuid.UUID, r *rendered) error {
+	n := r.size()
+	if !l.memory.Reserve(workspace, n) {
+		return errMemory
+	}
+	r.holders.Store(1)
+	r.release = func() { l.memory.Release(workspace, n) }
+	return nil
+}
 
 // admit takes one of the replica's live connections. Errors: unavailable.
 func (l *Live) admit() error {
@@ -325,6 +360,11 @@ type Stats struct {
 	// Rendered counts the events rendered since the Live started: once
 	// per event and group, whatever the group's size.
 	Rendered uint64
+	// HeldBytes is what the renderings held for subscribers still to send
+	// them take (at most Options.MemoryBytes); RefusedRenderings counts
+	// the renderings refused for want of room since the Live started.
+	HeldBytes         int64
+	RefusedRenderings int64
 }
 
 // Stats returns what l holds now.
@@ -334,8 +374,13 @@ func (l *Live) Stats() Stats {
 	l.mu.Unlock()
 	s.CachedBytes = l.reads.bytes() + l.renders.bytes()
 	s.Rendered = l.rendered.Load()
+	s.HeldBytes, s.RefusedRenderings = l.memory.Held(), l.memory.Refused()
 	return s
 }
+
+// MemoryHeldBy returns the bytes of renderings l holds for workspace's
+// subscribers (at most Options.WorkspaceMemoryBytes).
+func (l *Live) MemoryHeldBy(workspace uuid.UUID) int64 { return l.memory.HeldBy(workspace) }
 
 // reauthenticate checks that a subscription's credential still holds: a
 // revoked or expired token or a removed member ends it (disconnected).

@@ -133,24 +133,53 @@ func (s *stream) replayFrom(ctx context.Context, version int64) error {
 }
 
 // replayed renders the next event s replays; nil when none is left to
-// send (the filter may leave some out).
+// send (the filter may leave some out), or when ctx ended.
+//
+// A replay is work done for one subscriber, and priced so: each event is
+// rendered once for every subscriber of the group replaying it from the
+// same read of the log (group.replay), costs the subscriber's token
+// replayCost of its bytes, waited for at the token's rate (a resume of a
+// thousand events of 2 MB cannot take a core), and is held, counted against
+// the workspace's share of the live memory, until it is written. A
+// subscriber holds one replayed event at a time: one that stops reading
+// holds one event until its write deadline cuts it.
 func (s *stream) replayed(ctx context.Context) (*rendered, error) {
 	for len(s.pending) > 0 {
 		e := s.pending[0]
 		s.pending = s.pending[1:]
-		version := e.Version
+		var shared *rendered
+		var err error
 		if e.Refetch {
-			version = s.v.WorkspaceVersion
+			shared, err = s.g.render(e, s.v.WorkspaceVersion, 0)
+		} else {
+			shared, err = s.g.replay(ctx, e, s.floor)
 		}
-		r, err := s.g.render(e, version)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return nil, nil
 		case err != nil:
 			return nil, err
-		case r.payload != nil:
-			return r, nil
+		case shared.payload == nil:
+			continue
 		}
+		if err := s.live.opts.Limiter.Pace(ctx, s.v, replayCost(shared.size())); err != nil {
+			return nil, nil // the subscriber left while it waited
+		}
+		// Its own holder: the rendering may be shared with other resumers,
+		// but each holds it until it has written it.
+		r := &rendered{frame: shared.frame, payload: shared.payload}
+		if err := s.live.hold(s.v.WorkspaceID, r); err != nil {
+			return nil, err
+		}
+		return r, nil
 	}
 	return nil, nil
 }
+
+// ReplayBytesPerToken is how many bytes of replayed events cost one token
+// of the subscriber's rate limit, beyond the one each event costs
+// (docs/api.md, "Resuming a subscription"): as much as a page of a list.
+const ReplayBytesPerToken = 64 << 10
+
+// replayCost is what replaying an event of n bytes costs.
+func replayCost(n int64) int { return 1 + int(n/ReplayBytesPerToken) }

@@ -2,16 +2,17 @@ package live
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/procsvc/procsvc/graph/gqlrequest"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/middleware"
 )
@@ -33,12 +34,16 @@ func (t sse) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecut
 	l := t.live
 	start := graphql.Now()
 	ctx := markStream(r.Context())
-	params := &graphql.RawParams{Headers: r.Header}
-	// The transport guard has read and checked the body.
-	if err := json.NewDecoder(r.Body).Decode(params); err != nil {
-		writeErrors(w, exec.DispatchError(ctx, gqlerror.List{{Message: "the request body is not valid JSON", Extensions: map[string]any{"code": string(apperr.BadRequest)}}}))
+	// The transport guard has read, decoded and checked the body: the
+	// stream runs that request, decoded once for every transport
+	// (gqlrequest), never the body decoded again by other rules.
+	req, err := gqlrequest.Of(r, middleware.MaxBodyBytes)
+	if err != nil {
+		writeErrors(w, exec.DispatchError(ctx, gqlrequest.Refusal(err)))
 		return
 	}
+	params := req.Params()
+	params.Headers = r.Header
 	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
 	oc, errs := exec.CreateOperationContext(ctx, params)
 	if errs != nil {
@@ -74,12 +79,12 @@ func (t sse) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecut
 	// through each wrapper's Write and Flush again.
 	inner := innermost(w)
 	out := &sseWriter{w: inner, rc: http.NewResponseController(inner), timeout: l.opts.WriteTimeout}
-	if out.write([]byte(":\n\n")) != nil {
+	if out.write(&rendered{frame: []byte(":\n\n")}) != nil {
 		return
 	}
-	ping := func() error { return out.write([]byte(": ping\n\n")) }
+	ping := func() error { return out.write(&rendered{frame: []byte(": ping\n\n")}) }
 	end := func(err error) {
-		_ = out.write(sseEvent(&graphql.Response{Errors: gqlerror.List{l.present(ctx, err)}}), eventComplete)
+		_ = out.write(&rendered{frame: sseEvent(&graphql.Response{Errors: gqlerror.List{l.present(ctx, err)}})}, &rendered{frame: eventComplete})
 	}
 	var lastWrite time.Time
 	pace := time.NewTimer(time.Hour)
@@ -105,23 +110,32 @@ func (t sse) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecut
 			select {
 			case <-pace.C:
 			case <-ctx.Done():
+				ev.done()
 				return
 			}
 		}
-		frames := [][]byte{ev.frame}
-		for len(frames) < maxFramesPerWrite {
+		// A write takes at most maxFramesPerWrite events and QueueBytes of
+		// them (the first whatever its size): what a stream holds while
+		// its client reads it is a subscriber's lag, bounded as its queue
+		// is, replayed events included.
+		batch := append(batchPool.get(), ev)
+		size := ev.size()
+		for len(batch) < maxFramesPerWrite && size < l.opts.QueueBytes {
 			more, ok, err := s.ready(ctx)
 			if err != nil {
-				_ = out.write(frames...)
+				_ = out.write(batch...)
+				batchPool.put(batch)
 				end(err)
 				return
 			}
 			if !ok {
 				break
 			}
-			frames = append(frames, more.frame)
+			batch, size = append(batch, more), size+more.size()
 		}
-		if out.write(frames...) != nil {
+		err = out.write(batch...)
+		batchPool.put(batch)
+		if err != nil {
 			return
 		}
 		lastWrite = time.Now()
@@ -130,6 +144,23 @@ func (t sse) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecut
 
 // maxFramesPerWrite bounds the events a stream sends in one write.
 const maxFramesPerWrite = 64
+
+// batchPool holds the slices of events streams write at once.
+var batchPool = slicePool{sync.Pool{New: func() any { b := make([]*rendered, 0, maxFramesPerWrite); return &b }}}
+
+type slicePool struct{ sync.Pool }
+
+func (p *slicePool) get() []*rendered { return (*p.Get().(*[]*rendered))[:0] }
+
+// put gives b back, and each event in it to its holders (done): it has
+// been written, or never will be.
+func (p *slicePool) put(b []*rendered) {
+	for i, r := range b {
+		r.done()
+		b[i] = nil
+	}
+	p.Put(&b)
+}
 
 // once answers a query or mutation that asked for an event stream as a
 // stream of one event.
@@ -169,7 +200,7 @@ type sseWriter struct {
 	deadline time.Time
 }
 
-func (s *sseWriter) write(frames ...[]byte) error {
+func (s *sseWriter) write(events ...*rendered) error {
 	// A reader that takes nothing for the timeout is cut, one that reads
 	// slowly is not.
 	if now := time.Now(); s.deadline.Sub(now) < s.timeout/2 {
@@ -178,8 +209,8 @@ func (s *sseWriter) write(frames ...[]byte) error {
 			return err
 		}
 	}
-	for _, b := range frames {
-		if _, err := s.w.Write(b); err != nil {
+	for _, r := range events {
+		if _, err := s.w.Write(r.frame); err != nil {
 			return err
 		}
 	}

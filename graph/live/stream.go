@@ -123,7 +123,8 @@ func (s *stream) setViewer(v *viewer.Viewer) {
 	s.check.Reset(d)
 }
 
-// close ends the subscription and frees its slot.
+// close ends the subscription and frees its slot. What its group handed
+// it and it did not send is given back.
 func (s *stream) close() {
 	if s.check != nil {
 		s.check.Stop()
@@ -135,6 +136,16 @@ func (s *stream) close() {
 		s.watching()
 	}
 	s.g.unlisten(s)
+	// Unlistened (or dropped, its queue closed): nothing more is handed.
+	for drained := false; !drained; {
+		select {
+		case se, ok := <-s.queue:
+			drained = !ok
+			se.r.done()
+		default:
+			drained = true
+		}
+	}
 	s.live.release(s.v.TokenID)
 	s.live.leave(s.g)
 }
@@ -221,6 +232,7 @@ func (s *stream) handle(ctx context.Context, se streamEvent, open bool) (*render
 	case se.err != nil:
 		return nil, se.err
 	case se.r != nil && se.e.Version <= s.floor:
+		se.r.done()
 		return nil, nil // replayed from the log already
 	case se.r != nil:
 		return se.r, nil

@@ -222,6 +222,11 @@ func (c *socket) write(msg message) error {
 	if msg.next == nil {
 		return c.conn.Write(ctx, websocket.MessageText, msg.raw)
 	}
+	if len(msg.next) > maxPooledMessage {
+		// A large rendering is written as it is, in the message's frames,
+		// never copied: each subscriber writing it would hold a copy.
+		return c.writeNext(ctx, msg)
+	}
 	// {"id":…,"type":"next","payload":…}: the group's rendering copied
 	// into a buffer of this write's, never encoded again.
 	buf := messageBuffers.Get().(*[]byte)
@@ -238,6 +243,22 @@ func (c *socket) write(msg message) error {
 		messageBuffers.Put(buf)
 	}
 	return err
+}
+
+// writeNext writes a next message through the connection's message
+// writer: its parts one after another, the rendering not copied.
+func (c *socket) writeNext(ctx context.Context, msg message) error {
+	w, err := c.conn.Writer(ctx, websocket.MessageText)
+	if err != nil {
+		return err
+	}
+	for _, part := range [][]byte{nextOpen, msg.raw, []byte(`,"type":"`), []byte(msg.nextType), []byte(`","payload":`), msg.next, []byte(`}`)} {
+		if _, err := w.Write(part); err != nil {
+			_ = w.Close()
+			return err
+		}
+	}
+	return w.Close()
 }
 
 // writeContext returns the context a write is bounded by (see writes).

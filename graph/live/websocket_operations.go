@@ -5,7 +5,6 @@ package live
 // charged and bounded as an HTTP request is, its id free again once it ends.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,18 +62,13 @@ func (c *socket) subscribe(m wsMessage) {
 
 // operationParams decodes a subscribe message's payload.
 func operationParams(payload json.RawMessage) (*graphql.RawParams, error) {
-	// Checked as a POST's body is; decoded as gqlgen decodes one, numbers
-	// kept as sent.
-	if _, err := gqlrequest.Decode(payload); err != nil {
+	// Decoded and checked as a POST's body is, by the one decoder of every
+	// transport (numbers kept as sent).
+	req, err := gqlrequest.Decode(payload)
+	if err != nil {
 		return nil, errors.New(apperr.From(err).Message)
 	}
-	var p graphql.RawParams
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber()
-	if err := dec.Decode(&p); err != nil {
-		return nil, errors.New("the payload must be an object with a query")
-	}
-	return &graphql.RawParams{Query: p.Query, OperationName: p.OperationName, Variables: p.Variables, Extensions: p.Extensions}, nil
+	return req.Params(), nil
 }
 
 // stop ends the client's operation id (graphql-transport-ws: complete;
@@ -290,7 +284,9 @@ func (c *socket) stream(ctx context.Context, id string, op *operation, oc *graph
 			c.finish(id, op, c.errorFrame(id, gqlerror.List{l.present(ctx, err)}))
 			return
 		}
-		if !c.send(message{raw: quoted, next: ev.payload, nextType: next}) {
+		sent := c.send(message{raw: quoted, next: ev.payload, nextType: next})
+		ev.done()
+		if !sent {
 			return
 		}
 	}

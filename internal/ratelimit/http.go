@@ -250,3 +250,29 @@ func (l *Limiter) Connection(ctx context.Context, v *viewer.Viewer) (context.Con
 	}
 	return context.WithValue(ctx, streamKey{}, &stream{now: l.now, b: b}), nil
 }
+
+// Pace spends n tokens of v's token's bucket (as take counts them: at
+// least 1, at most the bucket's size), waiting until the bucket holds them
+// rather than refusing: work a long-lived connection asks for on its own
+// (the events a resumed subscription replays) goes at the token's rate.
+// It returns ctx's error if ctx ends first, nothing spent. A nil Limiter,
+// or a workspace without limit, charges nothing.
+func (l *Limiter) Pace(ctx context.Context, v *viewer.Viewer, n int) error {
+	b := l.viewerBucket(v)
+	if b == nil {
+		return ctx.Err()
+	}
+	for {
+		d := b.take(l.now(), n)
+		if d.Allowed {
+			return nil
+		}
+		wait := time.NewTimer(d.RetryAfter)
+		select {
+		case <-ctx.Done():
+			wait.Stop()
+			return ctx.Err()
+		case <-wait.C:
+		}
+	}
+}

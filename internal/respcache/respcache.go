@@ -244,7 +244,7 @@ func (c *Cache) Middleware(onHit func(ctx context.Context, route string)) func(h
 			if !cacheable || rec.status != http.StatusOK || rec.buf.Len() > maxEntryBytes || rec.overflow {
 				return
 			}
-			f.e = &entry{contentType: rec.Header().Get("Content-Type"), etag: rec.Header().Get("ETag"),
+			f.e = &entry{contentType: rec.contentType, etag: rec.etag,
 				route: route, body: bytes.Clone(rec.buf.Bytes()), version: v.WorkspaceVersion}
 			if footprinted && !fp.Empty() {
 				f.e.footprint = fp
@@ -367,21 +367,29 @@ func cacheKey(v *viewer.Viewer, r *http.Request, body []byte) string {
 // recorder passes the response through and keeps a copy of its body.
 type recorder struct {
 	http.ResponseWriter
-	status   int
-	buf      bytes.Buffer
-	overflow bool
+	status int
+	// contentType and etag are the handler's, taken as it starts its
+	// response: the writers outside may change the headers as the response
+	// passes (a query answered as a Server-Sent Event is framed, and typed
+	// text/event-stream, outside), and a stored response is the handler's.
+	contentType, etag string
+	buf               bytes.Buffer
+	overflow          bool
 }
 
 func (r *recorder) WriteHeader(code int) {
 	if r.status == 0 {
 		r.status = code
+		h := r.Header()
+		r.contentType, r.etag = h.Get("Content-Type"), h.Get("ETag")
 	}
 	r.ResponseWriter.WriteHeader(code)
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
-		r.status = http.StatusOK
+		r.WriteHeader(http.StatusOK)
+		return r.Write(b)
 	}
 	if !r.overflow {
 		if r.buf.Len()+len(b) > maxEntryBytes {

@@ -52,6 +52,12 @@ type liveConfig struct {
 	dsn string
 	// maxResponse bounds each response and event (0: the default).
 	maxResponse int
+	// rate is each token's rate limit a second (0: 1 000), and burst its
+	// burst (0: as many).
+	rate  float64
+	burst int
+	// clock is the rate limit's (nil: the time).
+	clock func() time.Time
 }
 
 // startLive serves db with a hub fed by the dialect's announcer: on
@@ -73,7 +79,17 @@ func startLive(t testing.TB, db *database.DB, cfg liveConfig) *liveServer {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	// The rate limit is on, as by default in production: its writer
 	// wrapper must let the streams through (it once swallowed SSE flushes).
-	limiter, err := ratelimit.New(ratelimit.Config{Limit: ratelimit.Limit{Rate: 1000, Burst: 1000}})
+	if cfg.rate == 0 {
+		cfg.rate = 1000
+	}
+	var opts []ratelimit.Option
+	if cfg.clock != nil {
+		opts = append(opts, ratelimit.WithClock(cfg.clock))
+	}
+	if cfg.burst == 0 {
+		cfg.burst = int(cfg.rate)
+	}
+	limiter, err := ratelimit.New(ratelimit.Config{Limit: ratelimit.Limit{Rate: cfg.rate, Burst: cfg.burst}}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,6 +121,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 			Live: live.Options{MaxPerToken: cfg.Live.SubscriptionsPerToken, Buffer: cfg.Live.Buffer, ReplayLimit: cfg.Live.ReplayLimit, Origins: cfg.Live.WebSocketOrigins,
 				WebSocketsPerToken: cfg.Live.WebSocketsPerToken, MaxConnections: cfg.Live.MaxConnections,
 				Recheck: cfg.Live.Recheck, WriteTimeout: cfg.Live.WriteTimeout, FlushInterval: cfg.Live.FlushInterval, CacheBytes: int64(cfg.Live.CacheMB) << 20,
+				MemoryBytes: int64(cfg.Live.MemoryMB) << 20, WorkspaceMemoryBytes: int64(cfg.Live.WorkspaceMemoryMB) << 20,
 				OperationsPerWorkspace: cfg.Live.OperationsPerWorkspace},
 			Auth:           []auth.Option{auth.WithFailureLimit(auth.FailureLimit{Rate: cfg.AuthFailures.Rate, Burst: cfg.AuthFailures.Burst})},
 			ClientIPHeader: cfg.ClientIPHeader, ReadYourWrites: cfg.ReadYourWrites}),

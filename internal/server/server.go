@@ -232,6 +232,10 @@ func registerLiveMetrics(m *metrics.Metrics, l *live.Live) {
 		stat(func(s live.Stats) float64 { return float64(s.CachedBytes) }))
 	m.Counter("procsvc_live_renders_total", "Events rendered for subscribers, once per event and group.",
 		stat(func(s live.Stats) float64 { return float64(s.Rendered) }))
+	m.Gauge("procsvc_live_memory_bytes", "Bytes of renderings held for subscribers until they write them, live and replayed (at most --live-memory-mb).",
+		stat(func(s live.Stats) float64 { return float64(s.HeldBytes) }))
+	m.Counter("procsvc_live_memory_refused_total", "Renderings refused for want of room in --live-memory-mb or a workspace's share of it; their subscriptions ended with unavailable.",
+		stat(func(s live.Stats) float64 { return float64(s.RefusedRenderings) }))
 }
 
 // NewRateLimiter returns the per-token rate limiter c configures, nil when
