@@ -231,10 +231,11 @@ func orDefault[T int | int64 | time.Duration](v *T, def T) {
 
 // Why a subscription ends on its own, besides its credential.
 var (
-	errTooSlow = apperr.New(apperr.Unavailable, "this subscription fell too far behind and was closed: subscribe again and refetch")
-	errClosing = apperr.New(apperr.Unavailable, "the server is shutting down: subscribe again (to another replica) and refetch")
-	errBusy    = apperr.New(apperr.Unavailable, "this server holds as many live connections as it may: retry later or on another replica")
-	errMemory  = apperr.New(apperr.Unavailable, "this workspace's subscriptions hold all the memory this server gives them: subscribe again later, resuming with afterVersion")
+	errTooSlow   = apperr.New(apperr.Unavailable, "this subscription fell too far behind and was closed: subscribe again and refetch")
+	errClosing   = apperr.New(apperr.Unavailable, "the server is shutting down: subscribe again (to another replica) and refetch")
+	errBusy      = apperr.New(apperr.Unavailable, "this server holds as many live connections as it may: retry later or on another replica")
+	errUnchecked = apperr.New(apperr.Unavailable, "this subscription's access could not be checked after a change of access: subscribe again, resuming with afterVersion")
+	errMemory    = apperr.New(apperr.Unavailable, "this workspace's subscriptions hold all the memory this server gives them: subscribe again later, resuming with afterVersion")
 )
 
 // hold counts r's bytes against workspace's share of the live memory
@@ -384,17 +385,25 @@ func (l *Live) MemoryHeldBy(workspace uuid.UUID) int64 { return l.memory.HeldBy(
 
 // reauthenticate checks that a subscription's credential still holds: a
 // revoked or expired token or a removed member ends it (disconnected).
-// Other failures (the database not answering) leave it open until the
-// next check; it then returns previous. The check is marked as one
-// (auth.Recheck): the failure limit of the client's address must never
-// answer it rate_limited, which would keep a revoked token's subscription.
-func (l *Live) reauthenticate(ctx context.Context, credential string, previous *viewer.Viewer) (*viewer.Viewer, error) {
+// Other failures (the database not answering) leave a subscription open
+// until the next check, returning previous, unless the check is strict:
+// one asked for by the subscription's opening, an access change or a
+// REFETCH, any of which may be this credential's loss of access. A strict
+// check that cannot be made ends the subscription (unavailable, to
+// resubscribe and resume) rather than send events to someone who may no
+// longer see them. The check is marked as one (auth.Recheck): the failure
+// limit of the client's address must never answer it rate_limited, which
+// would keep a revoked token's subscription.
+func (l *Live) reauthenticate(ctx context.Context, credential string, previous *viewer.Viewer, strict bool) (*viewer.Viewer, error) {
 	v, err := l.opts.Authenticate(auth.Recheck(ctx), credential)
 	if err == nil {
 		return v, nil
 	}
 	if lostAccess(err) {
 		return nil, err
+	}
+	if strict {
+		return nil, errUnchecked
 	}
 	if ctx.Err() == nil {
 		l.opts.Log.WarnContext(ctx, "subscription: credential not rechecked", "code", apperr.CodeOf(err), "error", err.Error())

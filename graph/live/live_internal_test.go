@@ -21,6 +21,8 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/procsvc/procsvc/graph/model"
+	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/events"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
@@ -240,4 +242,44 @@ func dialTransportWS(t *testing.T, srv *httptest.Server) *websocket.Conn {
 	}
 	t.Cleanup(func() { _ = c.CloseNow() })
 	return c
+}
+
+// TestAccessChecksThatCannotBeMade: a subscription told its workspace's
+// access changed (or to refetch) checks its credential before anything
+// more is sent; a check that cannot be made then (the database not
+// answering) ends it, unavailable, since the change may be its own
+// member's removal. The periodic re-check, with no change heard, keeps it
+// open until the next one. (On PostgreSQL under load a failed check once
+// kept a removed member's subscription delivering.)
+func TestAccessChecksThatCannotBeMade(t *testing.T) {
+	v := &viewer.Viewer{WorkspaceID: uuid.New(), TokenID: uuid.New(), MemberID: uuid.New(), Role: viewer.RoleViewer}
+	var down atomic.Bool
+	l := New(Options{
+		Authenticate: func(context.Context, string) (*viewer.Viewer, error) {
+			if down.Load() {
+				return nil, apperr.New(apperr.Unavailable, "the database is not answering")
+			}
+			return v, nil
+		},
+		Loaders: func(ctx context.Context) context.Context { return ctx },
+	})
+	ctx := context.Background()
+	s := &stream{live: l, credential: "Bearer t", v: v}
+	t.Cleanup(func() { s.check.Stop() })
+	var seq uint64
+	changed := func(kind core.ChangeKind) streamEvent {
+		seq++
+		return streamEvent{e: events.Event{Change: core.Change{WorkspaceID: v.WorkspaceID, Kind: kind}, Seq: seq}}
+	}
+	if r, err := s.handle(ctx, changed(core.AccessChanged), true); r != nil || err != nil {
+		t.Fatalf("an access change checked: %v %v, want nothing to send", r, err)
+	}
+	down.Store(true)
+	if err := s.recheck(ctx); err != nil {
+		t.Fatalf("a periodic re-check that could not be made: %v, want the subscription kept", err)
+	}
+	_, err := s.handle(ctx, changed(core.AccessChanged), true)
+	if apperr.CodeOf(err) != apperr.Unavailable {
+		t.Fatalf("an access change whose check could not be made: %v, want unavailable", err)
+	}
 }

@@ -90,7 +90,7 @@ func (l *Live) open(ctx context.Context, exec graphql.GraphExecutor, oc *graphql
 		s.close()
 		return nil, gqlerror.List{l.present(ctx, errClosing)}
 	}
-	v, err := l.reauthenticate(ctx, credential, v)
+	v, err := l.reauthenticate(ctx, credential, v, true)
 	if err != nil {
 		s.close()
 		return nil, gqlerror.List{l.present(ctx, err)}
@@ -250,7 +250,7 @@ func (s *stream) handle(ctx context.Context, se streamEvent, open bool) (*render
 			cctx, cancel = context.WithTimeout(cctx, t)
 			defer cancel()
 		}
-		v, err := s.live.reauthenticate(cctx, s.credential, s.v)
+		v, err := s.live.reauthenticate(cctx, s.credential, s.v, true)
 		return v, 256 + int64(len(s.credential)), err
 	})
 	if err != nil {
@@ -279,7 +279,7 @@ func (s *stream) handle(ctx context.Context, se streamEvent, open bool) (*render
 
 // recheck re-authenticates the subscription's credential.
 func (s *stream) recheck(ctx context.Context) error {
-	v, err := s.live.reauthenticate(ctx, s.credential, s.v)
+	v, err := s.live.reauthenticate(ctx, s.credential, s.v, false)
 	if err != nil {
 		return err
 	}

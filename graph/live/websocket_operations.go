@@ -112,7 +112,7 @@ func (c *socket) run(ctx context.Context, id string, op *operation, params *grap
 			c.finish(id, op, c.errorFrame(id, gqlerror.List{l.present(ctx, apperr.New(apperr.Internal, "internal error"))}))
 		}
 	}()
-	v, err := l.reauthenticate(ctx, c.credential, c.viewer)
+	v, err := l.reauthenticate(ctx, c.credential, c.viewer, false)
 	if err != nil {
 		c.shut(CloseForbidden, forbidden(err))
 		return
