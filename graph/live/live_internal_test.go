@@ -21,9 +21,9 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/procsvc/procsvc/graph/model"
+	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/events"
-	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
