@@ -31,7 +31,6 @@ const (
 	DefaultCacheBytes             = 16 << 20
 	DefaultQueueBytes             = 1 << 20
 	DefaultMemoryBytes            = 256 << 20
-	DefaultWorkspaceMemoryBytes   = 64 << 20
 	DefaultInitTimeout            = 10 * time.Second
 	DefaultOperationsPerWorkspace = 100
 	// DefaultOperationsPerSocket bounds the queries and mutations one
@@ -123,7 +122,7 @@ type Options struct {
 	// the moment it is rendered until its last subscriber wrote it (counted
 	// once, however many subscribers share it), and each event a resumed
 	// subscription replays until it is written. WorkspaceMemoryBytes is one
-	// workspace's share of it: a rendering that would take a workspace past
+	// workspace's share of it (half of it when 0): a rendering that would take a workspace past
 	// its share, or the replica past MemoryBytes, is not held, and the
 	// subscriptions that asked for it end (unavailable: resume later), so
 	// that no workspace's subscribers ever take another's memory.
@@ -191,7 +190,7 @@ func New(opts Options) *Live {
 	orDefault(&opts.CacheBytes, DefaultCacheBytes)
 	orDefault(&opts.ReplayLimit, DefaultReplayLimit)
 	orDefault(&opts.MemoryBytes, DefaultMemoryBytes)
-	orDefault(&opts.WorkspaceMemoryBytes, min(DefaultWorkspaceMemoryBytes, opts.MemoryBytes))
+	orDefault(&opts.WorkspaceMemoryBytes, max(opts.MemoryBytes/2, 1))
 	opts.WorkspaceMemoryBytes = min(opts.WorkspaceMemoryBytes, opts.MemoryBytes)
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)

@@ -128,8 +128,8 @@ type Live struct {
 	CacheMB int
 	// MemoryMB bounds the renderings a replica holds for subscribers still
 	// to send them (live events until written, replayed events until
-	// written); WorkspaceMemoryMB is one workspace's share of it
-	// (graph/live Options.MemoryBytes).
+	// written); WorkspaceMemoryMB is one workspace's share of it, 0 for
+	// half of it (graph/live Options.MemoryBytes).
 	MemoryMB, WorkspaceMemoryMB int
 	// OperationsPerWorkspace bounds the distinct subscription operations
 	// one workspace runs on one replica (each event is rendered once per
@@ -197,7 +197,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		AuthFailures:      AuthFailures{Rate: 5, Burst: 100},
 		Live: Live{SubscriptionsPerToken: 20, Buffer: 64, ReplayLimit: 1000, WebSocketsPerToken: 20, MaxConnections: 10_000,
 			Recheck: 30 * time.Second, WriteTimeout: 15 * time.Second, FlushInterval: 40 * time.Millisecond, CacheMB: 16,
-			MemoryMB: 256, WorkspaceMemoryMB: 64,
+			MemoryMB: 256,
 			OperationsPerWorkspace: 100},
 
 		DBLockTimeout:              5 * time.Second,
@@ -272,7 +272,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		num(&c.Live.OperationsPerWorkspace, "live-operations-per-workspace", "PROCSVC_LIVE_OPERATIONS_PER_WORKSPACE", "live updates: distinct subscription operations (document, variables and role) one workspace runs on this replica, each event being rendered once per operation (1 to 10000); one more is refused with rate_limited"),
 		num(&c.Live.CacheMB, "live-cache-mb", "PROCSVC_LIVE_CACHE_MB", "live updates: memory for events' reads and renderings kept for subscribers still to be sent them (1 to 4096)"),
 		num(&c.Live.MemoryMB, "live-memory-mb", "PROCSVC_LIVE_MEMORY_MB", "live updates: memory for the renderings held for subscribers until they are written, live events and replayed ones (1 to 65536); past it, or past a workspace's share, the subscriptions asking for more end with unavailable, to resume later"),
-		num(&c.Live.WorkspaceMemoryMB, "live-workspace-memory-mb", "PROCSVC_LIVE_WORKSPACE_MEMORY_MB", "live updates: one workspace's share of --live-memory-mb (1 to --live-memory-mb)"),
+		num(&c.Live.WorkspaceMemoryMB, "live-workspace-memory-mb", "PROCSVC_LIVE_WORKSPACE_MEMORY_MB", "live updates: one workspace's share of --live-memory-mb (1 to --live-memory-mb; 0, the default: half of it)"),
 		list(&c.Live.WebSocketOrigins, "websocket-origins", "PROCSVC_WEBSOCKET_ORIGINS", "live updates: host patterns of web pages, besides this server's own host, allowed to open WebSockets, comma-separated (e.g. app.example.com,*.example.com)"),
 		workspaceRates(&c.RateLimit.Workspaces, "rate-limit-workspace", "PROCSVC_RATE_LIMIT_WORKSPACES", "per-token rate limit of one workspace's tokens, as WORKSPACE_ID=RATE/BURST, or WORKSPACE_ID=0 for none; repeat the flag, or separate with commas"),
 	}
@@ -377,8 +377,8 @@ func (c *Config) validate() error {
 	}
 	if c.Live.MemoryMB < 1 || c.Live.MemoryMB > 1<<16 {
 		errs = append(errs, fmt.Errorf("invalid live memory %d MB: use 1 to 65536 (--live-memory-mb, PROCSVC_LIVE_MEMORY_MB)", c.Live.MemoryMB))
-	} else if c.Live.WorkspaceMemoryMB < 1 || c.Live.WorkspaceMemoryMB > c.Live.MemoryMB {
-		errs = append(errs, fmt.Errorf("invalid live memory per workspace %d MB: use 1 to --live-memory-mb (%d) (--live-workspace-memory-mb, PROCSVC_LIVE_WORKSPACE_MEMORY_MB)", c.Live.WorkspaceMemoryMB, c.Live.MemoryMB))
+	} else if c.Live.WorkspaceMemoryMB < 0 || c.Live.WorkspaceMemoryMB > c.Live.MemoryMB {
+		errs = append(errs, fmt.Errorf("invalid live memory per workspace %d MB: use 1 to --live-memory-mb (%d), or 0 for half of it (--live-workspace-memory-mb, PROCSVC_LIVE_WORKSPACE_MEMORY_MB)", c.Live.WorkspaceMemoryMB, c.Live.MemoryMB))
 	}
 	if c.Live.ReplayLimit < 1 || c.Live.ReplayLimit > 100_000 {
 		errs = append(errs, fmt.Errorf("invalid subscription replay limit %d: use 1 to 100000 (--subscription-replay-limit, PROCSVC_SUBSCRIPTION_REPLAY_LIMIT)", c.Live.ReplayLimit))

@@ -9,7 +9,7 @@ import (
 )
 
 // TestLiveMemorySettings: --live-memory-mb (256) and
-// --live-workspace-memory-mb (64) are read from their flags and from
+// --live-workspace-memory-mb (0: half of it) are read from their flags and from
 // PROCSVC_LIVE_MEMORY_MB and PROCSVC_LIVE_WORKSPACE_MEMORY_MB (the flag
 // wins); a workspace's share over the replica's memory, or either out of
 // range, is refused naming the setting.
@@ -28,7 +28,7 @@ func TestLiveMemorySettings(t *testing.T) {
 		env         map[string]string
 		total, each int
 	}{
-		{"default", nil, nil, 256, 64},
+		{"default", nil, nil, 256, 0},
 		{"flags", []string{"--live-memory-mb", "512", "--live-workspace-memory-mb", "128"}, nil, 512, 128},
 		{"environment", nil, map[string]string{"PROCSVC_LIVE_MEMORY_MB": "100", "PROCSVC_LIVE_WORKSPACE_MEMORY_MB": "10"}, 100, 10},
 		{"flag wins", []string{"--live-workspace-memory-mb", "32"}, map[string]string{"PROCSVC_LIVE_WORKSPACE_MEMORY_MB": "10"}, 256, 32},
@@ -45,8 +45,8 @@ func TestLiveMemorySettings(t *testing.T) {
 	}{
 		{[]string{"--live-memory-mb", "0"}, "--live-memory-mb"},
 		{[]string{"--live-memory-mb", "65537"}, "--live-memory-mb"},
-		{[]string{"--live-workspace-memory-mb", "0"}, "--live-workspace-memory-mb"},
-		{[]string{"--live-memory-mb", "32"}, "--live-workspace-memory-mb"}, // the default share, 64, over it
+		{[]string{"--live-workspace-memory-mb", "-1"}, "--live-workspace-memory-mb"},
+		{[]string{"--live-memory-mb", "100", "--live-workspace-memory-mb", "101"}, "--live-workspace-memory-mb"},
 		{[]string{"--live-workspace-memory-mb", "257"}, "--live-workspace-memory-mb"},
 	} {
 		if _, err := load(bad.args, nil); err == nil || !strings.Contains(err.Error(), bad.flag) {
