@@ -197,7 +197,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		AuthFailures:      AuthFailures{Rate: 5, Burst: 100},
 		Live: Live{SubscriptionsPerToken: 20, Buffer: 64, ReplayLimit: 1000, WebSocketsPerToken: 20, MaxConnections: 10_000,
 			Recheck: 30 * time.Second, WriteTimeout: 15 * time.Second, FlushInterval: 40 * time.Millisecond, CacheMB: 16,
-			MemoryMB: 256,
+			MemoryMB:               256,
 			OperationsPerWorkspace: 100},
 
 		DBLockTimeout:              5 * time.Second,
