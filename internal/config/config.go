@@ -32,6 +32,9 @@ type Config struct {
 	BootstrapToken  string
 	Migrate         bool
 	ResponseCacheMB int
+	// ResponseCacheWorkspaceMB is one workspace's share of the response
+	// cache, 0 for a quarter of it.
+	ResponseCacheWorkspaceMB int
 	// MaxResponseMB bounds the bytes of each response, in MiB
 	// (limits.ResponseBytes).
 	MaxResponseMB int
@@ -223,6 +226,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		str(&c.DatabaseURL, "database-url", "DATABASE_URL", "postgres://… for PostgreSQL; sqlite://PATH for SQLite (default sqlite://data/procsvc.db)"),
 		num(&c.DBMaxConns, "db-max-conns", "PROCSVC_DB_MAX_CONNS", "database connection pool size (0: 20 on PostgreSQL, 8 on SQLite)"),
 		num(&c.ResponseCacheMB, "response-cache-mb", "PROCSVC_RESPONSE_CACHE_MB", "memory for cached read responses, keyed by workspace version (0 disables)"),
+		num(&c.ResponseCacheWorkspaceMB, "response-cache-workspace-mb", "PROCSVC_RESPONSE_CACHE_WORKSPACE_MB", "one workspace's share of --response-cache-mb: past it, the workspace drops its own oldest responses, never another's (1 to --response-cache-mb; 0, the default: a quarter of it)"),
 		num(&c.MaxResponseMB, "max-response-mb", "PROCSVC_MAX_RESPONSE_MB", "bound on each response, in MiB: a GraphQL response or REST list that would be larger is refused with 413 payload_too_large (16 to 4096; one procedure with its content and comments always fits in 16)"),
 		num(&c.MemoryLimitMB, "memory-limit-mb", "PROCSVC_MEMORY_LIMIT_MB", "soft limit of the Go heap: garbage is collected as memory nears it rather than at every doubling (0: the Go runtime's defaults; GOGC or GOMEMLIMIT in the environment take precedence)"),
 		dur(&c.IdempotencyKeyTTL, "idempotency-key-ttl", "PROCSVC_IDEMPOTENCY_KEY_TTL", "how long an Idempotency-Key and its response are kept for replay (1m to 720h)"),
@@ -315,6 +319,8 @@ func (c *Config) validate() error {
 	}
 	if c.ResponseCacheMB < 0 || c.ResponseCacheMB > 1<<16 {
 		errs = append(errs, fmt.Errorf("invalid response cache size %d MB: use 0 to 65536 (--response-cache-mb, PROCSVC_RESPONSE_CACHE_MB)", c.ResponseCacheMB))
+	} else if c.ResponseCacheWorkspaceMB < 0 || c.ResponseCacheWorkspaceMB > c.ResponseCacheMB {
+		errs = append(errs, fmt.Errorf("invalid response cache share %d MB: use 1 to --response-cache-mb (%d), or 0 for a quarter of it (--response-cache-workspace-mb, PROCSVC_RESPONSE_CACHE_WORKSPACE_MB)", c.ResponseCacheWorkspaceMB, c.ResponseCacheMB))
 	}
 	if least := limits.ResponseBytes >> 20; c.MaxResponseMB < least || c.MaxResponseMB > 4096 {
 		errs = append(errs, fmt.Errorf("invalid response bound %d MiB: use %d to 4096 (--max-response-mb, PROCSVC_MAX_RESPONSE_MB)", c.MaxResponseMB, least))

@@ -30,15 +30,22 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/memory"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
-// Cache holds response bodies up to a total size.
+// Cache holds response bodies up to a total size, and up to a share of it
+// per workspace: a workspace whose responses would pass its share makes
+// room by dropping its own oldest, never another workspace's; the replica
+// past its total drops the least recently used of all.
 type Cache struct {
-	mu       sync.Mutex
-	entries  *lru.Cache[string, *entry]
-	bytes    int64
-	maxBytes int64
+	mu      sync.Mutex
+	entries *lru.Cache[string, *entry]
+	// budget accounts the entries' bytes by workspace.
+	budget *memory.Budget[uuid.UUID]
+	// stored is each workspace's keys in the order they were stored, the
+	// order it makes room in (keys since evicted are skipped then).
+	stored map[uuid.UUID]*storedKeys
 	// inFlight holds the responses being computed, by key: after a write,
 	// the clients that miss together on the same page wait for the first
 	// one's response instead of each computing it (see serveShared).
@@ -72,7 +79,15 @@ type flight struct {
 	waiters int // requests waiting on it (guarded by Cache.mu), for tests
 }
 
+// storedKeys are a workspace's keys, oldest first; compacted is how many
+// were left by the last compaction.
+type storedKeys struct {
+	keys      []string
+	compacted int
+}
+
 type entry struct {
+	workspace   uuid.UUID
 	contentType string
 	etag        string
 	route       string
@@ -103,12 +118,16 @@ type readCloser struct {
 }
 
 // New returns a cache holding at most maxBytes of responses (bodies and
-// footprints).
-func New(maxBytes int64) *Cache {
-	c := &Cache{maxBytes: maxBytes, inFlight: map[string]*flight{}, current: map[uuid.UUID]*generation{},
-		log: newChangeLog()}
+// footprints), and at most workspaceBytes of one workspace's (0: a quarter
+// of maxBytes).
+func New(maxBytes, workspaceBytes int64) *Cache {
+	if workspaceBytes <= 0 {
+		workspaceBytes = max(maxBytes/4, 1)
+	}
+	c := &Cache{budget: memory.NewBudget[uuid.UUID](maxBytes, min(workspaceBytes, maxBytes)), stored: map[uuid.UUID]*storedKeys{},
+		inFlight: map[string]*flight{}, current: map[uuid.UUID]*generation{}, log: newChangeLog()}
 	entries, err := lru.NewWithEvict[string, *entry](1<<20, func(_ string, e *entry) {
-		c.bytes -= e.size
+		c.budget.Release(e.workspace, e.size)
 	})
 	if err != nil {
 		panic(err)
@@ -326,13 +345,72 @@ func (c *Cache) store(workspace uuid.UUID, key string, e *entry) {
 		g.keys = live
 	}
 	// Removal (here, by capacity or by RemoveOldest) runs the eviction
-	// callback, which keeps c.bytes; it runs under c.mu.
+	// callback, which gives the entry's bytes back; it runs under c.mu.
 	c.entries.Remove(key)
-	c.entries.Add(key, e)
+	e.workspace = workspace
 	e.size = int64(len(e.body)) + e.footprint.Size()
-	c.bytes += e.size
-	for c.bytes > c.maxBytes && c.entries.Len() > 0 {
-		c.entries.RemoveOldest()
+	if !c.makeRoom(workspace, e.size) {
+		return
+	}
+	c.budget.Reserve(workspace, e.size)
+	c.entries.Add(key, e)
+	st := c.stored[workspace]
+	if st == nil {
+		st = &storedKeys{}
+		c.stored[workspace] = st
+	}
+	st.keys = append(st.keys, key)
+	c.compact(workspace)
+}
+
+// makeRoom drops entries until n more bytes of workspace's fit: its own
+// oldest while it is over its share, then the least recently used of all
+// while the cache is over its total. It reports false when n cannot fit
+// (n over the share or the total); c.mu is held.
+func (c *Cache) makeRoom(workspace uuid.UUID, n int64) bool {
+	if n > c.budget.Share() {
+		return false
+	}
+	for {
+		own, all := c.budget.Fits(workspace, n)
+		switch {
+		case !own:
+			st := c.stored[workspace]
+			if st == nil || len(st.keys) == 0 {
+				return false
+			}
+			c.entries.Remove(st.keys[0])
+			st.keys[0] = ""
+			st.keys = st.keys[1:]
+			st.compacted = max(st.compacted-1, 0)
+		case !all:
+			if _, _, ok := c.entries.RemoveOldest(); !ok {
+				return false
+			}
+		default:
+			return true
+		}
+	}
+}
+
+// compact drops from workspace's stored keys those no longer cached, each
+// time the list has doubled since it was last compacted: it stays within
+// twice its entries, at a constant cost per store; c.mu is held.
+func (c *Cache) compact(workspace uuid.UUID) {
+	st := c.stored[workspace]
+	if st == nil || len(st.keys) < max(64, 2*st.compacted) {
+		return
+	}
+	live := st.keys[:0]
+	for _, k := range st.keys {
+		if e, ok := c.entries.Peek(k); ok && e.workspace == workspace {
+			live = append(live, k)
+		}
+	}
+	clear(st.keys[len(live):])
+	st.keys, st.compacted = live, len(live)
+	if len(live) == 0 {
+		delete(c.stored, workspace)
 	}
 }
 

@@ -1,7 +1,9 @@
 package respcache_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -23,7 +25,7 @@ func TestIdenticalMissesAreComputedOnce(t *testing.T) {
 	ws, member, other := uuid.New(), uuid.New(), uuid.New()
 	release, started := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int64
-	c := respcache.New(1 << 20)
+	c := respcache.New(1<<20, 0)
 	h := c.Middleware(nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := calls.Add(1)
 		if n == 1 {
@@ -86,7 +88,7 @@ func TestUncacheableResponsesAreNotShared(t *testing.T) {
 	v := &viewer.Viewer{WorkspaceID: uuid.New(), MemberID: uuid.New(), Role: viewer.RoleMember, WorkspaceVersion: 1, VersionKnown: true}
 	release, started := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int64
-	c := respcache.New(1 << 20)
+	c := respcache.New(1<<20, 0)
 	h := c.Middleware(nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if calls.Add(1) == 1 {
 			close(started)
@@ -121,7 +123,7 @@ func TestUncacheableResponsesAreNotShared(t *testing.T) {
 // can read) are dropped at once; a response computed at an older version
 // after that is not stored; other workspaces keep theirs.
 func TestOlderVersionsAreDropped(t *testing.T) {
-	c := respcache.New(1 << 20)
+	c := respcache.New(1<<20, 0)
 	h := c.Middleware(nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		respcache.MarkCacheable(r.Context(), "test")
 		_, _ = w.Write([]byte(r.URL.Path))
@@ -167,5 +169,46 @@ func waitingFor(t *testing.T, c *respcache.Cache, n int) {
 			t.Fatalf("%d requests waiting, want %d", c.Waiting(), n)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestWorkspaceShare: a workspace reading ten thousand distinct pages
+// holds at most its share of the cache and drops its own oldest responses,
+// never another workspace's: the other's are still served from the cache.
+// (One least-recently-used list for every workspace let such a reader evict
+// every other tenant's responses.)
+func TestWorkspaceShare(t *testing.T) {
+	const total, share = 1 << 20, 256 << 10
+	c := respcache.New(total, share)
+	page := bytes.Repeat([]byte("x"), 10_000)
+	h := c.Middleware(nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		respcache.MarkCacheable(r.Context(), "test")
+		_, _ = w.Write(page)
+	}))
+	member := uuid.New()
+	get := func(workspace uuid.UUID, path string) string {
+		v := &viewer.Viewer{WorkspaceID: workspace, MemberID: member, Role: viewer.RoleMember, WorkspaceVersion: 1, VersionKnown: true}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil).WithContext(viewer.NewContext(context.Background(), v)))
+		return rec.Header().Get("X-Cache")
+	}
+	quiet, flood := uuid.New(), uuid.New()
+	for i := range 10 {
+		get(quiet, fmt.Sprintf("/quiet/%d", i))
+	}
+	for i := range 10_000 {
+		get(flood, fmt.Sprintf("/flood/%d", i))
+		if all, of := c.Held(flood); of > share || all > total {
+			t.Fatalf("after %d pages the flooding workspace holds %d bytes (share %d), the cache %d (total %d)", i+1, of, share, all, total)
+		}
+	}
+	for i := range 10 {
+		if got := get(quiet, fmt.Sprintf("/quiet/%d", i)); got != "hit" {
+			t.Fatalf("the quiet workspace's page %d after the flood: X-Cache %q, want hit", i, got)
+		}
+	}
+	// The flooding workspace keeps its newest pages.
+	if got := get(flood, "/flood/9999"); got != "hit" {
+		t.Fatalf("the flood's newest page: X-Cache %q, want hit", got)
 	}
 }

@@ -40,7 +40,9 @@ type Deps struct {
 	// which case the caller serves it on an internal listener (MetricsHandler).
 	Metrics *metrics.Metrics
 	// ResponseCacheBytes bounds the read-response cache; 0 disables it.
-	ResponseCacheBytes int64
+	// ResponseCacheWorkspaceBytes is one workspace's share of it (0: a
+	// quarter).
+	ResponseCacheBytes, ResponseCacheWorkspaceBytes int64
 	// RequestTimeout, when set, bounds every request's work (database and
 	// generation calls see the deadline); use the server's write timeout.
 	RequestTimeout time.Duration
@@ -108,7 +110,7 @@ func NewHandler(d Deps) *Handler {
 
 	var cache *respcache.Cache
 	if d.ResponseCacheBytes > 0 {
-		cache = respcache.New(d.ResponseCacheBytes)
+		cache = respcache.New(d.ResponseCacheBytes, d.ResponseCacheWorkspaceBytes)
 	}
 	if cache != nil && d.Hub != nil {
 		// The hub hears every committed change (this replica's at once,
