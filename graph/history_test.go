@@ -221,7 +221,7 @@ func TestHistoryAndEvents(t *testing.T) {
 			mid := all[len(all)/2].Version
 			feed, total := readAll(t, func(v map[string]any) eventConn { return listEvents(t, s, w.ViewToken, v) }, 3,
 				obj("afterVersion", mid, "order", "ASC"))
-			wantFeed := countSQL(t, db, "SELECT COUNT(*) FROM events WHERE workspace_id = ? AND version > ?", w.ID, mid)
+			wantFeed := countSQL(t, db, "SELECT COUNT(*) FROM events WHERE workspace_id = ? AND kind NOT LIKE 'token.%' AND version > ?", w.ID, mid)
 			if total != wantFeed || len(feed) != wantFeed || feed[0].Version <= mid {
 				t.Fatalf("feed after %d: %d read, total %d, COUNT %d", mid, len(feed), total, wantFeed)
 			}
@@ -242,7 +242,7 @@ func TestHistoryAndEvents(t *testing.T) {
 				{obj("kinds", []string{"MEMBER_ADDED"}), "kind = ?", "member.added"},
 			} {
 				evs, total := readAll(t, func(v map[string]any) eventConn { return listEvents(t, s, w.ViewToken, v) }, 5, obj("filter", f.filter))
-				want := countSQL(t, db, "SELECT COUNT(*) FROM events WHERE workspace_id = ? AND "+f.query, w.ID, f.arg)
+				want := countSQL(t, db, "SELECT COUNT(*) FROM events WHERE workspace_id = ? AND kind NOT LIKE 'token.%' AND "+f.query, w.ID, f.arg)
 				if want == 0 || total != want || len(evs) != want {
 					t.Fatalf("filter %v: %d read, total %d, COUNT %d", f.filter, len(evs), total, want)
 				}
@@ -250,7 +250,8 @@ func TestHistoryAndEvents(t *testing.T) {
 		})
 
 		t.Run("Tenancy", func(t *testing.T) {
-			mine := countSQL(t, db, "SELECT COUNT(*) FROM events WHERE workspace_id = ?", w.ID)
+			// A VIEWER reads no token's events (TestEventsFollowTheRolesOfTheirRecords).
+			mine := countSQL(t, db, "SELECT COUNT(*) FROM events WHERE workspace_id = ? AND kind NOT LIKE 'token.%'", w.ID)
 			evs, total := readAll(t, func(v map[string]any) eventConn { return listEvents(t, s, w.ViewToken, v) }, 100, nil)
 			if total != mine || len(evs) != mine {
 				t.Fatalf("%d events listed, total %d; the workspace holds %d", len(evs), total, mine)
@@ -419,4 +420,74 @@ type eventConnList struct {
 			History eventConn
 		}
 	}
+}
+
+// TestEventsFollowTheRolesOfTheirRecords: Query.events and node show a role
+// the token events (a token's name, member and expiry) only if Query.tokens
+// answers it, whatever the filter, with totals that count what is shown;
+// members' events every role reads, as Query.members.
+func TestEventsFollowTheRolesOfTheirRecords(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		s := apitest.Start(t, db)
+		w := s.NewWorkspace(t, "Roles", "ROL")
+		var created struct {
+			CreateToken struct{ Token struct{ ID string } }
+		}
+		ok(t, s.GraphQL(t, w.AdminToken, `mutation { createToken(input: {name: "to revoke"}) { token { id } } }`, nil), &created)
+		tokenID := created.CreateToken.Token.ID
+		ok(t, s.GraphQL(t, w.AdminToken, `mutation($id: ID!) { revokeToken(id: $id) { id } }`, obj("id", tokenID)), &struct{}{})
+		all := countSQL(t, db, "SELECT COUNT(*) FROM events WHERE workspace_id = ?", w.ID)
+		tokens := countSQL(t, db, "SELECT COUNT(*) FROM events WHERE workspace_id = ? AND kind LIKE 'token.%'", w.ID)
+		members := countSQL(t, db, "SELECT COUNT(*) FROM events WHERE workspace_id = ? AND kind = 'member.added'", w.ID)
+		if tokens < 4 || members == 0 {
+			t.Fatalf("the test data holds %d token events, %d members added", tokens, members)
+		}
+		var revoked struct{ Events eventConn }
+		ok(t, s.GraphQL(t, w.AdminToken, eventsQuery, obj("filter", obj("kinds", []string{"TOKEN_REVOKED"}))), &revoked)
+		if revoked.Events.TotalCount != 1 {
+			t.Fatalf("the admin reads %d revocations", revoked.Events.TotalCount)
+		}
+		revocation := revoked.Events.Nodes[0].ID
+		for role, token := range map[string]string{"ADMIN": w.AdminToken, "MEMBER": w.MemberToken, "VIEWER": w.ViewToken} {
+			t.Run(role, func(t *testing.T) {
+				// The rule to mirror: what Query.tokens answers this role.
+				r := s.GraphQL(t, token, `{ tokens { id } }`, nil)
+				readsTokens := len(r.Errors) == 0
+				if !readsTokens {
+					wantError(t, r, "forbidden")
+				}
+				want := all
+				if !readsTokens {
+					want -= tokens
+				}
+				evs, total := readAll(t, func(v map[string]any) eventConn { return listEvents(t, s, token, v) }, 5, nil)
+				shown := 0
+				for _, e := range evs {
+					if strings.HasPrefix(e.Kind, "TOKEN_") {
+						shown++
+					}
+				}
+				if total != want || len(evs) != want || (shown > 0) != readsTokens {
+					t.Fatalf("%d events read (%d of tokens), total %d, want %d", len(evs), shown, total, want)
+				}
+				for _, filter := range []map[string]any{
+					obj("kinds", []string{"TOKEN_CREATED", "TOKEN_REVOKED"}),
+					obj("entityId", tokenID),
+				} {
+					c := listEvents(t, s, token, obj("filter", filter))
+					if (c.TotalCount > 0) != readsTokens || len(c.Nodes) != c.TotalCount {
+						t.Fatalf("filter %v: %d shown, total %d, reads tokens: %v", filter, len(c.Nodes), c.TotalCount, readsTokens)
+					}
+				}
+				var n struct{ Node *struct{ ID string } }
+				ok(t, s.GraphQL(t, token, `query($id: ID!) { node(id: $id) { id } }`, obj("id", revocation)), &n)
+				if (n.Node != nil) != readsTokens {
+					t.Fatalf("a token's event as a node: %+v, reads tokens: %v", n.Node, readsTokens)
+				}
+				if c := listEvents(t, s, token, obj("filter", obj("kinds", []string{"MEMBER_ADDED"}))); c.TotalCount != members {
+					t.Fatalf("members' events: %d, want %d", c.TotalCount, members)
+				}
+			})
+		}
+	})
 }

@@ -3,8 +3,9 @@ package rest_test
 // GET /procedures/{id}/history and GET /events (docs/api.md, "Events"):
 // core.Event's shape in the list envelope, pages by number or by cursor
 // (meta.nextCursor, stable while events are appended), exact totals, the
-// filters, any role, no other workspace's events, bad parameters named,
-// and no cached answer that outlives the retention.
+// filters, each role the events of the records it reads, no other
+// workspace's events, bad parameters named, and no cached answer that
+// outlives the retention.
 
 import (
 	"fmt"
@@ -82,10 +83,11 @@ func TestEventEndpoints(t *testing.T) {
 		wantOK(t, e.do(t, "POST", "/procedures/"+id+"/comments", e.ws.AdminToken, map[string]any{"text": "SECRET note"}))
 		theirs := other.createProcedure(t, nil)["id"].(string)
 		// count counts e's workspace's events where admits (one ?
-		// placeholder, for arg).
+		// placeholder, for arg) that a VIEWER reads: no token's
+		// (TestEventsFollowTheRolesOfTheirRecords).
 		count := func(where string, arg any) int {
 			t.Helper()
-			q := "SELECT COUNT(*) FROM events WHERE workspace_id = '" + e.ws.ID + "' AND " + where
+			q := "SELECT COUNT(*) FROM events WHERE workspace_id = '" + e.ws.ID + "' AND kind NOT LIKE 'token.%' AND " + where
 			if db.Dialect == "postgres" {
 				q = strings.Replace(q, "?", "$1", 1)
 			}
@@ -262,4 +264,79 @@ func wantListOf(t testing.TB, e *env, path string) []map[string]any {
 	t.Helper()
 	items, _, _ := e.eventPage(t, path, e.ws.ViewToken)
 	return items
+}
+
+// TestEventsFollowTheRolesOfTheirRecords: GET /events shows a role the
+// token events (a token's name, member and expiry) only if the tokens list
+// (GraphQL's Query.tokens: REST has none) answers it, whatever the filter,
+// with totals that count what is shown; members' events every role reads,
+// as GET /members.
+func TestEventsFollowTheRolesOfTheirRecords(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		e := newEnv(t, db)
+		var created struct {
+			CreateToken struct{ Token struct{ ID string } }
+		}
+		e.srv.GraphQL(t, e.ws.AdminToken, `mutation { createToken(input: {name: "to revoke"}) { token { id } } }`, nil).Decode(t, &created)
+		tokenID := created.CreateToken.Token.ID
+		e.srv.GraphQL(t, e.ws.AdminToken, `mutation($id: ID!) { revokeToken(id: $id) { id } }`, map[string]any{"id": tokenID}).Decode(t, &struct{}{})
+		count := func(where string) int {
+			t.Helper()
+			var n int
+			if err := db.SQL.QueryRow("SELECT COUNT(*) FROM events WHERE workspace_id = '" + e.ws.ID + "' AND " + where).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		all, tokens := count("1 = 1"), count("kind LIKE 'token.%'")
+		if tokens < 4 {
+			t.Fatalf("the test data holds %d token events", tokens)
+		}
+		for role, token := range map[string]string{"ADMIN": e.ws.AdminToken, "MEMBER": e.ws.MemberToken, "VIEWER": e.ws.ViewToken} {
+			t.Run(role, func(t *testing.T) {
+				// The rule to mirror: what the tokens list answers this role.
+				r := e.srv.GraphQL(t, token, `{ tokens { id } }`, nil)
+				readsTokens := len(r.Errors) == 0
+				if !readsTokens && r.Code() != "forbidden" {
+					t.Fatalf("tokens: %+v", r.Errors)
+				}
+				want := all
+				if !readsTokens {
+					want -= tokens
+				}
+				var read []map[string]any
+				path := "/events?limit=5"
+				for {
+					page, total, next := e.eventPage(t, path, token)
+					if total != want {
+						t.Fatalf("total %d, want %d", total, want)
+					}
+					read = append(read, page...)
+					if next == "" {
+						break
+					}
+					path = "/events?limit=5&cursor=" + url.QueryEscape(next)
+				}
+				shown := 0
+				for _, it := range read {
+					if strings.HasPrefix(it["type"].(string), "token.") {
+						shown++
+					}
+				}
+				if len(read) != want || (shown > 0) != readsTokens {
+					t.Fatalf("%d events read (%d of tokens), want %d", len(read), shown, want)
+				}
+				for _, query := range []string{"kind=token.created,token.revoked", "entityId=" + tokenID} {
+					items, total, _ := e.eventPage(t, "/events?"+query, token)
+					if (total > 0) != readsTokens || len(items) != total {
+						t.Fatalf("%s: %d shown, total %d, reads tokens: %v", query, len(items), total, readsTokens)
+					}
+				}
+				if _, total, _ := e.eventPage(t, "/events?kind=member.added", token); total != count("kind = 'member.added'") || total == 0 {
+					t.Fatalf("members' events: total %d", total)
+				}
+			})
+		}
+	})
 }

@@ -371,7 +371,8 @@ var descriptions = map[string]string{
 	"GET /procedures/{id}/history": "Every event of the procedure (id or shortId; a deleted procedure's by its id) and of its comments, " +
 		"newest first, in pages by number or by cursor; meta.total counts them. Events are kept for the server's retention.",
 	"GET /events": "The workspace's change log: every write's event, by version, newest first unless order=asc, narrowed by the filter " +
-		"parameters (combined with AND), in pages by number or by cursor. A feed reads order=asc&after=<the last version seen>.",
+		"parameters (combined with AND), in pages by number or by cursor. A feed reads order=asc&after=<the last version seen>. " +
+		"A role sees the events of the records it may read: token events only an ADMIN.",
 	"GET /procedures/{id}/comments": "Every comment of the procedure (id or shortId), oldest first, in pages by number. " +
 		"A procedure's own answer embeds only its newest " + itoa(limits.EmbeddedComments) + " (its comments property); " +
 		"this list holds them all, and meta.total counts them.",

@@ -2448,7 +2448,8 @@ type Query {
   with order: ASC from the last version seen). An afterVersion older than
   the retention is refused (validation_failed naming afterVersion): events
   after it were pruned, so reload and read on from the version the message
-  names. Any role may read it. Page size: default 100, max 100.
+  names. Any role may read it, and sees the events of the records it may
+  read: token events only an ADMIN (as tokens). Page size: default 100, max 100.
   """
   events(first: Int, after: String, last: Int, before: String, afterVersion: Int, filter: EventFilter, order: OrderDirection = DESC): EventConnection!
 }

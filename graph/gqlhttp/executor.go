@@ -10,7 +10,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
-	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
@@ -23,16 +22,15 @@ import (
 	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/middleware"
 	"github.com/procsvc/procsvc/internal/respcache"
-	"github.com/procsvc/procsvc/internal/viewer"
 )
 
 // NewExecutor returns the GraphQL executor over r: POST and GET transports
 // (and, with lv, WebSocket and Server-Sent Events for subscriptions),
 // automatic persisted queries, the limits of limits.go, which apply to
 // subscription documents as to queries, and one error shape
-// (extensions.code and extensions.requestId) for every failure. queries
-// caches its parsed and validated documents.
-func NewExecutor(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, lv *live.Live, queries graphql.Cache[*ast.QueryDocument]) *handler.Server {
+// (extensions.code and extensions.requestId) for every failure. docs
+// keeps its parsed and validated documents and its persisted queries.
+func NewExecutor(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, lv *live.Live, docs *Documents) *handler.Server {
 	registerErrorCodes.Do(registerProtocolErrors)
 	// The published schema: documents are validated against it and
 	// introspection shows it (published.go).
@@ -46,13 +44,13 @@ func NewExecutor(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, lv *li
 	// Each transport answers refused variables in REST's words
 	// (input_variables.go).
 	srv.AddTransport(variablesChecked{direct{decoded{}}})
-	srv.SetQueryCache(queries)
+	srv.SetQueryCache(docs.Parsed())
 	srv.SetParserTokenLimit(MaxTokens)
 	srv.SetValidationRulesFn(validationRules)
 	srv.Use(extension.Introspection{})
 	// Before persisted queries: see documentLimits.
-	srv.Use(documentLimits{validated: queries})
-	srv.Use(extension.AutomaticPersistedQuery{Cache: perWorkspace{lru.New[string](1000)}})
+	srv.Use(documentLimits{validated: docs.Parsed()})
+	srv.Use(extension.AutomaticPersistedQuery{Cache: docs.Persisted()})
 	srv.Use(depthLimit{max: MaxDepth})
 	srv.Use(introspectionBudget{schema: PublishedSchema()})
 	// Before the page-size limit, which reads arguments' values.
@@ -155,24 +153,4 @@ func registerProtocolErrors() {
 	// operation with an error message (over HTTP the rate limiter's
 	// middleware answers 429).
 	errcode.RegisterErrorType(string(apperr.RateLimited), errcode.KindProtocol)
-}
-
-// perWorkspace keys a cache by the viewer's workspace as well, so that one
-// tenant's persisted queries (whose text may hold its data as literals) can
-// neither be run nor detected by another.
-type perWorkspace struct{ graphql.Cache[string] }
-
-func workspaceKey(ctx context.Context, key string) string {
-	if v := viewer.FromContext(ctx); v != nil {
-		return v.WorkspaceID.String() + "/" + key
-	}
-	return "-/" + key
-}
-
-func (c perWorkspace) Get(ctx context.Context, key string) (string, bool) {
-	return c.Cache.Get(ctx, workspaceKey(ctx, key))
-}
-
-func (c perWorkspace) Add(ctx context.Context, key, value string) {
-	c.Cache.Add(ctx, workspaceKey(ctx, key), value)
 }

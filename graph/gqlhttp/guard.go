@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
 
@@ -43,14 +42,14 @@ type Middleware struct {
 }
 
 // NewHandler returns the whole of /graphql over HTTP: the transport guard,
-// then mw's middleware, then the executor of NewExecutor. With live it also
-// serves subscriptions: WebSockets (which authenticate in connection_init,
-// so they skip mw) and Server-Sent Events (through mw.Streams).
-func NewHandler(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, mw Middleware, lv *live.Live) http.Handler {
+// then mw's middleware, then the executor of NewExecutor, which keeps its
+// documents in docs. With live it also serves subscriptions: WebSockets
+// (which authenticate in connection_init, so they skip mw) and Server-Sent
+// Events (through mw.Streams).
+func NewHandler(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, mw Middleware, lv *live.Live, docs *Documents) http.Handler {
 	writeErr := graphqlError(log)
-	documents := lru.New[*ast.QueryDocument](1000)
-	exec := NewExecutor(r, log, m, lv, documents)
-	g := &guard{writeErr: writeErr, documents: documents, requests: mw.Requests(writeErr)(exec)}
+	exec := NewExecutor(r, log, m, lv, docs)
+	g := &guard{writeErr: writeErr, documents: docs.Parsed(), requests: mw.Requests(writeErr)(exec)}
 	g.authenticated = mw.Authenticate(writeErr)(http.HandlerFunc(g.serveAuthenticated))
 	if lv != nil {
 		g.streams = mw.Streams(writeErr)(exec)

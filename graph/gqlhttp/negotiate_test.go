@@ -123,7 +123,7 @@ func TestGuardStreamsOnlySubscriptions(t *testing.T) {
 		return func(h http.Handler) http.Handler { return h }
 	}
 	h := NewHandler(&graph.Resolver{}, slog.New(slog.DiscardHandler), metrics.New(nil),
-		Middleware{Authenticate: pass, Requests: chain("requests"), Streams: chain("streams")}, lv)
+		Middleware{Authenticate: pass, Requests: chain("requests"), Streams: chain("streams")}, lv, NewDocuments(0, 0))
 	const subscription, query = `{"query":"subscription { procedureEvents { kind } }"}`, `{"query":"{ viewer { id } }"}`
 	for _, c := range []struct {
 		body, accept string

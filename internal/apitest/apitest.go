@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/procsvc/procsvc/graph/gqlhttp"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/events"
@@ -24,10 +25,19 @@ type Server struct {
 	DB      *database.DB
 	Service *core.Service
 	HTTP    *http.Client
+	// Documents is the GraphQL documents it keeps.
+	Documents *gqlhttp.Documents
 }
 
 // Start serves db's full handler until t ends.
 func Start(t testing.TB, db *database.DB, opts ...core.Option) *Server {
+	t.Helper()
+	return StartWith(t, db, server.Deps{}, opts...)
+}
+
+// StartWith is Start with deps' settings; its DB, Service, Log and Hub are
+// Start's, and so is the response cache's size unless deps sets one.
+func StartWith(t testing.TB, db *database.DB, deps server.Deps, opts ...core.Option) *Server {
 	t.Helper()
 	// Writes announce their changes as in production (pg_notify on
 	// PostgreSQL, the hub on SQLite), so that every API test also runs the
@@ -38,12 +48,17 @@ func Start(t testing.TB, db *database.DB, opts ...core.Option) *Server {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	// The response cache is on, as in production, so that every API test
 	// also proves that no write leaves a stale cached read behind.
-	ts := httptest.NewServer(server.NewHandler(server.Deps{DB: db, Service: svc, Log: log, ResponseCacheBytes: 16 << 20, Hub: hub}))
+	deps.DB, deps.Service, deps.Log, deps.Hub = db, svc, log, hub
+	if deps.ResponseCacheBytes == 0 {
+		deps.ResponseCacheBytes = 16 << 20
+	}
+	h := server.NewHandler(deps)
+	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	// Before ts.Close (cleanups run last first): ending the subscriptions
 	// ends their streams, which ts.Close waits for.
 	t.Cleanup(hub.Close)
-	return &Server{URL: ts.URL, DB: db, Service: svc, HTTP: ts.Client()}
+	return &Server{URL: ts.URL, DB: db, Service: svc, HTTP: ts.Client(), Documents: h.Documents}
 }
 
 // Workspace is a workspace with one member of each role and their tokens,

@@ -59,6 +59,11 @@ type Config struct {
 	// Idempotency-Keys keep for replay (internal/idempotency).
 	IdempotencyWorkspaceMB int
 
+	// DocumentCacheMB bounds the GraphQL documents (parsed, and persisted
+	// queries) a replica keeps, DocumentCacheWorkspaceMB one workspace's
+	// share of them (gqlhttp.Documents).
+	DocumentCacheMB, DocumentCacheWorkspaceMB int
+
 	// PostgreSQL session settings of every pooled connection (0: the
 	// server's own, normally none).
 	DBLockTimeout              time.Duration
@@ -213,6 +218,10 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 
 		IdempotencyWorkspaceMB: 64,
 
+		// gqlhttp.DefaultDocumentCacheBytes and
+		// DefaultDocumentCacheWorkspaceBytes (the tests hold them equal).
+		DocumentCacheMB: 16, DocumentCacheWorkspaceMB: 2,
+
 		// core.DefaultEventRetention, webhooks.DefaultTimeout and
 		// webhooks.DefaultWorkers (the tests hold them equal).
 		EventRetention: 30 * 24 * time.Hour,
@@ -231,6 +240,8 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		num(&c.MemoryLimitMB, "memory-limit-mb", "PROCSVC_MEMORY_LIMIT_MB", "soft limit of the Go heap: garbage is collected as memory nears it rather than at every doubling (0: the Go runtime's defaults; GOGC or GOMEMLIMIT in the environment take precedence)"),
 		dur(&c.IdempotencyKeyTTL, "idempotency-key-ttl", "PROCSVC_IDEMPOTENCY_KEY_TTL", "how long an Idempotency-Key and its response are kept for replay (1m to 720h)"),
 		num(&c.IdempotencyWorkspaceMB, "idempotency-workspace-mb", "PROCSVC_IDEMPOTENCY_WORKSPACE_MB", "response bytes one workspace's Idempotency-Keys keep for replay at once; an answer beyond them is sent but not kept (1 to 65536)"),
+		num(&c.DocumentCacheMB, "document-cache-mb", "PROCSVC_DOCUMENT_CACHE_MB", "memory for parsed GraphQL documents and persisted queries, every workspace's together; at the bound, the workspace used least recently gives back its oldest (1 to 4096)"),
+		num(&c.DocumentCacheWorkspaceMB, "document-cache-workspace-mb", "PROCSVC_DOCUMENT_CACHE_WORKSPACE_MB", "one workspace's share of --document-cache-mb: past it, a workspace's oldest documents give way to its new ones, never another's; a larger document is not kept (1 to --document-cache-mb)"),
 		boolean(&c.DBPrepare, "db-prepare", "PROCSVC_DB_PREPARE", "PostgreSQL: send reads as prepared statements, planned once per connection; set false behind PgBouncer in transaction mode"),
 		dur(&c.DBLockTimeout, "db-lock-timeout", "PROCSVC_DB_LOCK_TIMEOUT", "PostgreSQL lock_timeout: a statement waiting longer for a lock fails, answered 503 (0 disables; PgBouncer needs 0 for all three --db-*-timeout settings or ignore_startup_parameters)"),
 		dur(&c.DBStatementTimeout, "db-statement-timeout", "PROCSVC_DB_STATEMENT_TIMEOUT", "PostgreSQL statement_timeout: a statement running longer is cancelled, answered 503 (0 disables)"),
@@ -333,6 +344,11 @@ func (c *Config) validate() error {
 	}
 	if c.IdempotencyWorkspaceMB < 1 || c.IdempotencyWorkspaceMB > 1<<16 {
 		errs = append(errs, fmt.Errorf("invalid Idempotency-Key budget %d MB: use 1 to 65536 (--idempotency-workspace-mb, PROCSVC_IDEMPOTENCY_WORKSPACE_MB)", c.IdempotencyWorkspaceMB))
+	}
+	if c.DocumentCacheMB < 1 || c.DocumentCacheMB > 4096 {
+		errs = append(errs, fmt.Errorf("invalid document cache size %d MB: use 1 to 4096 (--document-cache-mb, PROCSVC_DOCUMENT_CACHE_MB)", c.DocumentCacheMB))
+	} else if c.DocumentCacheWorkspaceMB < 1 || c.DocumentCacheWorkspaceMB > c.DocumentCacheMB {
+		errs = append(errs, fmt.Errorf("invalid document cache share %d MB: use 1 to the document cache's %d (--document-cache-workspace-mb, PROCSVC_DOCUMENT_CACHE_WORKSPACE_MB)", c.DocumentCacheWorkspaceMB, c.DocumentCacheMB))
 	}
 	if c.WriteTimeout > 0 && c.IdempotencyKeyTTL <= c.WriteTimeout {
 		// A key must outlive the execution it guards: its row is taken

@@ -88,12 +88,43 @@ func eventKeyset(scope string, desc bool) keyset[ent.Event] {
 	}
 }
 
+// visibleEvents keeps a read of the log to the events v may read: those of
+// the records v's role reads. A token's events show its name, member and
+// expiry, so only the roles that read the tokens list (tokenReaders) read
+// them; every role reads the other records (members with their emails and
+// roles included). A history needs none: it holds only events naming a
+// procedure, its own and its comments'.
+func visibleEvents(v *viewer.Viewer) []predicate.Event {
+	if v.Role.AtLeast(tokenReaders) {
+		return nil
+	}
+	return []predicate.Event{event.KindNotIn(tokenEventKinds...)}
+}
+
+// tokenEventKinds are the kinds of the events that write a token.
+var tokenEventKinds = func() []string {
+	var out []string
+	for _, k := range EventKinds {
+		if k.EntityType() == "token" {
+			out = append(out, string(k))
+		}
+	}
+	return out
+}()
+
 // Event returns one event of the viewer's workspace by id (GraphQL's
-// node). Any role may read the log. Errors: unauthenticated, not_found.
+// node), if the viewer may read it (visibleEvents).
+// Errors: unauthenticated, not_found.
 func (s *Service) Event(ctx context.Context, id string) (*ent.Event, error) {
-	return getOne(ctx, ids.KindEvent, "event", id, func(ctx context.Context, uid uuid.UUID) (*ent.Event, error) {
-		return s.client.Event.Query().Where(event.ID(uid)).Select(eventColumns...).Only(ctx)
-	})
+	v, uid, err := target(ctx, viewer.RoleViewer, ids.KindEvent, "event", id)
+	if err != nil {
+		return nil, err
+	}
+	e, err := s.client.Event.Query().Where(event.ID(uid)).Where(visibleEvents(v)...).Select(eventColumns...).Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, apperr.NotFoundf("event")
+	}
+	return e, apperr.Map(err)
 }
 
 // EventFilter narrows the events list; its fields combine with AND, and an
@@ -190,7 +221,8 @@ func (pf parsedEventFilter) predicates() []predicate.Event {
 }
 
 // Events returns the page w selects of the viewer's workspace's events that
-// f admits, in order o, with their exact total. Any role may read the log.
+// f admits and the viewer may read (visibleEvents), in order o, with their
+// exact total.
 // A page read after a version older than the retention (an event after it
 // may have been pruned) is refused rather than answered with a hole, so
 // that a client catching up knows to reload instead.
@@ -205,7 +237,7 @@ func (s *Service) Events(ctx context.Context, f EventFilter, o EventOrder, w Win
 		return nil, err
 	}
 	k := eventKeyset(scopeOf("events", pf.key(), strconv.FormatBool(o.OldestFirst)), !o.OldestFirst)
-	preds := pf.predicates()
+	preds := append(pf.predicates(), visibleEvents(v)...)
 	list, err := s.eventPage(ctx, k, w, DefaultEventPageSize, MaxEventPageSize, preds)
 	if err != nil || pf.after == nil {
 		return list, err

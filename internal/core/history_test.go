@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -283,6 +284,9 @@ func TestEventsList(t *testing.T) {
 		viewerCtx, _ := f.as(t, viewer.RoleViewer)
 		cut := f.version(t) - 6
 
+		notTokens := func(q *ent.EventQuery) *ent.EventQuery {
+			return q.Where(event.KindNotIn("token.created", "token.revoked"))
+		}
 		byKind := func(kinds ...string) func(*ent.EventQuery) *ent.EventQuery {
 			return func(q *ent.EventQuery) *ent.EventQuery { return q.Where(event.KindIn(kinds...)) }
 		}
@@ -292,8 +296,9 @@ func TestEventsList(t *testing.T) {
 			order  core.EventOrder
 			want   []int64
 		}{
-			{"everything", core.EventFilter{}, core.EventOrder{}, f.storedVersions(t, false)},
-			{"oldest first", core.EventFilter{}, core.EventOrder{OldestFirst: true}, f.storedVersions(t, true)},
+			// A viewer reads no token's events (TestEventsFollowTheRolesOfTheirRecords).
+			{"everything", core.EventFilter{}, core.EventOrder{}, f.storedVersions(t, false, notTokens)},
+			{"oldest first", core.EventFilter{}, core.EventOrder{OldestFirst: true}, f.storedVersions(t, true, notTokens)},
 			{"after a version, oldest first", core.EventFilter{After: &cut}, core.EventOrder{OldestFirst: true},
 				f.storedVersions(t, true, func(q *ent.EventQuery) *ent.EventQuery { return q.Where(event.VersionGT(cut)) })},
 			{"after a version, newest first", core.EventFilter{After: &cut}, core.EventOrder{},
@@ -469,6 +474,110 @@ func TestPruneEvents(t *testing.T) {
 		// Nothing more is old: a second run deletes nothing.
 		if n, err := f.svc.PruneEvents(context.Background(), time.Now().Add(-core.DefaultEventRetention), 3); err != nil || n != 0 {
 			t.Fatalf("second run pruned %d, %v", n, err)
+		}
+	})
+}
+
+// TestEventsFollowTheRolesOfTheirRecords: the change log shows a role the
+// events of the records that role may read, and no others. A token's events
+// (its name, member and expiry) are shown to the roles the tokens list
+// answers, whatever asks for them: the list, a kind or entity filter, an
+// event by id; totals count what is shown. Members' events are shown to
+// every role, as members (emails and roles) are.
+func TestEventsFollowTheRolesOfTheirRecords(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		f := newLogFixture(t, db, "EVR")
+		p := f.newProcedure(t, "visible", "TODO", f.project)
+		f.touch(t, p, 2)
+		revoked, _, err := f.svc.CreateToken(f.withKey, core.TokenInput{Name: "to revoke"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.RevokeToken(f.withKey, revoked.ID.String()); err != nil {
+			t.Fatal(err)
+		}
+		stored := f.loggedEvents(t, 0)
+		var tokenEvent *ent.Event
+		tokenEvents := 0
+		for _, e := range stored {
+			if strings.HasPrefix(e.Kind, "token.") {
+				tokenEvents++
+				tokenEvent = e
+			}
+		}
+		if tokenEvents < 3 {
+			t.Fatalf("the test data holds %d token events", tokenEvents)
+		}
+		roles := map[viewer.Role]context.Context{viewer.RoleAdmin: f.withKey}
+		for _, r := range []viewer.Role{viewer.RoleMember, viewer.RoleViewer} {
+			roles[r], _ = f.as(t, r)
+		}
+		stored = f.loggedEvents(t, 0) // with the members just added
+		for role, ctx := range roles {
+			t.Run(string(role), func(t *testing.T) {
+				// The rule to mirror: what the tokens list answers this role.
+				_, err := f.svc.Tokens(ctx)
+				readsTokens := err == nil
+				if !readsTokens {
+					wantCode(t, err, apperr.Forbidden)
+				}
+				var want []int64
+				for i := len(stored) - 1; i >= 0; i-- {
+					if readsTokens || !strings.HasPrefix(stored[i].Kind, "token.") {
+						want = append(want, stored[i].Version)
+					}
+				}
+				var got []int64
+				var after *core.Cursor
+				for {
+					l, err := f.svc.Events(ctx, core.EventFilter{}, core.EventOrder{}, core.Window{First: page(4), After: after})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if l.Total != len(want) {
+						t.Fatalf("total %d, want %d", l.Total, len(want))
+					}
+					got = append(got, versions(l.Items)...)
+					if !l.PageInfo.HasNextPage {
+						break
+					}
+					c := l.Cursor(l.Items[len(l.Items)-1])
+					after = &c
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("read %v, want %v", got, want)
+				}
+
+				tokenFilters := map[string]core.EventFilter{
+					"kinds":  {Kinds: []string{"token.created", "token.revoked"}},
+					"entity": {EntityID: revoked.ID.String()},
+				}
+				for name, filter := range tokenFilters {
+					l, err := f.svc.Events(ctx, filter, core.EventOrder{}, core.Window{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if shown := l.Total > 0 || len(l.Items) > 0; shown != readsTokens {
+						t.Fatalf("%s filter: %d token events shown (total %d), reads tokens: %v", name, len(l.Items), l.Total, readsTokens)
+					}
+					if len(l.Items) != l.Total {
+						t.Fatalf("%s filter: %d events shown, total %d", name, len(l.Items), l.Total)
+					}
+				}
+				e, err := f.svc.Event(ctx, tokenEvent.ID.String())
+				if readsTokens {
+					if err != nil || e.ID != tokenEvent.ID {
+						t.Fatalf("a token event by id: %v, %v", e, err)
+					}
+				} else {
+					wantCode(t, err, apperr.NotFound)
+				}
+
+				l, err := f.svc.Events(ctx, core.EventFilter{Kinds: []string{"member.added"}}, core.EventOrder{}, core.Window{})
+				if err != nil || l.Total != 2 || len(l.Items) != 2 {
+					t.Fatalf("members' events: %+v, %v", l, err)
+				}
+			})
 		}
 	})
 }

@@ -302,10 +302,14 @@ func (s *Service) CreateToken(ctx context.Context, in TokenInput) (*ent.Token, s
 	return created, secret, nil
 }
 
+// tokenReaders is the least role that reads tokens: their list, and their
+// events in the change log, which show as much (visibleEvents).
+const tokenReaders = viewer.RoleAdmin
+
 // Tokens lists the workspace's tokens, newest first (secrets are never
 // shown). Errors: unauthenticated, forbidden.
 func (s *Service) Tokens(ctx context.Context) ([]*ent.Token, error) {
-	if _, err := require(ctx, viewer.RoleAdmin); err != nil {
+	if _, err := require(ctx, tokenReaders); err != nil {
 		return nil, err
 	}
 	ts, err := s.client.Token.Query().Order(token.ByCreatedAt(sql.OrderDesc()), token.ByID(sql.OrderDesc())).All(ctx)

@@ -96,7 +96,8 @@ func (s *Service) pruneBatch(ctx context.Context, cutoff time.Time, batch int) (
 // first, at most limit of them: a resumed subscription's replay. pruned is
 // set when events after version may have been pruned (version is older
 // than the retention): the replay would have a hole, and nothing is
-// returned. Any role may read the log. Errors: validation_failed
+// returned. The events are those the viewer may read (visibleEvents).
+// Errors: validation_failed
 // (afterVersion beyond the workspace's version).
 func (s *Service) EventsAfter(ctx context.Context, version int64, limit int) (evs []*ent.Event, pruned bool, err error) {
 	v, err := require(ctx, viewer.RoleViewer)
@@ -114,6 +115,7 @@ func (s *Service) EventsAfter(ctx context.Context, version int64, limit int) (ev
 	if version < ws.EventsPrunedTo {
 		return nil, true, nil
 	}
-	evs, err = s.client.Event.Query().Where(event.VersionGT(version)).Order(event.ByVersion()).Limit(limit).All(ctx)
+	evs, err = s.client.Event.Query().Where(event.VersionGT(version)).Where(visibleEvents(v)...).
+		Order(event.ByVersion()).Limit(limit).All(ctx)
 	return evs, false, apperr.Map(err)
 }

@@ -194,6 +194,9 @@ func (m *Metrics) OperationLabel(name string) string {
 	if len(m.operations) >= maxOperations {
 		return "other"
 	}
+	// A copy: name is a slice of its document's text, which the label
+	// would otherwise keep for the life of the process.
+	name = strings.Clone(name)
 	m.operations[name] = true
 	return name
 }

@@ -629,7 +629,7 @@ func TestLiveAccessLostAsItOpens(t *testing.T) {
 			}
 			lv := live.New(live.Options{Hub: hub, Authenticate: authn.Authenticate, Loaders: source.Into})
 			h := gqlhttp.NewHandler(graph.NewResolver(svc), log, metrics.New(db.SQL),
-				gqlhttp.Middleware{Authenticate: authenticate, Requests: authenticated(false), Streams: authenticated(true)}, lv)
+				gqlhttp.Middleware{Authenticate: authenticate, Requests: authenticated(false), Streams: authenticated(true)}, lv, gqlhttp.NewDocuments(0, 0))
 			ts := httptest.NewServer(middleware.WithRequestID(h))
 			t.Cleanup(ts.Close)
 			s := &liveServer{Server: &apitest.Server{URL: ts.URL, DB: db, Service: svc, HTTP: ts.Client()}, Hub: hub, Live: lv}

@@ -76,6 +76,10 @@ type Deps struct {
 	// MaxResponseBytes bounds the bytes of each response of both faces,
 	// and the comment text one request reads (0: limits.ResponseBytes).
 	MaxResponseBytes int
+	// DocumentCacheBytes and DocumentCacheWorkspaceBytes bound the
+	// GraphQL documents (parsed, and persisted queries) the replica keeps,
+	// and one workspace's share of them (0: gqlhttp's defaults).
+	DocumentCacheBytes, DocumentCacheWorkspaceBytes int64
 }
 
 // Announcer returns the announcer that makes db's committed changes known
@@ -93,7 +97,8 @@ func Announcer(db *database.DB, hub *events.Hub) core.Announcer {
 // (for their figures: what they hold open and in memory).
 type Handler struct {
 	http.Handler
-	Live *live.Live
+	Live      *live.Live
+	Documents *gqlhttp.Documents
 }
 
 // NewHandler returns procsvc's whole HTTP surface.
@@ -174,9 +179,11 @@ func NewHandler(d Deps) *Handler {
 	lives := live.New(liveOpts)
 	registerLiveMetrics(d.Metrics, lives)
 	registerDatabaseMetrics(d.Metrics, d.DB)
+	docs := gqlhttp.NewDocuments(d.DocumentCacheBytes, d.DocumentCacheWorkspaceBytes)
+	registerDocumentMetrics(d.Metrics, docs)
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", playground.RedirectBrowsers(gqlhttp.NewHandler(resolver, d.Log, d.Metrics,
-		gqlhttp.Middleware{Authenticate: authenticate, Requests: requests(d.RateLimit.PerOperation), Streams: streams}, lives)))
+		gqlhttp.Middleware{Authenticate: authenticate, Requests: requests(d.RateLimit.PerOperation), Streams: streams}, lives, docs)))
 	api := rest.New(resolver, d.Log)
 	api.Register(mux, authenticated(d.RateLimit.PerRequest)(restErr))
 	pg := playground.Handler()
@@ -218,7 +225,7 @@ func NewHandler(d Deps) *Handler {
 	// address to authentication (outermost: the request Observe sees is
 	// the one ServeMux records its route on).
 	h = middleware.SecurityHeaders(middleware.WithRequestID(middleware.Observe(d.Log, d.Metrics)(h)))
-	return &Handler{Handler: middleware.ClientAddress(d.ClientIPHeader)(h), Live: lives}
+	return &Handler{Handler: middleware.ClientAddress(d.ClientIPHeader)(h), Live: lives, Documents: docs}
 }
 
 // registerLiveMetrics exposes what live updates hold.
@@ -238,6 +245,18 @@ func registerLiveMetrics(m *metrics.Metrics, l *live.Live) {
 		stat(func(s live.Stats) float64 { return float64(s.HeldBytes) }))
 	m.Counter("procsvc_live_memory_refused_total", "Renderings refused for want of room in --live-memory-mb or a workspace's share of it; their subscriptions ended with unavailable.",
 		stat(func(s live.Stats) float64 { return float64(s.RefusedRenderings) }))
+}
+
+func registerDocumentMetrics(m *metrics.Metrics, docs *gqlhttp.Documents) {
+	stat := func(f func(gqlhttp.DocumentStats) int64) func() float64 {
+		return func() float64 { return float64(f(docs.Stats())) }
+	}
+	m.Gauge("procsvc_graphql_document_cache_bytes", "Bytes of parsed GraphQL documents and persisted queries kept (at most --document-cache-mb, --document-cache-workspace-mb per workspace).",
+		stat(func(s gqlhttp.DocumentStats) int64 { return s.Bytes }))
+	m.Counter("procsvc_graphql_document_cache_hits_total", "Lookups of parsed GraphQL documents found cached (parse and validation avoided).",
+		stat(func(s gqlhttp.DocumentStats) int64 { return s.ParsedHits }))
+	m.Counter("procsvc_graphql_document_cache_misses_total", "Lookups of parsed GraphQL documents not cached.",
+		stat(func(s gqlhttp.DocumentStats) int64 { return s.ParsedMisses }))
 }
 
 // NewRateLimiter returns the per-token rate limiter c configures, nil when
