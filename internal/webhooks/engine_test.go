@@ -255,36 +255,6 @@ func TestDisabledAfterSustainedFailure(t *testing.T) {
 	})
 }
 
-// TestRefusedAddress: without AllowPrivate, a URL on loopback (by address
-// or by a name that resolves to it) is never connected to: each attempt
-// fails saying why, and the delivery fails after the last.
-func TestRefusedAddress(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, db *database.DB) {
-		f := setup(t, db)
-		rc := newReceiver(t, nil)
-		_, port, _ := strings.Cut(strings.TrimPrefix(rc.URL, "http://"), ":")
-		byAddress := f.endpoint(t, rc.URL, endpointOpts{})
-		byName := f.endpoint(t, "http://localhost:"+port+"/", endpointOpts{})
-		f.categories(t, 1)
-		o := options()
-		o.AllowPrivate = false
-		o.Schedule = []time.Duration{5 * time.Millisecond}
-		start(t, db, o)
-		for _, ep := range []*ent.WebhookEndpoint{byAddress, byName} {
-			eventually(t, "the delivery settled", func() bool { return settled(t, db, ep, 1) })
-			ds := deliveries(t, db, ep)
-			if d := ds[0]; d.State != webhookdelivery.StateFailed || d.Attempts != 2 || d.StatusCode != nil ||
-				!strings.Contains(d.Error, "refused address") || !strings.Contains(d.Error, "loopback") ||
-				!strings.Contains(d.Error, "--webhook-allow-private-addresses") {
-				t.Errorf("%s: %s", ep.URL, describe(ds))
-			}
-		}
-		if n := len(rc.received()); n != 0 {
-			t.Errorf("the receiver was sent %d requests", n)
-		}
-	})
-}
-
 // TestAnswersRecorded: a redirect is a failure and is not followed; of an
 // answer's body at most 1 KiB is recorded, as valid UTF-8 without NUL; a
 // URL with credentials is not sent to.
