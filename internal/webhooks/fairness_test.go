@@ -309,6 +309,9 @@ func TestWebhookMemoryBudget(t *testing.T) {
 			t.Errorf("the replica holds %d bytes (ceiling %d), %d reservations refused", total, ceiling, refused)
 		}
 		d.Close()
+		if total, _ := d.MemoryHeld(); total != 0 || d.Held() != 0 {
+			t.Errorf("closed, the dispatcher holds %d deliveries and %d bytes", d.Held(), total)
+		}
 
 		// Running: the leases the first dispatcher handed back (or
 		// that it kept, once over) are claimed again.
@@ -322,6 +325,13 @@ func TestWebhookMemoryBudget(t *testing.T) {
 		}
 		if total, _ := d.MemoryHeld(); total > ceiling {
 			t.Errorf("running, the replica holds %d bytes, over its ceiling of %d", total, ceiling)
+		}
+		// Every byte comes back: B's endpoint hangs up, its attempts
+		// end, and the dispatcher closes.
+		hangUp()
+		d.Close()
+		if total, _ := d.MemoryHeld(); total != 0 || d.Held() != 0 {
+			t.Errorf("closed, the dispatcher holds %d deliveries and %d bytes", d.Held(), total)
 		}
 	})
 }

@@ -110,6 +110,10 @@ type lanes struct {
 	slow   map[uuid.UUID]bool
 	work   chan *job
 	closed bool
+	// running: the workers run (Dispatcher.Start). Until then nothing is
+	// handed to them: what a dispatcher never started leased stays in
+	// its lanes, where Close finds it to hand back.
+	running bool
 	// kick asks for a claim (set by the dispatcher).
 	kick func()
 }
@@ -297,10 +301,18 @@ func without(ring []uuid.UUID, next int, id uuid.UUID) ([]uuid.UUID, int) {
 	return ring, next
 }
 
+// start has the workers handed what is queued, and from then on.
+func (ls *lanes) start() {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.running = true
+	ls.pump()
+}
+
 // pump hands queued jobs to idle workers: one workspace after the other,
 // and in each one endpoint after the other.
 func (ls *lanes) pump() {
-	for ls.busy < ls.workers && len(ls.ring) > 0 {
+	for ls.running && !ls.closed && ls.busy < ls.workers && len(ls.ring) > 0 {
 		handed := false
 		for range len(ls.ring) {
 			if ls.next >= len(ls.ring) {

@@ -297,6 +297,7 @@ func (d *Dispatcher) Start() {
 			d.workers.Add(1)
 			go d.work()
 		}
+		d.lanes.start()
 		d.recorder.Add(1)
 		go d.record()
 		d.loops.Add(2)
