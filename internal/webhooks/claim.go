@@ -100,9 +100,10 @@ func (d *Dispatcher) claim(ctx context.Context) (err error) {
 
 // claimOrder picks the endpoints one claim leases from, at most
 // claimEndpoints of eps (ordered by workspace), by workspace: one endpoint
-// of each workspace in turn, starting from a workspace that rotates from
-// one claim to the next, so that neither a workspace's many endpoints nor
-// its place in the order stand in front of another's deliveries.
+// of each workspace in turn, starting from a workspace, and in each
+// workspace from an endpoint, that rotate from one claim to the next, so
+// that neither a workspace's many endpoints nor a place in the order
+// stand in front of other deliveries.
 func (d *Dispatcher) claimOrder(eps []*ent.WebhookEndpoint) [][]*ent.WebhookEndpoint {
 	var groups [][]*ent.WebhookEndpoint
 	for i, ep := range eps {
@@ -113,6 +114,10 @@ func (d *Dispatcher) claimOrder(eps []*ent.WebhookEndpoint) [][]*ent.WebhookEndp
 	}
 	start := d.claimFrom % len(groups)
 	picked := make([][]*ent.WebhookEndpoint, len(groups))
+	offsets := make([]int, len(groups))
+	for g, eps := range groups {
+		offsets[g] = d.claimNext[eps[0].WorkspaceID] % len(eps)
+	}
 	n, reached := 0, 0
 	for round := 0; n < claimEndpoints; round++ {
 		any := false
@@ -124,7 +129,7 @@ func (d *Dispatcher) claimOrder(eps []*ent.WebhookEndpoint) [][]*ent.WebhookEndp
 			if round == 0 {
 				reached++
 			}
-			picked[g] = append(picked[g], groups[g][round])
+			picked[g] = append(picked[g], groups[g][(offsets[g]+round)%len(groups[g])])
 			any = true
 			if n++; n == claimEndpoints {
 				break
@@ -137,6 +142,14 @@ func (d *Dispatcher) claimOrder(eps []*ent.WebhookEndpoint) [][]*ent.WebhookEndp
 	// The next claim starts from the first workspace this one did not
 	// reach, or, when it reached them all, from the next one.
 	d.claimFrom = start + max(1, reached%len(groups))
+	// Each workspace's next claim starts from the endpoint after the
+	// last this one took (only the workspaces with due deliveries are
+	// remembered).
+	next := make(map[uuid.UUID]int, len(groups))
+	for g, eps := range groups {
+		next[eps[0].WorkspaceID] = offsets[g] + len(picked[g])
+	}
+	d.claimNext = next
 	out := make([][]*ent.WebhookEndpoint, 0, reached)
 	for k := range groups {
 		if g := picked[(start+k)%len(groups)]; len(g) > 0 {

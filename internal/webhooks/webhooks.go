@@ -259,8 +259,10 @@ type Dispatcher struct {
 	// fanOutAfter is the id after which the next fan-out looks for
 	// endpoints, so that a busy first batch cannot starve the rest.
 	fanOutAfter uuid.UUID
-	// claimFrom rotates the workspace claims start from, likewise.
+	// claimFrom rotates the workspace claims start from, likewise, and
+	// claimNext the endpoint they start from in each workspace.
 	claimFrom int
+	claimNext map[uuid.UUID]int
 
 	randMu sync.Mutex
 	rand   *rand.Rand
