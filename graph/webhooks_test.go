@@ -24,6 +24,7 @@ import (
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
+	"github.com/procsvc/procsvc/internal/egress/egresstest"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -423,10 +424,44 @@ func TestWebhookValidation(t *testing.T) {
 				}
 			})
 		}
+		// Every spelling of a non-public host (the review's zoned
+		// loopback among them), on create and on an update's new URL.
+		t.Run("RefusedAddresses", func(t *testing.T) {
+			for _, tc := range egresstest.Refused {
+				raw := "http://" + tc.Authority + "/hook"
+				before := count(t)
+				r := s.GraphQL(t, w.AdminToken, createWebhookQuery, obj("in", obj("url", raw)))
+				wantError(t, r, "validation_failed", "url")
+				wantURLMessage(t, raw, r, tc.Says)
+				if after := count(t); after != before {
+					t.Fatalf("%s: endpoints %d -> %d", raw, before, after)
+				}
+				r = s.GraphQL(t, w.AdminToken, updateWebhookQuery, obj("id", hook.Webhook.ID, "in", obj("url", raw)))
+				wantError(t, r, "validation_failed", "url")
+				wantURLMessage(t, raw, r, tc.Says)
+				var now struct{ Webhook webhookT }
+				ok(t, s.GraphQL(t, w.AdminToken, webhookQuery, obj("id", hook.Webhook.ID)), &now)
+				if !same(now.Webhook, hook.Webhook) {
+					t.Fatalf("a refused update changed %s into %s", dump(hook.Webhook), dump(now.Webhook))
+				}
+			}
+		})
 		t.Run("UpdateUnknownIsNotFoundWhateverTheInput", func(t *testing.T) {
 			wantError(t, s.GraphQL(t, w.AdminToken, updateWebhookQuery, obj("id", "01900000-0000-7000-8000-000000000009", "in", obj("url", nil))), "not_found")
 		})
 	})
+}
+
+// wantURLMessage asserts r's first error names url with a message saying
+// says.
+func wantURLMessage(t *testing.T, raw string, r *apitest.GQLResponse, says string) {
+	t.Helper()
+	for _, f := range r.Errors[0].Extensions.Fields {
+		if f.Field == "url" && strings.Contains(f.Message, says) {
+			return
+		}
+	}
+	t.Fatalf("%s: %+v, want url refused saying %q", raw, r.Errors[0].Extensions.Fields, says)
 }
 
 // TestWebhookBound: a workspace holds at most core.MaxWebhooksPerWorkspace

@@ -25,6 +25,7 @@ import (
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
+	"github.com/procsvc/procsvc/internal/egress/egresstest"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -292,6 +293,23 @@ func TestWebhookRequestErrors(t *testing.T) {
 				other.unchanged(t, otherBefore)
 			})
 		}
+		// Every spelling of a non-public host (the review's zoned
+		// loopback among them), by POST and by PUT.
+		t.Run("refused addresses", func(t *testing.T) {
+			for _, tc := range egresstest.Refused {
+				raw := "http://" + tc.Authority + "/hook"
+				for _, c := range []call{{method: "POST", path: "/webhooks"}, {method: "PUT", path: "/webhooks/" + id}} {
+					before := e.snapshot(t)
+					c.token, c.body = A, mustJSON(t, map[string]any{"url": raw})
+					body := wantError(t, e.send(t, c), http.StatusBadRequest, "validation_failed", "url")
+					fe := asObject(t, body["fields"].([]any)[0], "fields[0]")
+					if msg, _ := fe["message"].(string); !strings.Contains(msg, tc.Says) {
+						t.Fatalf("%s %s: %q, want it to say %q", c.method, raw, msg, tc.Says)
+					}
+					e.unchanged(t, before)
+				}
+			}
+		})
 		t.Run("the bound of 50 endpoints", func(t *testing.T) {
 			for i := 1; i < core.MaxWebhooksPerWorkspace; i++ {
 				e.createWebhook(t, map[string]any{"url": "https://hooks.example.com/" + strconv.Itoa(i)})

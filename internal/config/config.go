@@ -100,6 +100,9 @@ type Webhooks struct {
 	// Workers bounds the attempts this replica makes at once (0: it sends
 	// none, and leaves the deliveries to the other replicas).
 	Workers int
+	// MemoryMB bounds the bytes of webhook work this replica holds, a
+	// quarter of them for one workspace (webhooks.Options.Memory).
+	MemoryMB int
 }
 
 // Live configures subscriptions (docs/api.md, "Live updates").
@@ -225,7 +228,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		// core.DefaultEventRetention, webhooks.DefaultTimeout and
 		// webhooks.DefaultWorkers (the tests hold them equal).
 		EventRetention: 30 * 24 * time.Hour,
-		Webhooks:       Webhooks{Timeout: 10 * time.Second, Workers: 32},
+		Webhooks:       Webhooks{Timeout: 10 * time.Second, Workers: 32, MemoryMB: 64},
 	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -255,7 +258,8 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		dur(&c.EventRetention, "event-retention", "PROCSVC_EVENT_RETENTION", "how long the change log keeps events, and webhook endpoints their deliveries (1h to 8760h); a webhook delivery still being retried when its event is pruned fails"),
 		boolean(&c.Webhooks.AllowPrivate, "webhook-allow-private-addresses", "PROCSVC_WEBHOOK_ALLOW_PRIVATE_ADDRESSES", "let webhook deliveries connect to loopback, private (RFC 1918, fc00::/7), link-local, carrier-grade NAT and other non-public addresses; only for endpoints on a network the operator trusts every workspace admin with"),
 		dur(&c.Webhooks.Timeout, "webhook-timeout", "PROCSVC_WEBHOOK_TIMEOUT", "how long one webhook delivery attempt may take, connecting, sending and reading the answer, before it counts as failed (1s to 60s)"),
-		num(&c.Webhooks.Workers, "webhook-workers", "PROCSVC_WEBHOOK_WORKERS", "webhook delivery attempts this replica makes at once, at most a quarter of them to one endpoint (0 to 1000; 0: this replica sends no webhooks and leaves them to the others)"),
+		num(&c.Webhooks.Workers, "webhook-workers", "PROCSVC_WEBHOOK_WORKERS", "webhook delivery attempts this replica makes at once, at most a quarter of them to one endpoint and half to one workspace's endpoints (0 to 1000; 0: this replica sends no webhooks and leaves them to the others)"),
+		num(&c.Webhooks.MemoryMB, "webhook-memory-mb", "PROCSVC_WEBHOOK_MEMORY_MB", "memory for the webhook deliveries this replica holds (their events' bodies, their answers), in MiB, a quarter of it for one workspace's; deliveries that do not fit wait in the database (1 to 65536)"),
 		str(&c.LogFormat, "log-format", "PROCSVC_LOG_FORMAT", "log format: json or text"),
 		str(&c.LogLevel, "log-level", "PROCSVC_LOG_LEVEL", "log level: debug, info, warn or error"),
 		boolean(&c.Migrate, "migrate", "PROCSVC_MIGRATE", "apply pending PostgreSQL migrations before serving (SQLite always migrates)"),
@@ -433,6 +437,9 @@ func (c *Config) validate() error {
 	}
 	if c.Webhooks.Workers < 0 || c.Webhooks.Workers > 1000 {
 		errs = append(errs, fmt.Errorf("invalid webhook workers %d: use 0 to 1000 (--webhook-workers, PROCSVC_WEBHOOK_WORKERS)", c.Webhooks.Workers))
+	}
+	if c.Webhooks.MemoryMB < 1 || c.Webhooks.MemoryMB > 1<<16 {
+		errs = append(errs, fmt.Errorf("invalid webhook memory %d MB: use 1 to 65536 (--webhook-memory-mb, PROCSVC_WEBHOOK_MEMORY_MB)", c.Webhooks.MemoryMB))
 	}
 	for flag, u := range map[string]string{"--database-read-url (DATABASE_READ_URL)": c.DatabaseReadURL, "--database-listen-url (DATABASE_LISTEN_URL)": c.DatabaseListenURL} {
 		if u != "" && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {

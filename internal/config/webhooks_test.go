@@ -13,8 +13,8 @@ import (
 )
 
 // TestWebhookSettings: --event-retention, --webhook-allow-private-addresses,
-// --webhook-timeout and --webhook-workers default to the packages' own
-// defaults, are read from their PROCSVC_* variables (the flag wins), and
+// --webhook-timeout, --webhook-workers and --webhook-memory-mb default to
+// the packages' own defaults, are read from their PROCSVC_* variables (the flag wins), and
 // are refused out of range with a message naming the setting.
 func TestWebhookSettings(t *testing.T) {
 	load := func(args []string, env map[string]string) (config.Config, error) {
@@ -27,7 +27,8 @@ func TestWebhookSettings(t *testing.T) {
 	}
 	c, err := load(nil, nil)
 	if err != nil || c.EventRetention != core.DefaultEventRetention || c.Webhooks.AllowPrivate ||
-		c.Webhooks.Timeout != webhooks.DefaultTimeout || c.Webhooks.Workers != webhooks.DefaultWorkers {
+		c.Webhooks.Timeout != webhooks.DefaultTimeout || c.Webhooks.Workers != webhooks.DefaultWorkers ||
+		int64(c.Webhooks.MemoryMB)<<20 != webhooks.DefaultMemory {
 		t.Fatalf("defaults: %s %+v (%v)", c.EventRetention, c.Webhooks, err)
 	}
 	for _, tc := range []struct {
@@ -47,6 +48,9 @@ func TestWebhookSettings(t *testing.T) {
 		{"timeout environment", nil, map[string]string{"PROCSVC_WEBHOOK_TIMEOUT": "1s"}, func(c config.Config) any { return c.Webhooks.Timeout }, time.Second},
 		{"workers flag", []string{"--webhook-workers", "0"}, nil, func(c config.Config) any { return c.Webhooks.Workers }, 0},
 		{"workers environment", nil, map[string]string{"PROCSVC_WEBHOOK_WORKERS": "1000"}, func(c config.Config) any { return c.Webhooks.Workers }, 1000},
+		{"memory flag", []string{"--webhook-memory-mb", "1"}, nil, func(c config.Config) any { return c.Webhooks.MemoryMB }, 1},
+		{"memory environment", nil, map[string]string{"PROCSVC_WEBHOOK_MEMORY_MB": "65536"}, func(c config.Config) any { return c.Webhooks.MemoryMB }, 65536},
+		{"memory flag wins", []string{"--webhook-memory-mb", "8"}, map[string]string{"PROCSVC_WEBHOOK_MEMORY_MB": "9"}, func(c config.Config) any { return c.Webhooks.MemoryMB }, 8},
 	} {
 		c, err := load(tc.args, tc.env)
 		if err != nil || tc.get(c) != tc.want {
@@ -57,6 +61,7 @@ func TestWebhookSettings(t *testing.T) {
 		{"--event-retention", "59m"}, {"--event-retention", "8761h"}, {"--event-retention", "0"},
 		{"--webhook-timeout", "999ms"}, {"--webhook-timeout", "61s"},
 		{"--webhook-workers", "-1"}, {"--webhook-workers", "1001"},
+		{"--webhook-memory-mb", "0"}, {"--webhook-memory-mb", "65537"},
 	} {
 		if _, err := load([]string{bad.flag, bad.value}, nil); err == nil || !strings.Contains(err.Error(), bad.flag) {
 			t.Errorf("%s %s: %v, want a refusal naming the setting", bad.flag, bad.value, err)

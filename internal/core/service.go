@@ -20,6 +20,9 @@ type Service struct {
 	// update: set, from the announcer, only under SharedFieldUpdates.
 	statements StatementAnnouncer
 	locks      LockPolicy
+	// privateWebhooks: webhook URLs may name private hosts
+	// (WithPrivateWebhookAddresses).
+	privateWebhooks bool
 }
 
 // Option configures a Service.

@@ -41,6 +41,7 @@ import (
 	"github.com/procsvc/procsvc/ent/webhookdelivery"
 	"github.com/procsvc/procsvc/ent/webhookendpoint"
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/egress"
 	"github.com/procsvc/procsvc/internal/ids"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
@@ -65,6 +66,14 @@ const WebhookSecretPrefix = "whsec_"
 // disabled (the engine writes its own reasons when it gives up on one).
 const WebhookDisabledByAdmin = "disabled by an admin"
 
+// WithPrivateWebhookAddresses lets webhook URLs name loopback, private
+// and other non-public addresses and hosts (the server's
+// --webhook-allow-private-addresses, which lets deliveries connect to
+// them): by default registration refuses them (egress.CheckHost).
+func WithPrivateWebhookAddresses(allow bool) Option {
+	return func(s *Service) { s.privateWebhooks = allow }
+}
+
 // WebhookInput registers an endpoint: URL is required; Kinds are the event
 // kinds sent (empty: all); ProjectID, when set, sends only the events of
 // that project.
@@ -88,10 +97,13 @@ type WebhookUpdate struct {
 // https URL with a host (and a valid port, when it names one), no user
 // name or password (credentials belong in the signature's secret, not in a
 // URL that lists show), no fragment (never sent), at most
-// MaxWebhookURLLen bytes. Whether the host is a private or loopback
-// address is not decided here: a name resolves differently over time, so
-// internal/webhooks refuses such addresses when it connects, at each send.
-func validWebhookURL(val *apperr.Validation, field, s string) string {
+// MaxWebhookURLLen bytes, and a host the one rule of what procsvc connects
+// to accepts (egress.CheckHost: no zone, and unless allowPrivate no
+// non-public address however written, nor localhost or another name of the
+// server's own network). A name is not resolved here (docs/webhooks.md,
+// "What procsvc connects to"): internal/webhooks checks every address it
+// resolves to when it connects, at each send.
+func validWebhookURL(val *apperr.Validation, field, s string, allowPrivate bool) string {
 	s = strings.TrimSpace(s)
 	switch {
 	case s == "":
@@ -110,6 +122,8 @@ func validWebhookURL(val *apperr.Validation, field, s string) string {
 	}
 	if u.Hostname() == "" {
 		val.Add(field, "must name a host")
+	} else if err := egress.CheckHost(u.Hostname(), allowPrivate); err != nil {
+		val.Add(field, "%s", err.Error())
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
@@ -207,7 +221,7 @@ func (s *Service) CreateWebhook(ctx context.Context, in WebhookInput) (*ent.Webh
 		return nil, "", err
 	}
 	val := &apperr.Validation{}
-	address := validWebhookURL(val, "url", in.URL)
+	address := validWebhookURL(val, "url", in.URL, s.privateWebhooks)
 	kinds := validWebhookKinds(val, "kinds", in.Kinds)
 	var projectID *uuid.UUID
 	if in.ProjectID != nil {
@@ -317,7 +331,7 @@ func (s *Service) UpdateWebhook(ctx context.Context, id string, in WebhookUpdate
 	val := &apperr.Validation{}
 	newURL, hasURL := required(val, "url", in.URL)
 	if hasURL {
-		newURL = validWebhookURL(val, "url", newURL)
+		newURL = validWebhookURL(val, "url", newURL, s.privateWebhooks)
 	}
 	var kinds string
 	if in.Kinds.Set {

@@ -7,6 +7,7 @@ package core_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
+	"github.com/procsvc/procsvc/internal/egress/egresstest"
 	"github.com/procsvc/procsvc/internal/ids"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
@@ -145,7 +147,7 @@ func TestCreateWebhookValidation(t *testing.T) {
 			{"https", core.WebhookInput{URL: "https://hooks.example.com/in?x=1"}, ""},
 			{"http with a port", core.WebhookInput{URL: "http://hooks.example.com:8443/in"}, ""},
 			{"surrounding spaces are trimmed", core.WebhookInput{URL: "  https://hooks.example.com/in  "}, ""},
-			{"an IP literal (refused, if private, at send time)", core.WebhookInput{URL: "http://[2001:db8::1]:8080/"}, ""},
+			{"a public IP literal", core.WebhookInput{URL: "http://[2606:4700::1111]:8080/"}, ""},
 			{"every kind named once", core.WebhookInput{URL: hookURL, Kinds: []string{"procedure.created", "comment.deleted"}}, ""},
 			{"a project filter", core.WebhookInput{URL: hookURL, ProjectID: &project}, ""},
 			{"no URL", core.WebhookInput{}, "url"},
@@ -206,6 +208,68 @@ func TestCreateWebhookValidation(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestWebhookAddressesRefused: registration (create, and an update's new
+// URL) refuses every spelling of egresstest.Refused, validation_failed
+// naming url with a message saying why, and stores nothing; public hosts
+// are accepted without being resolved. A service with private addresses
+// allowed (--webhook-allow-private-addresses) accepts loopback, private
+// and local names, and still refuses a zone and a malformed address.
+func TestWebhookAddressesRefused(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		f := setup(t, db, "ADDR")
+		existing, _ := f.newWebhook(t, core.WebhookInput{})
+		for _, tc := range egresstest.Refused {
+			raw := "http://" + tc.Authority + "/hook"
+			before := f.storedEndpoint(t, existing.ID)
+			count := db.Client.WebhookEndpoint.Query().CountX(sys())
+			_, _, err := f.svc.CreateWebhook(f.admin, core.WebhookInput{URL: raw})
+			wantRefusedURL(t, "create "+raw, err, tc.Says)
+			_, err = f.svc.UpdateWebhook(f.admin, existing.ID.String(), core.WebhookUpdate{URL: core.Some(raw)})
+			wantRefusedURL(t, "update to "+raw, err, tc.Says)
+			if after := f.storedEndpoint(t, existing.ID); after.URL != before.URL || !after.UpdatedAt.Equal(before.UpdatedAt) ||
+				db.Client.WebhookEndpoint.Query().CountX(sys()) != count {
+				t.Fatalf("%s: a refused registration wrote (%q)", raw, after.URL)
+			}
+		}
+		for _, authority := range egresstest.Accepted {
+			e, _ := f.newWebhook(t, core.WebhookInput{URL: "https://" + authority + "/hook"})
+			if err := f.svc.DeleteWebhook(f.admin, e.ID.String()); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		private := *f
+		private.svc = core.New(db.Client, core.WithPrivateWebhookAddresses(true))
+		for _, raw := range []string{"http://127.0.0.1:8080/", "http://[::1]/", "http://localhost/", "http://169.254.169.254/",
+			"http://10.0.0.1/", "http://intranet/", "http://printer.local/"} {
+			e, _ := private.newWebhook(t, core.WebhookInput{URL: raw})
+			if err := private.svc.DeleteWebhook(f.admin, e.ID.String()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, raw := range []string{"http://[::1%25lo]:8080/", "http://[fe80::1%25eth0]/", "http://0x7f.1/", "http://2130706433/"} {
+			_, _, err := private.svc.CreateWebhook(f.admin, core.WebhookInput{URL: raw})
+			wantInvalid(t, err, "url")
+		}
+	})
+}
+
+// wantRefusedURL asserts err is validation_failed on url, its message
+// saying says.
+func wantRefusedURL(t *testing.T, what string, err error, says string) {
+	t.Helper()
+	var ae *apperr.Error
+	if !errors.As(err, &ae) || ae.Code != apperr.ValidationFailed {
+		t.Fatalf("%s: %v, want validation_failed", what, err)
+	}
+	for _, fe := range ae.Fields {
+		if fe.Field == "url" && strings.Contains(fe.Message, says) {
+			return
+		}
+	}
+	t.Fatalf("%s: %v (fields %+v), want url refused saying %q", what, err, ae.Fields, says)
 }
 
 func longURL(n int) string {

@@ -40,7 +40,7 @@ func startWebhooks(cfg config.Webhooks, db *database.DB, hub *events.Hub, m *met
 	lag := m.Histogram("procsvc_webhook_delivery_lag_seconds",
 		"from an event's commit to the end of each attempt to deliver it (a retry's includes its wait)", append(buckets, 300, 3600, 86400))
 	d := webhooks.New(db.Client, db.Dialect, webhooks.Options{
-		Workers: cfg.Workers, Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate, Log: log,
+		Workers: cfg.Workers, Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate, Memory: int64(cfg.MemoryMB) << 20, Log: log,
 		Observe: func(a webhooks.Attempt) {
 			outcomes(a.Outcome)
 			if a.Duration > 0 {

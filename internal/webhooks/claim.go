@@ -2,8 +2,10 @@ package webhooks
 
 // Claims: the due deliveries a fan-out did not hand to its replica at
 // once (no room, a retry that came due, a redelivery, a lease that expired
-// with the replica that held it), leased endpoint by endpoint so that one
-// endpoint's backlog never stands in front of another's. On PostgreSQL the
+// with the replica that held it), leased workspace by workspace and, in
+// each, endpoint by endpoint, within each workspace's share of what a
+// replica holds, so that neither a workspace's backlog nor an endpoint's
+// stands in front of another's. On PostgreSQL the
 // rows are locked FOR UPDATE SKIP LOCKED until the lease is set, so two
 // replicas never lease the same delivery; SQLite's BEGIN IMMEDIATE
 // serialises the one process's claims.
@@ -41,21 +43,23 @@ func (d *Dispatcher) claim(ctx context.Context) (err error) {
 				WriteString(` AND "due"."next_attempt_at" <= `).Arg(at).
 				WriteString(` AND ("due"."lease_until" IS NULL OR "due"."lease_until" <= `).Arg(at).WriteString("))")
 		}))
-	}).Order(webhookendpoint.ByID()).
+	}).Order(webhookendpoint.ByWorkspaceID(), webhookendpoint.ByID()).
 		Select(webhookendpoint.FieldID, webhookendpoint.FieldWorkspaceID, webhookendpoint.FieldURL, webhookendpoint.FieldSecret).
 		All(ctx)
 	if err != nil || len(eps) == 0 {
 		return err
 	}
-	start := d.claimFrom % len(eps)
-	n := min(len(eps), claimEndpoints)
-	d.claimFrom = start + n
 	var grants []*grant
-	for i := range n {
-		ep := eps[(start+i)%len(eps)]
-		g := &grant{endpoint: &endpoint{id: ep.ID, workspaceID: ep.WorkspaceID, url: ep.URL, secret: ep.Secret}}
-		if g.granted = d.lanes.take(ep.ID, d.opts.Held); g.granted > 0 {
-			grants = append(grants, g)
+	for _, ws := range d.claimOrder(eps) {
+		// The workspace's room is shared among its endpoints claimed
+		// now, so that its first endpoint's backlog does not take it
+		// all.
+		want := min(d.opts.Held, (d.lanes.room(ws[0].WorkspaceID)+len(ws)-1)/len(ws))
+		for _, ep := range ws {
+			g := &grant{endpoint: &endpoint{id: ep.ID, workspaceID: ep.WorkspaceID, url: ep.URL, secret: ep.Secret}}
+			if g.granted = d.lanes.take(ep.ID, ep.WorkspaceID, max(1, want)); g.granted > 0 {
+				grants = append(grants, g)
+			}
 		}
 	}
 	if len(grants) == 0 {
@@ -92,6 +96,67 @@ func (d *Dispatcher) claim(ctx context.Context) (err error) {
 		d.release(d.lanes.fill(g.endpoint.id, g.granted, jobs, len(jobs) == g.granted))
 	}
 	return nil
+}
+
+// claimOrder picks the endpoints one claim leases from, at most
+// claimEndpoints of eps (ordered by workspace), by workspace: one endpoint
+// of each workspace in turn, starting from a workspace, and in each
+// workspace from an endpoint, that rotate from one claim to the next, so
+// that neither a workspace's many endpoints nor a place in the order
+// stand in front of other deliveries.
+func (d *Dispatcher) claimOrder(eps []*ent.WebhookEndpoint) [][]*ent.WebhookEndpoint {
+	var groups [][]*ent.WebhookEndpoint
+	for i, ep := range eps {
+		if i == 0 || ep.WorkspaceID != eps[i-1].WorkspaceID {
+			groups = append(groups, nil)
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], ep)
+	}
+	start := d.claimFrom % len(groups)
+	picked := make([][]*ent.WebhookEndpoint, len(groups))
+	offsets := make([]int, len(groups))
+	for g, eps := range groups {
+		offsets[g] = d.claimNext[eps[0].WorkspaceID] % len(eps)
+	}
+	n, reached := 0, 0
+	for round := 0; n < claimEndpoints; round++ {
+		any := false
+		for k := range groups {
+			g := (start + k) % len(groups)
+			if round >= len(groups[g]) {
+				continue
+			}
+			if round == 0 {
+				reached++
+			}
+			picked[g] = append(picked[g], groups[g][(offsets[g]+round)%len(groups[g])])
+			any = true
+			if n++; n == claimEndpoints {
+				break
+			}
+		}
+		if !any {
+			break
+		}
+	}
+	// The next claim starts from the first workspace this one did not
+	// reach, or, when it reached them all, from the next one.
+	d.claimFrom = start + max(1, reached%len(groups))
+	// Each workspace's next claim starts from the endpoint after the
+	// last this one took (only the workspaces with due deliveries are
+	// remembered).
+	next := make(map[uuid.UUID]int, len(groups))
+	for g, eps := range groups {
+		next[eps[0].WorkspaceID] = offsets[g] + len(picked[g])
+	}
+	d.claimNext = next
+	out := make([][]*ent.WebhookEndpoint, 0, reached)
+	for k := range groups {
+		if g := picked[(start+k)%len(groups)]; len(g) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // lease leases up to each grant's room of its endpoint's due deliveries,

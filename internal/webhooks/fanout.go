@@ -218,7 +218,7 @@ func (d *Dispatcher) fanOut(ctx context.Context) (more bool, err error) {
 				}
 			}
 			g := &grant{endpoint: &endpoint{id: ep.ID, workspaceID: ep.WorkspaceID, url: ep.URL, secret: ep.Secret}}
-			if g.granted = d.lanes.take(ep.ID, len(matched)); g.granted > 0 {
+			if g.granted = d.lanes.take(ep.ID, ws, len(matched)); g.granted > 0 {
 				grants = append(grants, g)
 			}
 			for k, e := range matched {

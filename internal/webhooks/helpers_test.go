@@ -43,11 +43,15 @@ type fixture struct {
 
 func sys() context.Context { return viewer.System(context.Background()) }
 
-func setup(t testing.TB, db *database.DB) *fixture {
+func setup(t testing.TB, db *database.DB) *fixture { return setupKey(t, db, "Hooks", "HK") }
+
+// setupKey is setup of a workspace of another name and key (a second
+// workspace over one database).
+func setupKey(t testing.TB, db *database.DB, name, key string) *fixture {
 	t.Helper()
 	svc := core.New(db.Client)
 	boot, err := svc.CreateWorkspace(context.Background(), core.NewWorkspace{
-		Name: "Hooks", Key: "HK", AdminName: "Admin", AdminEmail: "admin@example.com",
+		Name: name, Key: key, AdminName: "Admin", AdminEmail: "admin@" + strings.ToLower(key) + ".example.com",
 	})
 	if err != nil {
 		t.Fatalf("CreateWorkspace: %v", err)

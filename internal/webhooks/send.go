@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/procsvc/procsvc/internal/egress"
 	"github.com/procsvc/procsvc/internal/textclip"
 )
 
@@ -61,10 +62,21 @@ func (d *Dispatcher) attempt(j *job) result {
 	if time.Until(j.lease) < d.opts.Timeout+leaseMargin {
 		return result{job: j, released: true}
 	}
-	// Checked again as sent (the admin API checks it at registration):
-	// Go's client would send a URL's user information as credentials.
-	if err := ValidateURL(j.endpoint.url, true); err != nil {
+	// Checked again as sent, by the rule of registration (an endpoint
+	// may have been registered under an earlier rule): Go's client would
+	// send a URL's user information as credentials, and a host refused
+	// here is not dialled at all. The addresses a name resolves to are
+	// checked as they are dialled (client.go).
+	host, err := hostOf(j.endpoint.url)
+	if err != nil {
 		return result{job: j, err: "the endpoint's URL " + err.Error(), at: now()}
+	}
+	if err := egress.CheckHost(host, d.opts.AllowPrivate); err != nil {
+		msg := fmt.Sprintf("%v: the endpoint's host %v", ErrRefusedAddress, err)
+		if egress.CheckHost(host, true) == nil {
+			msg += " (" + allowHint + ")"
+		}
+		return result{job: j, err: clean(textclip.Bytes(msg, ExcerptBytes)), at: now()}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d.opts.Timeout)
 	defer cancel()
@@ -85,10 +97,18 @@ func (d *Dispatcher) attempt(j *job) result {
 		return result{job: j, duration: time.Since(start), err: d.describe(err), at: now()}
 	}
 	defer resp.Body.Close()
-	// At most MaxResponseBytes are read; a longer body is cut off (and
-	// its connection not reused).
-	body, readErr := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
-	r := result{job: j, status: resp.StatusCode, duration: time.Since(start), excerpt: excerpt(body), at: now(),
+	// At most MaxResponseBytes are read, and of them only the excerpt
+	// recorded is kept (what the memory budget charges a delivery,
+	// lanes.go): the rest is read only so that the connection can be
+	// reused. A longer body is cut off (and its connection not reused).
+	body := make([]byte, ExcerptBytes)
+	n, readErr := io.ReadFull(resp.Body, body)
+	if readErr == io.EOF || readErr == io.ErrUnexpectedEOF {
+		readErr = nil
+	} else if readErr == nil {
+		_, readErr = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBytes-ExcerptBytes))
+	}
+	r := result{job: j, status: resp.StatusCode, duration: time.Since(start), excerpt: excerpt(body[:n]), at: now(),
 		ok: resp.StatusCode >= 200 && resp.StatusCode <= 299}
 	switch {
 	case resp.StatusCode >= 300 && resp.StatusCode <= 399:

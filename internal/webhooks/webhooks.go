@@ -12,9 +12,12 @@
 //     one delivery per endpoint and event, whatever the replicas and
 //     restarts;
 //   - sending (claim.go, lanes.go, send.go): due deliveries are leased,
-//     sent outside any transaction by a bounded pool of workers (and at
-//     most PerEndpoint at once to one endpoint), signed (signature.go),
-//     through a client that refuses private addresses (client.go);
+//     workspace by workspace, within bounds per workspace (deliveries and
+//     bytes held), sent outside any transaction by a bounded pool of
+//     workers shared fairly (at most PerWorkspace at once for one
+//     workspace, PerEndpoint for one endpoint), signed (signature.go),
+//     through a client that refuses private addresses (client.go,
+//     internal/egress);
 //   - recording (record.go): outcomes in batches; a failure is retried on
 //     the schedule (Options.Schedule), then given up; an endpoint failing
 //     for long enough is disabled.
@@ -28,6 +31,7 @@ import (
 	"context"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -57,6 +61,10 @@ const (
 	// every endpoint: what a replica keeps in memory.
 	DefaultHeld      = 256
 	DefaultHeldTotal = 4096
+	// DefaultMemory bounds the bytes of webhook work a replica holds
+	// (Options.Memory, --webhook-memory-mb): a quarter of it for one
+	// workspace.
+	DefaultMemory = 64 << 20
 	// DefaultRecordBatch bounds the outcomes one transaction records.
 	DefaultRecordBatch = 1000
 	// DefaultFanOutWindow is the least time between two fan-outs.
@@ -78,6 +86,11 @@ type Options struct {
 	// endpoint, so that a slow endpoint cannot take every worker (0:
 	// Workers/4, at least 1).
 	PerEndpoint int
+	// PerWorkspace bounds the attempts this replica makes at once to the
+	// endpoints of one workspace, so that a workspace whose endpoints all
+	// hang leaves the other workspaces workers (0: half of Workers,
+	// rounded up).
+	PerWorkspace int
 	// Timeout bounds one attempt (DefaultTimeout): connecting, sending
 	// and reading the answer. An attempt that takes longer has failed.
 	Timeout time.Duration
@@ -119,6 +132,21 @@ type Options struct {
 	Held            int
 	HeldTotal       int
 	RecordBatch     int
+	// HeldPerWorkspace bounds the deliveries of one workspace this
+	// replica holds leased (0: half of HeldTotal), so that a workspace's
+	// backlog leaves room to lease the others' deliveries.
+	HeldPerWorkspace int
+	// Memory bounds the bytes of webhook work this replica holds (0:
+	// DefaultMemory): the bodies of the deliveries it holds leased (an
+	// event's once, however many endpoints it goes to) and what their
+	// answers and errors may take; MemoryPerWorkspace bounds one
+	// workspace's (0: a quarter of Memory). Deliveries that do not fit
+	// are left to be leased once some are recorded.
+	Memory             int64
+	MemoryPerWorkspace int64
+	// Resolver resolves the endpoints' names (nil: the default
+	// resolver). Tests set one that answers what they need.
+	Resolver *net.Resolver
 	// Log receives what goes wrong (nil: discarded).
 	Log *slog.Logger
 	// Observe, when set, is told each recorded attempt (metrics).
@@ -144,6 +172,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PerEndpoint <= 0 {
 		o.PerEndpoint = max(1, o.Workers/4)
+	}
+	if o.PerWorkspace <= 0 {
+		o.PerWorkspace = (o.Workers + 1) / 2
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
@@ -184,6 +215,15 @@ func (o Options) withDefaults() Options {
 	if o.HeldTotal <= 0 {
 		o.HeldTotal = DefaultHeldTotal
 	}
+	if o.HeldPerWorkspace <= 0 {
+		o.HeldPerWorkspace = max(1, o.HeldTotal/2)
+	}
+	if o.Memory <= 0 {
+		o.Memory = DefaultMemory
+	}
+	if o.MemoryPerWorkspace <= 0 || o.MemoryPerWorkspace > o.Memory {
+		o.MemoryPerWorkspace = max(1, o.Memory/4)
+	}
 	if o.RecordBatch <= 0 {
 		o.RecordBatch = DefaultRecordBatch
 	}
@@ -219,8 +259,10 @@ type Dispatcher struct {
 	// fanOutAfter is the id after which the next fan-out looks for
 	// endpoints, so that a busy first batch cannot starve the rest.
 	fanOutAfter uuid.UUID
-	// claimFrom rotates the endpoints claims start from, likewise.
+	// claimFrom rotates the workspace claims start from, likewise, and
+	// claimNext the endpoint they start from in each workspace.
 	claimFrom int
+	claimNext map[uuid.UUID]int
 
 	randMu sync.Mutex
 	rand   *rand.Rand
@@ -235,7 +277,7 @@ func New(client *ent.Client, dialect string, opts Options) *Dispatcher {
 	ctx, cancel := context.WithCancel(viewer.System(context.Background()))
 	d := &Dispatcher{
 		client: client, postgres: dialect == "postgres", opts: opts, log: opts.Log.With("component", "webhooks"),
-		http: newClient(opts.AllowPrivate, opts.PerEndpoint),
+		http: newClient(opts.AllowPrivate, opts.PerEndpoint, opts.Resolver),
 		ctx:  ctx, cancel: cancel,
 		fanOutKick: make(chan struct{}, 1), claimKick: make(chan struct{}, 1),
 		// Room for every result the lanes can hold: a worker never waits
@@ -243,7 +285,7 @@ func New(client *ent.Client, dialect string, opts Options) *Dispatcher {
 		results: make(chan result, opts.HeldTotal+opts.Workers),
 		rand:    rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
-	d.lanes = newLanes(opts.Workers, opts.PerEndpoint, opts.Held, opts.HeldTotal)
+	d.lanes = newLanes(opts)
 	// A lane that ran dry with deliveries left in the database asks for
 	// a claim at once, not at the next poll.
 	d.lanes.kick = func() { kick(d.claimKick) }
@@ -257,6 +299,7 @@ func (d *Dispatcher) Start() {
 			d.workers.Add(1)
 			go d.work()
 		}
+		d.lanes.start()
 		d.recorder.Add(1)
 		go d.record()
 		d.loops.Add(2)
