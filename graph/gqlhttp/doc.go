@@ -8,7 +8,9 @@
 // response-cache footprint (footprint.go); the check of every input value,
 // inline or in variables, before anything runs (input_values.go,
 // input_fields.go, input_variables.go); one error shape for every failure
-// (errors.go) and status mapping (status.go); and the writer that
-// skips gqlgen's second encoding of a response (direct_transport.go).
+// (errors.go) and status mapping (status.go); the parsed documents and
+// persisted queries kept per workspace, bounded in bytes (documents.go);
+// and the writer that skips gqlgen's second encoding of a response
+// (direct_transport.go).
 // Subscriptions' transports are graph/live's.
 package gqlhttp
