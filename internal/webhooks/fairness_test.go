@@ -90,9 +90,9 @@ func (f *fixture) events(t testing.TB, n int) {
 // event, committed once B's endpoints hold every worker B may take, is
 // delivered while every attempt to B still hangs: it waits for none of
 // B's timeouts (before, it waited for two rounds of them: 20 s at the
-// default 10 s timeout, 40 s with 5 000 queued). B never holds more than
-// its share of the workers (PerWorkspace, half of them) nor of the
-// deliveries a replica leases (HeldPerWorkspace).
+// default 10 s timeout, 40 s with 5 000 queued). B, alone with jobs, takes
+// every worker but the reserve (an eighth), and never more; nor more than
+// its share of the deliveries a replica leases (HeldPerWorkspace).
 func TestHangingNeighbour(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {
 		b, a := setup(t, db), setupKey(t, db, "Neighbour", "NB")
@@ -105,13 +105,13 @@ func TestHangingNeighbour(t *testing.T) {
 		b.events(t, 100)
 		o := options()
 		o.Timeout = time.Minute
-		const workers, perWorkspace, heldTotal, heldPerWorkspace = 32, 16, 4096, 2048
+		const workers, reserve, heldTotal, heldPerWorkspace = 32, 4, 4096, 2048
 		d := start(t, db, o)
 		t.Cleanup(hang.release)
-		eventually(t, "B's deliveries queued and B's endpoints holding B's share of the workers", func() bool {
+		eventually(t, "B's deliveries queued and B's endpoints holding every worker but the reserve", func() bool {
 			n, err := db.Client.WebhookDelivery.Query().Where(webhookdelivery.WorkspaceID(b.boot.Workspace.ID)).Count(sys())
 			holding, _, _ := hang.counts()
-			return err == nil && n == 5000 && holding >= perWorkspace
+			return err == nil && n == 5000 && holding >= workers-reserve
 		})
 		a.categories(t, 1)
 		eventually(t, "A's delivery received", func() bool { return len(fast.received()) == 1 })
@@ -119,8 +119,8 @@ func TestHangingNeighbour(t *testing.T) {
 		if holding != started {
 			t.Fatalf("%d of B's attempts ended before A's delivery: it waited for them", started-holding)
 		}
-		if most > perWorkspace {
-			t.Errorf("B held %d workers at once, want at most %d of the %d", most, perWorkspace, workers)
+		if most > workers-reserve {
+			t.Errorf("B held %d workers at once, want at most %d of the %d", most, workers-reserve, workers)
 		}
 		if held, _, _ := d.HeldOf(b.boot.Workspace.ID); held > heldPerWorkspace {
 			t.Errorf("B holds %d deliveries, want at most %d of the %d", held, heldPerWorkspace, heldTotal)

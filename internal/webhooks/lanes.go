@@ -4,10 +4,15 @@ package webhooks
 // webhooks.md, "Sharing a replica"). One lane (a queue) per endpoint, the
 // lanes grouped by workspace; idle workers are handed jobs one workspace
 // after the other, and within a workspace one endpoint after the other,
-// never more than PerWorkspace attempts of one workspace nor PerEndpoint
-// of one endpoint at once. So an endpoint that hangs holds at most its
-// share of the workers, a workspace whose every endpoint hangs at most
-// its own, and the other workspaces' deliveries go on.
+// never more than PerEndpoint attempts of one endpoint at once, and first
+// to the workspaces within their share (PerWorkspace). A workspace past its
+// share is handed more only while no workspace within its share has a job
+// and more than a reserve of the workers (an eighth) would stay idle: a
+// workspace alone uses nearly every worker, and one that arrives while
+// another's endpoints all hang finds the reserve idle at once, then every
+// worker the other frees past its share. So an endpoint that hangs holds
+// at most its share of the workers, a workspace whose every endpoint hangs
+// all but the reserve, and the other workspaces' deliveries go on.
 //
 // What a replica holds is bounded the same way: in deliveries (Held per
 // endpoint, HeldPerWorkspace, HeldTotal), so that one workspace's backlog
@@ -94,6 +99,9 @@ type lanes struct {
 	mu                                    sync.Mutex
 	workers, perEndpoint, held, heldTotal int
 	perWorkspace, heldPerWorkspace        int
+	// reserve is how many workers stay idle for the workspaces within
+	// their share while one past its share has jobs (an eighth).
+	reserve int
 	byID                                  map[uuid.UUID]*lane // by endpoint
 	workspaces                            map[uuid.UUID]*workspaceLanes
 	ring                                  []uuid.UUID // workspaces with a lane
@@ -120,7 +128,7 @@ type lanes struct {
 
 func newLanes(o Options) *lanes {
 	return &lanes{workers: o.Workers, perEndpoint: o.PerEndpoint, held: o.Held, heldTotal: o.HeldTotal,
-		perWorkspace: o.PerWorkspace, heldPerWorkspace: o.HeldPerWorkspace,
+		perWorkspace: o.PerWorkspace, heldPerWorkspace: o.HeldPerWorkspace, reserve: max(1, o.Workers/8),
 		byID: map[uuid.UUID]*lane{}, workspaces: map[uuid.UUID]*workspaceLanes{},
 		mem: memory.NewBudget[uuid.UUID](o.Memory, o.MemoryPerWorkspace), bodies: map[uuid.UUID]*heldBody{},
 		slow: map[uuid.UUID]bool{}, work: make(chan *job, o.Workers), kick: func() {}}
@@ -310,31 +318,36 @@ func (ls *lanes) start() {
 }
 
 // pump hands queued jobs to idle workers: one workspace after the other,
-// and in each one endpoint after the other.
+// and in each one endpoint after the other; past a workspace's share only
+// while more than the reserve stays idle.
 func (ls *lanes) pump() {
 	for ls.running && !ls.closed && ls.busy < ls.workers && len(ls.ring) > 0 {
-		handed := false
-		for range len(ls.ring) {
-			if ls.next >= len(ls.ring) {
-				ls.next = 0
-			}
-			w := ls.workspaces[ls.ring[ls.next]]
-			ls.next++
-			if w.busy >= ls.perWorkspace {
-				continue
-			}
-			if j := ls.nextOf(w); j != nil {
-				w.busy++
-				ls.busy++
-				ls.work <- j // never blocks: busy < workers = cap(work)
-				handed = true
-				break
-			}
-		}
-		if !handed {
+		if !ls.handOne(false) && (ls.workers-ls.busy <= ls.reserve || !ls.handOne(true)) {
 			return
 		}
 	}
+}
+
+// handOne hands an idle worker the next job of the workspaces within their
+// share, or (beyond) of any workspace; false when there is none.
+func (ls *lanes) handOne(beyond bool) bool {
+	for range len(ls.ring) {
+		if ls.next >= len(ls.ring) {
+			ls.next = 0
+		}
+		w := ls.workspaces[ls.ring[ls.next]]
+		ls.next++
+		if w.busy >= ls.perWorkspace && !beyond {
+			continue
+		}
+		if j := ls.nextOf(w); j != nil {
+			w.busy++
+			ls.busy++
+			ls.work <- j // never blocks: busy < workers = cap(work)
+			return true
+		}
+	}
+	return false
 }
 
 // nextOf takes the next job of w's lanes that may be sent now, if any.

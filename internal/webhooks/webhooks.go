@@ -86,10 +86,12 @@ type Options struct {
 	// endpoint, so that a slow endpoint cannot take every worker (0:
 	// Workers/4, at least 1).
 	PerEndpoint int
-	// PerWorkspace bounds the attempts this replica makes at once to the
-	// endpoints of one workspace, so that a workspace whose endpoints all
-	// hang leaves the other workspaces workers (0: half of Workers,
-	// rounded up).
+	// PerWorkspace is one workspace's share of the attempts this replica
+	// makes at once (0: half of Workers, rounded up): past it, a workspace
+	// is handed a worker only when no workspace within its share has a job
+	// and an eighth of the workers would still be idle (lanes.go), so that
+	// a workspace alone uses nearly every worker and one whose endpoints
+	// all hang leaves the others workers at once.
 	PerWorkspace int
 	// Timeout bounds one attempt (DefaultTimeout): connecting, sending
 	// and reading the answer. An attempt that takes longer has failed.
