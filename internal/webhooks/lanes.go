@@ -101,13 +101,13 @@ type lanes struct {
 	perWorkspace, heldPerWorkspace        int
 	// reserve is how many workers stay idle for the workspaces within
 	// their share while one past its share has jobs (an eighth).
-	reserve int
-	byID                                  map[uuid.UUID]*lane // by endpoint
-	workspaces                            map[uuid.UUID]*workspaceLanes
-	ring                                  []uuid.UUID // workspaces with a lane
-	next                                  int
-	busy                                  int // jobs handed to the workers, not yet done
-	total                                 int // every lane's held()
+	reserve    int
+	byID       map[uuid.UUID]*lane // by endpoint
+	workspaces map[uuid.UUID]*workspaceLanes
+	ring       []uuid.UUID // workspaces with a lane
+	next       int
+	busy       int // jobs handed to the workers, not yet done
+	total      int // every lane's held()
 	// mem holds the bytes of what is held, by workspace; bodies the
 	// events' bodies, by event, so that one is charged once.
 	mem    *memory.Budget[uuid.UUID]
