@@ -448,8 +448,10 @@ func (f eventFilter) matches(c *core.Facets) bool {
 // nil) ignores hold and done.
 type rendered struct {
 	frame, payload []byte
-	holders        atomic.Int32
-	release        func()
+	// access is its read's (eventRead.access), 0 when it read nothing.
+	access  int64
+	holders atomic.Int32
+	release func()
 }
 
 // hold adds a holder of r.
@@ -523,7 +525,7 @@ func (g *group) replay(ctx context.Context, e events.Event, floor int64) (*rende
 // render renders e for g, nil payload when g's subscribers are not sent
 // it; its procedure is read as of readAt (see read).
 func (g *group) render(e events.Event, version, readAt int64) (*rendered, error) {
-	ev, err := g.event(e, version, readAt)
+	ev, access, err := g.event(e, version, readAt)
 	if err != nil || ev == nil {
 		return &rendered{}, err
 	}
@@ -537,7 +539,12 @@ func (g *group) render(e events.Event, version, readAt int64) (*rendered, error)
 	if err != nil {
 		return nil, err
 	}
-	return newRendered(resp)
+	r, err := newRendered(resp)
+	if err != nil {
+		return nil, err
+	}
+	r.access = access
+	return r, nil
 }
 
 // respond has the executor render ev, with fresh dataloaders (seeded from
@@ -568,35 +575,35 @@ func (g *group) respond(ev *model.ProcedureEvent) (resp *graphql.Response, err e
 // event builds what e shows g's subscribers, reading its procedure when
 // they select it or their filter needs it; nil when the filter leaves it
 // out.
-func (g *group) event(e events.Event, version, readAt int64) (*model.ProcedureEvent, error) {
+func (g *group) event(e events.Event, version, readAt int64) (ev *model.ProcedureEvent, access int64, err error) {
 	if e.Refetch {
-		return &model.ProcedureEvent{Kind: model.ProcedureEventKindRefetch, WorkspaceVersion: int(version)}, nil
+		return &model.ProcedureEvent{Kind: model.ProcedureEventKindRefetch, WorkspaceVersion: int(version)}, 0, nil
 	}
 	kind := model.ProcedureEventKind(e.Kind)
 	if !kind.IsValid() || kind == model.ProcedureEventKindRefetch {
-		return nil, nil
+		return nil, 0, nil
 	}
 	filter := g.filter
 	columnsKnown := e.Before != nil || e.After != nil
 	if columnsKnown && !filter.empty() && !filter.matches(e.Before) && !filter.matches(e.After) {
-		return nil, nil
+		return nil, 0, nil
 	}
 	id := e.ProcedureID.String()
-	ev := &model.ProcedureEvent{Kind: kind, ProcedureID: &id, WorkspaceVersion: int(e.Version)}
+	ev = &model.ProcedureEvent{Kind: kind, ProcedureID: &id, WorkspaceVersion: int(e.Version)}
 	if kind != model.ProcedureEventKindDeleted && g.reads {
 		r, err := g.read(e, readAt)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		ev.Procedure = r.p
+		ev.Procedure, access = r.p, r.access
 		if r.edges != nil {
 			ev.Edges = r.edges
 		}
 	}
 	if !columnsKnown && !filter.empty() && (ev.Procedure == nil || !filter.matches(&core.Facets{ProjectID: ev.Procedure.ProjectID, State: ev.Procedure.State})) {
-		return nil, nil
+		return nil, 0, nil
 	}
-	return ev, nil
+	return ev, access, nil
 }
 
 // readKey names one event's read: its procedure as of a version (a live
@@ -609,10 +616,14 @@ type readKey struct {
 }
 
 // eventRead is one event's procedure (nil when gone) and the edges read
-// with it.
+// with it; access is the version of the workspace's last write that may
+// have taken someone's access away, read after them (core.AccessVersion):
+// a subscriber last checked before it is checked again before it is sent
+// what was read (stream.checkAccess).
 type eventRead struct {
-	p     *ent.Procedure
-	edges *loader.Snapshot
+	p      *ent.Procedure
+	edges  *loader.Snapshot
+	access int64
 }
 
 // read returns e's procedure as of version at (see readKey) and the edges
@@ -646,7 +657,13 @@ func (g *group) read(e events.Event, at int64) (*eventRead, error) {
 		if err := loader.PrimeProcedures(rctx, []*ent.Procedure{p}, g.edges); err != nil {
 			return nil, 0, err
 		}
-		r := &eventRead{p: p, edges: loader.Export(rctx)}
+		// After the procedure and its edges: an access change they may
+		// show the effects of is seen here.
+		access, err := g.svc.AccessVersion(rctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		r := &eventRead{p: p, edges: loader.Export(rctx), access: access}
 		return r, int64(procedureSize(p) + r.edges.Size()), nil
 	})
 }

@@ -419,8 +419,12 @@ func lostAccess(err error) bool {
 	return false
 }
 
-// checkKey names the check of a credential an event asks for.
+// checkKey names the check of a credential an event asks for: an access
+// change or a REFETCH by its sequence in the hub (seq), or records read
+// after a write that may have changed access, by that write's version
+// (access).
 type checkKey struct {
 	credential string
 	seq        uint64
+	access     int64
 }

@@ -165,6 +165,9 @@ func (s *stream) replayed(ctx context.Context) (*rendered, error) {
 		if err := s.live.opts.Limiter.Pace(ctx, s.v, replayCost(shared.size())); err != nil {
 			return nil, nil // the subscriber left while it waited
 		}
+		if err := s.checkAccess(ctx, shared); err != nil {
+			return nil, err
+		}
 		// Its own holder: the rendering may be shared with other resumers,
 		// but each holds it until it has written it.
 		r := &rendered{frame: shared.frame, payload: shared.payload}

@@ -235,12 +235,16 @@ func (s *stream) handle(ctx context.Context, se streamEvent, open bool) (*render
 		se.r.done()
 		return nil, nil // replayed from the log already
 	case se.r != nil:
+		if err := s.checkAccess(ctx, se.r); err != nil {
+			se.r.done()
+			return nil, err
+		}
 		return se.r, nil
 	}
 	// A REFETCH or an access change: after a REFETCH an access change may
 	// have been missed too. Every subscription of a token hears it: the
 	// token is looked up once for all of them.
-	v, err := s.live.checks.get(ctx, checkKey{s.credential, se.e.Seq}, func() (*viewer.Viewer, int64, error) {
+	v, err := s.live.checks.get(ctx, checkKey{credential: s.credential, seq: se.e.Seq}, func() (*viewer.Viewer, int64, error) {
 		// Not cancelled with this subscriber: the token's other
 		// subscriptions take its answer, and a lookup cut short would keep
 		// the previous viewer for all of them. Bounded as a request is.
@@ -275,6 +279,36 @@ func (s *stream) handle(ctx context.Context, se streamEvent, open bool) (*render
 		return nil, nil
 	}
 	return r, nil
+}
+
+// checkAccess checks the subscription's credential again before it is
+// sent r, if r shows records read after a write that may have taken
+// someone's access away (r.access, core.AccessVersion) committed later
+// than the credential was last checked: an event committed before a
+// member's removal, but rendered from records read after it, must not
+// show that member what was written since. One lookup per token and such
+// write, however many subscriptions the token holds (the checks cache).
+// Errors: disconnected and the like (access lost), unavailable (the check
+// could not be made).
+func (s *stream) checkAccess(ctx context.Context, r *rendered) error {
+	if r.access <= s.v.WorkspaceVersion {
+		return nil
+	}
+	v, err := s.live.checks.get(ctx, checkKey{credential: s.credential, access: r.access}, func() (*viewer.Viewer, int64, error) {
+		cctx := context.WithoutCancel(ctx)
+		if t := s.live.opts.RequestTimeout; t > 0 {
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithTimeout(cctx, t)
+			defer cancel()
+		}
+		v, err := s.live.reauthenticate(cctx, s.credential, s.v, true)
+		return v, 256 + int64(len(s.credential)), err
+	})
+	if err != nil {
+		return err
+	}
+	s.setViewer(v)
+	return nil
 }
 
 // recheck re-authenticates the subscription's credential.

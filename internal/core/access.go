@@ -5,10 +5,12 @@ package core
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/ent/event"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/ids"
 	"github.com/procsvc/procsvc/internal/viewer"
@@ -65,4 +67,30 @@ func getOne[T any](ctx context.Context, kind ids.Kind, what, id string, get func
 		return none, apperr.NotFoundf(what)
 	}
 	return rec, apperr.Map(err)
+}
+
+// accessKinds are the logged writes that may take someone's access away:
+// a member's role changed or the member removed, a token revoked.
+var accessKinds = []string{string(EventMemberUpdated), string(EventMemberRemoved), string(EventTokenRevoked)}
+
+// AccessVersion returns the workspace version of the viewer's workspace's
+// last logged write that may have taken someone's access away (0 when the
+// log holds none). A subscription reads it after the records an event shows
+// (graph/live): a subscriber whose credential was last checked at an older
+// version must check it again before it is sent them, since they may be
+// newer than its loss of access. Errors: unauthenticated; unavailable.
+func (s *Service) AccessVersion(ctx context.Context) (int64, error) {
+	if _, err := require(ctx, viewer.RoleViewer); err != nil {
+		return 0, err
+	}
+	var rows []struct {
+		Max sql.NullInt64 `json:"max"`
+	}
+	if err := s.client.Event.Query().Where(event.KindIn(accessKinds...)).Aggregate(ent.Max(event.FieldVersion)).Scan(ctx, &rows); err != nil {
+		return 0, apperr.Map(err)
+	}
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	return rows[0].Max.Int64, nil
 }
