@@ -70,4 +70,3 @@ func TestAccessVersion(t *testing.T) {
 		}
 	})
 }
-
