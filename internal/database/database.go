@@ -425,6 +425,8 @@ type counter struct {
 	// primary is the primary's pool, read the standbys' (nil without
 	// Options.ReadURL): both PostgreSQL only.
 	primary, read *pool
+	// faults are those a test injected (Inject), nil otherwise.
+	faults atomic.Pointer[Faults]
 }
 
 // lost is told of every failed statement. When err says a connection
@@ -452,11 +454,17 @@ func (c *counter) observe(query string, args any) {
 
 func (c *counter) Exec(ctx context.Context, query string, args, v any) error {
 	c.observe(query, args)
+	if err := c.statementFault(query); err != nil {
+		return c.check(err)
+	}
 	return c.check(c.Driver.Exec(ctx, query, args, v))
 }
 
 func (c *counter) Query(ctx context.Context, query string, args, v any) error {
 	c.observe(query, args)
+	if err := c.statementFault(query); err != nil {
+		return c.check(err)
+	}
 	if r := c.reading(ctx); r != nil {
 		err := c.queryOn(ctx, r, query, args, v)
 		if !errors.Is(err, errGenerationMoved) {
@@ -500,7 +508,7 @@ func (c *counter) Tx(ctx context.Context) (dialect.Tx, error) {
 	if err != nil {
 		return nil, c.check(err)
 	}
-	return &countingTx{Tx: tx, c: c}, nil
+	return c.newTx(tx), nil
 }
 
 func (c *counter) BeginTx(ctx context.Context, opts *entsql.TxOptions) (dialect.Tx, error) {
@@ -510,25 +518,48 @@ func (c *counter) BeginTx(ctx context.Context, opts *entsql.TxOptions) (dialect.
 	if err != nil {
 		return nil, c.check(err)
 	}
-	return &countingTx{Tx: tx, c: c}, nil
+	return c.newTx(tx), nil
 }
 
 type countingTx struct {
 	dialect.Tx
-	c *counter
+	c     *counter
+	fault *txFault // nil unless a test injected a commit fault (Inject)
 }
 
 func (t *countingTx) Exec(ctx context.Context, query string, args, v any) error {
 	t.c.n.Add(1)
+	if err := t.statement(query); err != nil {
+		return t.c.check(err)
+	}
 	return t.c.check(t.Tx.Exec(ctx, query, args, v))
 }
 
 func (t *countingTx) Query(ctx context.Context, query string, args, v any) error {
 	t.c.n.Add(1)
+	if err := t.statement(query); err != nil {
+		return t.c.check(err)
+	}
 	return t.c.check(t.Tx.Query(ctx, query, args, v))
 }
 
-func (t *countingTx) Commit() error { return t.c.check(t.Tx.Commit()) }
+// statement passes query to the injected faults, if any.
+func (t *countingTx) statement(query string) error {
+	if t.fault != nil {
+		t.fault.ran(query)
+	}
+	return t.c.statementFault(query)
+}
+
+func (t *countingTx) Commit() error {
+	if t.fault != nil {
+		t.fault.mu.Lock()
+		queries := append([]string(nil), t.fault.queries...)
+		t.fault.mu.Unlock()
+		return t.c.check(t.fault.commit(queries, t.Tx.Commit, t.Tx.Rollback))
+	}
+	return t.c.check(t.Tx.Commit())
+}
 
 // Driver returns the counting driver, for hand-built statements that must be
 // counted like ent's own.
