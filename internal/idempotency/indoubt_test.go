@@ -262,3 +262,40 @@ func TestKeyInDoubtUntilItsRetryResolvesIt(t *testing.T) {
 		}
 	})
 }
+
+// TestKeyedWriteStatements: a keyed write sends 4 statements more than the
+// same write unkeyed, on both faces and both databases: the key's claim
+// (INSERT), its count in the write's own transaction (UPDATE: the key
+// commits with the write), and the recorded answer, charged to the
+// workspace's budget (two UPDATEs in one transaction). An unkeyed write
+// sends nothing for keys.
+func TestKeyedWriteStatements(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		e := newEnv(t, db)
+		// The workspace's first kept answer creates its budget row, the
+		// token's first request records its use, the first procedure
+		// sets up what the next ones update.
+		send(t, e.s, "POST", "/procedures", e.ws.MemberToken, e.procBody("warm."), "warm")
+		for _, face := range []string{"rest", "graphql"} {
+			statements := func(name, key string) int64 {
+				path, body := e.keyedCreate(face, name)
+				before := db.Statements()
+				var a answer
+				if key == "" {
+					a = send(t, e.s, "POST", path, e.ws.MemberToken, body)
+				} else {
+					a = send(t, e.s, "POST", path, e.ws.MemberToken, body, key)
+				}
+				if a.status != http.StatusOK || strings.Contains(string(a.body), `"errors"`) {
+					t.Fatalf("%s: %d %s", face, a.status, a.body)
+				}
+				return db.Statements() - before
+			}
+			unkeyed := statements("unkeyed-"+face+".", "")
+			keyed := statements("keyed-"+face+".", "keyed-"+face)
+			if keyed-unkeyed != 4 {
+				t.Fatalf("%s: a keyed create sent %d statements, unkeyed %d: want 4 more", face, keyed, unkeyed)
+			}
+		}
+	})
+}
