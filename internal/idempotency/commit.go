@@ -115,7 +115,7 @@ func (c *Claim) resolving(reqCtx context.Context) ent.CommitHook {
 			log := c.s.log.With("request_id", middleware.RequestID(reqCtx), "commit_error", err.Error())
 			switch {
 			case !known:
-				log.WarnContext(rctx, "idempotency: a keyed write's commit failed and whether it committed is unknown; its key stays in doubt")
+				log.WarnContext(rctx, "idempotency: a keyed write's commit failed, and its key could not tell whether it committed yet")
 				return err
 			case committed:
 				log.WarnContext(rctx, "idempotency: a keyed write's commit failed, but its key shows it committed; answering it")

@@ -290,7 +290,9 @@ func (s *Store) finish(reqCtx context.Context, claim *Claim, resp Response, over
 // field has a result, or an error lies below a root field (its write
 // committed, its selection failed to load), ran, lest a retry run the
 // committed fields again. A response too large to have been kept
-// (overflow) is judged by its status alone.
+// (overflow) is judged by its status alone. The response tells what the
+// answer shows; what committed is known exactly from the key (finish):
+// a failed verdict does not free a key whose write committed.
 func judge(status int, body []byte, overflow, graphql bool) verdict {
 	switch {
 	case status >= 500 || status == http.StatusTooManyRequests:
