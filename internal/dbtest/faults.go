@@ -133,6 +133,9 @@ type commitRule struct {
 	commit bool   // the COMMIT reaches the database
 	lose   bool   // its answer is lost (else it succeeds)
 	then   func() // run once the transaction is over, if set
+	// held, when set, receives the transaction's commit instead: the
+	// transaction stays open until it is called (HoldCommit).
+	held chan func() error
 }
 
 type statementRule struct {
@@ -163,6 +166,46 @@ func (f *Faults) LoseCommitAnswer(match string) {
 // transaction rolls back, and the commit fails with ErrConnectionLost.
 func (f *Faults) DropCommit(match string) {
 	f.addCommit(&commitRule{match: match, lose: true})
+}
+
+// HoldCommit makes the COMMIT of the next transaction that ran a statement
+// containing match fail at once with ErrConnectionLost while the
+// transaction stays open, holding its locks, as when the COMMIT is still on
+// its way to a server that will get it: the transaction commits when the
+// returned function is called (it waits for the transaction to be held),
+// or when the test ends.
+func (f *Faults) HoldCommit(t testing.TB, match string) (commit func() error) {
+	t.Helper()
+	held := make(chan func() error, 1)
+	f.addCommit(&commitRule{match: match, held: held})
+	var once sync.Once
+	var end func() error
+	take := func() func() error {
+		once.Do(func() {
+			select {
+			case end = <-held:
+			case <-time.After(faultGuard):
+			}
+		})
+		return end
+	}
+	t.Cleanup(func() {
+		f.mu.Lock()
+		fired := !slices.ContainsFunc(f.commits, func(r *commitRule) bool { return r.held == held })
+		f.mu.Unlock()
+		if fired {
+			if c := take(); c != nil {
+				_ = c()
+			}
+		}
+	})
+	return func() error {
+		c := take()
+		if c == nil {
+			t.Fatalf("no transaction ran %q and committed within %s", match, faultGuard)
+		}
+		return c()
+	}
 }
 
 // AfterCommit runs then once the next transaction that ran a statement
@@ -238,6 +281,15 @@ func (f *Faults) commit(queries []string, commit, rollback func() error) error {
 	f.mu.Unlock()
 	if rule == nil {
 		return commit()
+	}
+	if rule.held != nil {
+		var once sync.Once
+		var err error
+		rule.held <- func() error {
+			once.Do(func() { err = commit() })
+			return err
+		}
+		return ErrConnectionLost
 	}
 	var err error
 	if rule.commit {

@@ -135,8 +135,8 @@ func (c *Claim) outcome() (commits int, doubt bool) {
 	return c.commits, c.doubt
 }
 
-// settle records the outcome of the claim's latest write transaction's
-// commit: committed or not, or unknown (doubt).
+// settle records that the claim's latest write transaction committed, or
+// is known not to have: its outcome is no longer in doubt.
 func (c *Claim) settle(committed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

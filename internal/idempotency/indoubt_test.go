@@ -299,3 +299,58 @@ func TestKeyedWriteStatements(t *testing.T) {
 		}
 	})
 }
+
+// TestCommitOnItsWayIsWaitedFor: on PostgreSQL, a keyed create's COMMIT
+// fails on the client while the transaction is still open on the server,
+// as when the COMMIT is on its way: reading the outcome from the key waits
+// for that transaction to end rather than reading the key as it was, so
+// when it then commits the write answers 200, and its retry replays that.
+func TestCommitOnItsWayIsWaitedFor(t *testing.T) {
+	dbtest.NeedPostgres(t)
+	db := dbtest.Open(t, "postgres")
+	e := newEnv(t, db)
+	f := dbtest.InjectFaults(t, db)
+	commit := f.HoldCommit(t, insertsProcedure)
+	path, body := e.keyedCreate("rest", "on-its-way.")
+	answered := make(chan answer, 1)
+	go func() {
+		a, err := try(context.Background(), e.s, "POST", path, e.ws.MemberToken, body, "on-its-way")
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- a
+	}()
+	// The outcome's read waits on the key's row, which the open
+	// transaction holds.
+	waiting := func() bool {
+		var n int
+		if err := db.SQL.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND query LIKE '%idempotency_keys%FOR SHARE%'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n > 0
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !waiting() {
+		select {
+		case a := <-answered:
+			t.Fatalf("answered without waiting for the transaction: %d %s", a.status, a.body)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the outcome's read never waited for the open transaction")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := commit(); err != nil {
+		t.Fatal(err)
+	}
+	first := <-answered
+	if first.status != http.StatusOK || first.replayed() || !strings.Contains(string(first.body), "on-its-way.") {
+		t.Fatalf("a write that committed once its COMMIT arrived: %d %s", first.status, first.body)
+	}
+	wantSameResponse(t, first, send(t, e.s, "POST", path, e.ws.MemberToken, body, "on-its-way"))
+	if n := procedures(t, db, "on-its-way."); n != 1 {
+		t.Fatalf("%d procedures, want 1", n)
+	}
+}
