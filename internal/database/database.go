@@ -203,7 +203,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	c := &counter{Driver: drv}
 	db := &DB{Dialect: name, SQL: sqlDB, counter: c}
 	if name == dialect.Postgres {
-		c.pool, c.maxIdle, c.primary = sqlDB, maxOpen, primary
+		c.primary = primary
 		if opts.Prepare {
 			c.stmts = newStmtCache(sqlDB)
 		}
@@ -418,12 +418,9 @@ type counter struct {
 	n      atomic.Int64
 	record atomic.Pointer[func(Statement)]
 	stmts  *stmtCache // nil unless Options.Prepare
-	// pool and maxIdle are set on PostgreSQL only, for lost: an SQLite
-	// :memory: database lives in its one connection.
-	pool    *sql.DB
-	maxIdle int
 	// primary is the primary's pool, read the standbys' (nil without
-	// Options.ReadURL): both PostgreSQL only.
+	// Options.ReadURL): both PostgreSQL only (an SQLite :memory: database
+	// lives in its one connection, which lost must not give up).
 	primary, read *pool
 	// faults are those a test injected (Inject), nil otherwise.
 	faults atomic.Pointer[Faults]
@@ -431,17 +428,24 @@ type counter struct {
 
 // lost is told of every failed statement. When err says a connection
 // broke, the server has most likely dropped every connection opened before
-// (a restart, a failover, backends terminated, a proxy gone): the idle
-// connections are closed at once, so that the next requests dial afresh
-// instead of each drawing a dead connection first. database/sql retries
-// only driver.ErrBadConn on another connection; a broken connection that
-// reports a network error fails its request.
+// (a restart, a failover, backends terminated, a proxy gone): every
+// connection of the primary's pool open now is retired, so that the next
+// requests dial afresh instead of each drawing a dead connection first.
+// database/sql retries only driver.ErrBadConn on another connection; a
+// broken connection that reports a network error fails its request. A
+// retired connection is refused as it is drawn (ResetSession answers
+// ErrBadConn, and database/sql draws another, then dials) or returned.
+//
+// Not database/sql's SetMaxIdleConns(-1), which closed the idle ones at
+// once: it closes the connections of a slice that shares its array with
+// the pool's free list, so a connection put back meanwhile took a closing
+// one's place and was closed while in use (a nil pointer panic in
+// database/sql during failovers).
 func (c *counter) lost(err error) {
-	if c.pool == nil || !ConnectionLost(err) {
+	if c.primary == nil || !ConnectionLost(err) {
 		return
 	}
-	c.pool.SetMaxIdleConns(-1)
-	c.pool.SetMaxIdleConns(c.maxIdle)
+	c.primary.conn.retire()
 }
 
 func (c *counter) observe(query string, args any) {
