@@ -7,9 +7,13 @@
 // inserting its row, in state in_progress, before the write runs (for
 // GraphQL, once the executor has checked and charged the operation: see
 // Deferred); the unique (workspace, key) index makes concurrent duplicates
-// execute once. The row is then completed with the response, or deleted
-// when the write failed in a way a retry may overcome (a 5xx, a 429), so
-// that a key is never locked by a failure. A response that may not or
+// execute once. Each write transaction of the execution counts itself in
+// the row, in that transaction (CommitWith), so the row tells whether the
+// write committed even when its answer cannot (a commit whose outcome is
+// unknown: commit.go). The row is then completed with the response, or
+// deleted when the write failed in a way a retry may overcome (a 5xx, a
+// 429) and nothing it wrote committed, so that a key is never locked by a
+// failure, nor freed by one that wrote. A response that may not or
 // cannot be stored (it holds a secret, is over MaxStoredBody, or does not
 // fit in its workspace's budget of stored bytes) completes the row with a
 // marker instead, and a retry is answered 409 conflict. A row left in
