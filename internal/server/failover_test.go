@@ -151,10 +151,13 @@ func TestFailover(t *testing.T) {
 			// No key ran twice, and every key answered 200 or "answer
 			// lost" ran once; the workspace's version never went back; the
 			// tallies still count every procedure.
-			ranTwice, resolved := 0, map[string]bool{}
+			ranTwice, resolved, lost := 0, map[string]bool{}, 0
 			for _, r := range results {
 				if r.what == "keyed" && (r.status == http.StatusOK || r.answerLost()) {
 					resolved[r.key] = true
+				}
+				if r.answerLost() {
+					lost++
 				}
 			}
 			for key := range keys {
@@ -188,8 +191,8 @@ func TestFailover(t *testing.T) {
 			if ranTwice > 0 {
 				twice = fmt.Sprintf("%d RUN TWICE", ranTwice)
 			}
-			t.Logf("%d keys (%d answered as run), %s; workspace version %d (acknowledged up to %d); %d procedures, tallied %d",
-				len(keys), len(resolved), twice, version, maxVersion, counted, tallied)
+			t.Logf("%d keys (%d answered as run, %d of them 409 answer lost), %s; workspace version %d (acknowledged up to %d); %d procedures, tallied %d",
+				len(keys), len(resolved), lost, twice, version, maxVersion, counted, tallied)
 			log := logs.String()
 			t.Logf("keyed commits whose outcome the failover left unknown: %d resolved as committed, %d as not committed, %d left in doubt",
 				strings.Count(log, "its key shows it committed"), strings.Count(log, "its key shows it did not commit"),
