@@ -42,6 +42,8 @@ type IdempotencyKey struct {
 	Body []byte `json:"body,omitempty"`
 	// the bytes of body counted in the workspace's IdempotencyBudget, given back when the row expires
 	StoredBytes int `json:"stored_bytes,omitempty"`
+	// how many write transactions of the execution that holds the row committed: each adds one in its own transaction, so the key's record commits with the write
+	Commits int `json:"commits,omitempty"`
 	// CreatedAt holds the value of the "created_at" field.
 	CreatedAt    time.Time `json:"created_at,omitempty"`
 	selectValues sql.SelectValues
@@ -54,7 +56,7 @@ func (*IdempotencyKey) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case idempotencykey.FieldBody:
 			values[i] = new([]byte)
-		case idempotencykey.FieldID, idempotencykey.FieldStatus, idempotencykey.FieldStoredBytes:
+		case idempotencykey.FieldID, idempotencykey.FieldStatus, idempotencykey.FieldStoredBytes, idempotencykey.FieldCommits:
 			values[i] = new(sql.NullInt64)
 		case idempotencykey.FieldKey, idempotencykey.FieldFingerprint, idempotencykey.FieldState, idempotencykey.FieldOwner, idempotencykey.FieldContentType, idempotencykey.FieldEtag:
 			values[i] = new(sql.NullString)
@@ -155,6 +157,12 @@ func (_m *IdempotencyKey) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.StoredBytes = int(value.Int64)
 			}
+		case idempotencykey.FieldCommits:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field commits", values[i])
+			} else if value.Valid {
+				_m.Commits = int(value.Int64)
+			}
 		case idempotencykey.FieldCreatedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field created_at", values[i])
@@ -232,6 +240,9 @@ func (_m *IdempotencyKey) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("stored_bytes=")
 	builder.WriteString(fmt.Sprintf("%v", _m.StoredBytes))
+	builder.WriteString(", ")
+	builder.WriteString("commits=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Commits))
 	builder.WriteString(", ")
 	builder.WriteString("created_at=")
 	builder.WriteString(_m.CreatedAt.Format(time.ANSIC))

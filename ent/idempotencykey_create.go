@@ -125,6 +125,20 @@ func (_c *IdempotencyKeyCreate) SetNillableStoredBytes(v *int) *IdempotencyKeyCr
 	return _c
 }
 
+// SetCommits sets the "commits" field.
+func (_c *IdempotencyKeyCreate) SetCommits(v int) *IdempotencyKeyCreate {
+	_c.mutation.SetCommits(v)
+	return _c
+}
+
+// SetNillableCommits sets the "commits" field if the given value is not nil.
+func (_c *IdempotencyKeyCreate) SetNillableCommits(v *int) *IdempotencyKeyCreate {
+	if v != nil {
+		_c.SetCommits(*v)
+	}
+	return _c
+}
+
 // SetCreatedAt sets the "created_at" field.
 func (_c *IdempotencyKeyCreate) SetCreatedAt(v time.Time) *IdempotencyKeyCreate {
 	_c.mutation.SetCreatedAt(v)
@@ -188,6 +202,10 @@ func (_c *IdempotencyKeyCreate) defaults() error {
 		v := idempotencykey.DefaultStoredBytes
 		_c.mutation.SetStoredBytes(v)
 	}
+	if _, ok := _c.mutation.Commits(); !ok {
+		v := idempotencykey.DefaultCommits
+		_c.mutation.SetCommits(v)
+	}
 	if _, ok := _c.mutation.CreatedAt(); !ok {
 		if idempotencykey.DefaultCreatedAt == nil {
 			return fmt.Errorf("ent: uninitialized idempotencykey.DefaultCreatedAt (forgotten import ent/runtime?)")
@@ -239,6 +257,9 @@ func (_c *IdempotencyKeyCreate) check() error {
 	}
 	if _, ok := _c.mutation.StoredBytes(); !ok {
 		return &ValidationError{Name: "stored_bytes", err: errors.New(`ent: missing required field "IdempotencyKey.stored_bytes"`)}
+	}
+	if _, ok := _c.mutation.Commits(); !ok {
+		return &ValidationError{Name: "commits", err: errors.New(`ent: missing required field "IdempotencyKey.commits"`)}
 	}
 	if _, ok := _c.mutation.CreatedAt(); !ok {
 		return &ValidationError{Name: "created_at", err: errors.New(`ent: missing required field "IdempotencyKey.created_at"`)}
@@ -316,6 +337,10 @@ func (_c *IdempotencyKeyCreate) createSpec() (*IdempotencyKey, *sqlgraph.CreateS
 	if value, ok := _c.mutation.StoredBytes(); ok {
 		_spec.SetField(idempotencykey.FieldStoredBytes, field.TypeInt, value)
 		_node.StoredBytes = value
+	}
+	if value, ok := _c.mutation.Commits(); ok {
+		_spec.SetField(idempotencykey.FieldCommits, field.TypeInt, value)
+		_node.Commits = value
 	}
 	if value, ok := _c.mutation.CreatedAt(); ok {
 		_spec.SetField(idempotencykey.FieldCreatedAt, field.TypeTime, value)

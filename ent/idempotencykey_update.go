@@ -187,6 +187,27 @@ func (_u *IdempotencyKeyUpdate) AddStoredBytes(v int) *IdempotencyKeyUpdate {
 	return _u
 }
 
+// SetCommits sets the "commits" field.
+func (_u *IdempotencyKeyUpdate) SetCommits(v int) *IdempotencyKeyUpdate {
+	_u.mutation.ResetCommits()
+	_u.mutation.SetCommits(v)
+	return _u
+}
+
+// SetNillableCommits sets the "commits" field if the given value is not nil.
+func (_u *IdempotencyKeyUpdate) SetNillableCommits(v *int) *IdempotencyKeyUpdate {
+	if v != nil {
+		_u.SetCommits(*v)
+	}
+	return _u
+}
+
+// AddCommits adds value to the "commits" field.
+func (_u *IdempotencyKeyUpdate) AddCommits(v int) *IdempotencyKeyUpdate {
+	_u.mutation.AddCommits(v)
+	return _u
+}
+
 // Mutation returns the IdempotencyKeyMutation object of the builder.
 func (_u *IdempotencyKeyUpdate) Mutation() *IdempotencyKeyMutation {
 	return _u.mutation
@@ -288,6 +309,12 @@ func (_u *IdempotencyKeyUpdate) sqlSave(ctx context.Context) (_node int, err err
 	}
 	if value, ok := _u.mutation.AddedStoredBytes(); ok {
 		_spec.AddField(idempotencykey.FieldStoredBytes, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.Commits(); ok {
+		_spec.SetField(idempotencykey.FieldCommits, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedCommits(); ok {
+		_spec.AddField(idempotencykey.FieldCommits, field.TypeInt, value)
 	}
 	_spec.AddModifiers(_u.modifiers...)
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
@@ -469,6 +496,27 @@ func (_u *IdempotencyKeyUpdateOne) AddStoredBytes(v int) *IdempotencyKeyUpdateOn
 	return _u
 }
 
+// SetCommits sets the "commits" field.
+func (_u *IdempotencyKeyUpdateOne) SetCommits(v int) *IdempotencyKeyUpdateOne {
+	_u.mutation.ResetCommits()
+	_u.mutation.SetCommits(v)
+	return _u
+}
+
+// SetNillableCommits sets the "commits" field if the given value is not nil.
+func (_u *IdempotencyKeyUpdateOne) SetNillableCommits(v *int) *IdempotencyKeyUpdateOne {
+	if v != nil {
+		_u.SetCommits(*v)
+	}
+	return _u
+}
+
+// AddCommits adds value to the "commits" field.
+func (_u *IdempotencyKeyUpdateOne) AddCommits(v int) *IdempotencyKeyUpdateOne {
+	_u.mutation.AddCommits(v)
+	return _u
+}
+
 // Mutation returns the IdempotencyKeyMutation object of the builder.
 func (_u *IdempotencyKeyUpdateOne) Mutation() *IdempotencyKeyMutation {
 	return _u.mutation
@@ -600,6 +648,12 @@ func (_u *IdempotencyKeyUpdateOne) sqlSave(ctx context.Context) (_node *Idempote
 	}
 	if value, ok := _u.mutation.AddedStoredBytes(); ok {
 		_spec.AddField(idempotencykey.FieldStoredBytes, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.Commits(); ok {
+		_spec.SetField(idempotencykey.FieldCommits, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedCommits(); ok {
+		_spec.AddField(idempotencykey.FieldCommits, field.TypeInt, value)
 	}
 	_spec.AddModifiers(_u.modifiers...)
 	_node = &IdempotencyKey{config: _u.config}

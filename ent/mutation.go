@@ -2875,6 +2875,8 @@ type IdempotencyKeyMutation struct {
 	body            *[]byte
 	stored_bytes    *int
 	addstored_bytes *int
+	commits         *int
+	addcommits      *int
 	created_at      *time.Time
 	clearedFields   map[string]struct{}
 	done            bool
@@ -3479,6 +3481,62 @@ func (m *IdempotencyKeyMutation) ResetStoredBytes() {
 	m.addstored_bytes = nil
 }
 
+// SetCommits sets the "commits" field.
+func (m *IdempotencyKeyMutation) SetCommits(i int) {
+	m.commits = &i
+	m.addcommits = nil
+}
+
+// Commits returns the value of the "commits" field in the mutation.
+func (m *IdempotencyKeyMutation) Commits() (r int, exists bool) {
+	v := m.commits
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCommits returns the old "commits" field's value of the IdempotencyKey entity.
+// If the IdempotencyKey object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IdempotencyKeyMutation) OldCommits(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCommits is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCommits requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCommits: %w", err)
+	}
+	return oldValue.Commits, nil
+}
+
+// AddCommits adds i to the "commits" field.
+func (m *IdempotencyKeyMutation) AddCommits(i int) {
+	if m.addcommits != nil {
+		*m.addcommits += i
+	} else {
+		m.addcommits = &i
+	}
+}
+
+// AddedCommits returns the value that was added to the "commits" field in this mutation.
+func (m *IdempotencyKeyMutation) AddedCommits() (r int, exists bool) {
+	v := m.addcommits
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetCommits resets all changes to the "commits" field.
+func (m *IdempotencyKeyMutation) ResetCommits() {
+	m.commits = nil
+	m.addcommits = nil
+}
+
 // SetCreatedAt sets the "created_at" field.
 func (m *IdempotencyKeyMutation) SetCreatedAt(t time.Time) {
 	m.created_at = &t
@@ -3549,7 +3607,7 @@ func (m *IdempotencyKeyMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *IdempotencyKeyMutation) Fields() []string {
-	fields := make([]string, 0, 13)
+	fields := make([]string, 0, 14)
 	if m.workspace_id != nil {
 		fields = append(fields, idempotencykey.FieldWorkspaceID)
 	}
@@ -3586,6 +3644,9 @@ func (m *IdempotencyKeyMutation) Fields() []string {
 	if m.stored_bytes != nil {
 		fields = append(fields, idempotencykey.FieldStoredBytes)
 	}
+	if m.commits != nil {
+		fields = append(fields, idempotencykey.FieldCommits)
+	}
 	if m.created_at != nil {
 		fields = append(fields, idempotencykey.FieldCreatedAt)
 	}
@@ -3621,6 +3682,8 @@ func (m *IdempotencyKeyMutation) Field(name string) (ent.Value, bool) {
 		return m.Body()
 	case idempotencykey.FieldStoredBytes:
 		return m.StoredBytes()
+	case idempotencykey.FieldCommits:
+		return m.Commits()
 	case idempotencykey.FieldCreatedAt:
 		return m.CreatedAt()
 	}
@@ -3656,6 +3719,8 @@ func (m *IdempotencyKeyMutation) OldField(ctx context.Context, name string) (ent
 		return m.OldBody(ctx)
 	case idempotencykey.FieldStoredBytes:
 		return m.OldStoredBytes(ctx)
+	case idempotencykey.FieldCommits:
+		return m.OldCommits(ctx)
 	case idempotencykey.FieldCreatedAt:
 		return m.OldCreatedAt(ctx)
 	}
@@ -3751,6 +3816,13 @@ func (m *IdempotencyKeyMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetStoredBytes(v)
 		return nil
+	case idempotencykey.FieldCommits:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCommits(v)
+		return nil
 	case idempotencykey.FieldCreatedAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -3772,6 +3844,9 @@ func (m *IdempotencyKeyMutation) AddedFields() []string {
 	if m.addstored_bytes != nil {
 		fields = append(fields, idempotencykey.FieldStoredBytes)
 	}
+	if m.addcommits != nil {
+		fields = append(fields, idempotencykey.FieldCommits)
+	}
 	return fields
 }
 
@@ -3784,6 +3859,8 @@ func (m *IdempotencyKeyMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedStatus()
 	case idempotencykey.FieldStoredBytes:
 		return m.AddedStoredBytes()
+	case idempotencykey.FieldCommits:
+		return m.AddedCommits()
 	}
 	return nil, false
 }
@@ -3806,6 +3883,13 @@ func (m *IdempotencyKeyMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddStoredBytes(v)
+		return nil
+	case idempotencykey.FieldCommits:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddCommits(v)
 		return nil
 	}
 	return fmt.Errorf("unknown IdempotencyKey numeric field %s", name)
@@ -3884,6 +3968,9 @@ func (m *IdempotencyKeyMutation) ResetField(name string) error {
 		return nil
 	case idempotencykey.FieldStoredBytes:
 		m.ResetStoredBytes()
+		return nil
+	case idempotencykey.FieldCommits:
+		m.ResetCommits()
 		return nil
 	case idempotencykey.FieldCreatedAt:
 		m.ResetCreatedAt()

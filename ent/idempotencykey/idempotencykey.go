@@ -39,6 +39,8 @@ const (
 	FieldBody = "body"
 	// FieldStoredBytes holds the string denoting the stored_bytes field in the database.
 	FieldStoredBytes = "stored_bytes"
+	// FieldCommits holds the string denoting the commits field in the database.
+	FieldCommits = "commits"
 	// FieldCreatedAt holds the string denoting the created_at field in the database.
 	FieldCreatedAt = "created_at"
 	// Table holds the table name of the idempotencykey in the database.
@@ -60,6 +62,7 @@ var Columns = []string{
 	FieldEtag,
 	FieldBody,
 	FieldStoredBytes,
+	FieldCommits,
 	FieldCreatedAt,
 }
 
@@ -89,6 +92,8 @@ var (
 	DefaultEtag string
 	// DefaultStoredBytes holds the default value on creation for the "stored_bytes" field.
 	DefaultStoredBytes int
+	// DefaultCommits holds the default value on creation for the "commits" field.
+	DefaultCommits int
 	// DefaultCreatedAt holds the default value on creation for the "created_at" field.
 	DefaultCreatedAt func() time.Time
 )
@@ -177,6 +182,11 @@ func ByEtag(opts ...sql.OrderTermOption) OrderOption {
 // ByStoredBytes orders the results by the stored_bytes field.
 func ByStoredBytes(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldStoredBytes, opts...).ToFunc()
+}
+
+// ByCommits orders the results by the commits field.
+func ByCommits(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldCommits, opts...).ToFunc()
 }
 
 // ByCreatedAt orders the results by the created_at field.

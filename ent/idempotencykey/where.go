@@ -110,6 +110,11 @@ func StoredBytes(v int) predicate.IdempotencyKey {
 	return predicate.IdempotencyKey(sql.FieldEQ(FieldStoredBytes, v))
 }
 
+// Commits applies equality check predicate on the "commits" field. It's identical to CommitsEQ.
+func Commits(v int) predicate.IdempotencyKey {
+	return predicate.IdempotencyKey(sql.FieldEQ(FieldCommits, v))
+}
+
 // CreatedAt applies equality check predicate on the "created_at" field. It's identical to CreatedAtEQ.
 func CreatedAt(v time.Time) predicate.IdempotencyKey {
 	return predicate.IdempotencyKey(sql.FieldEQ(FieldCreatedAt, v))
@@ -718,6 +723,46 @@ func StoredBytesLT(v int) predicate.IdempotencyKey {
 // StoredBytesLTE applies the LTE predicate on the "stored_bytes" field.
 func StoredBytesLTE(v int) predicate.IdempotencyKey {
 	return predicate.IdempotencyKey(sql.FieldLTE(FieldStoredBytes, v))
+}
+
+// CommitsEQ applies the EQ predicate on the "commits" field.
+func CommitsEQ(v int) predicate.IdempotencyKey {
+	return predicate.IdempotencyKey(sql.FieldEQ(FieldCommits, v))
+}
+
+// CommitsNEQ applies the NEQ predicate on the "commits" field.
+func CommitsNEQ(v int) predicate.IdempotencyKey {
+	return predicate.IdempotencyKey(sql.FieldNEQ(FieldCommits, v))
+}
+
+// CommitsIn applies the In predicate on the "commits" field.
+func CommitsIn(vs ...int) predicate.IdempotencyKey {
+	return predicate.IdempotencyKey(sql.FieldIn(FieldCommits, vs...))
+}
+
+// CommitsNotIn applies the NotIn predicate on the "commits" field.
+func CommitsNotIn(vs ...int) predicate.IdempotencyKey {
+	return predicate.IdempotencyKey(sql.FieldNotIn(FieldCommits, vs...))
+}
+
+// CommitsGT applies the GT predicate on the "commits" field.
+func CommitsGT(v int) predicate.IdempotencyKey {
+	return predicate.IdempotencyKey(sql.FieldGT(FieldCommits, v))
+}
+
+// CommitsGTE applies the GTE predicate on the "commits" field.
+func CommitsGTE(v int) predicate.IdempotencyKey {
+	return predicate.IdempotencyKey(sql.FieldGTE(FieldCommits, v))
+}
+
+// CommitsLT applies the LT predicate on the "commits" field.
+func CommitsLT(v int) predicate.IdempotencyKey {
+	return predicate.IdempotencyKey(sql.FieldLT(FieldCommits, v))
+}
+
+// CommitsLTE applies the LTE predicate on the "commits" field.
+func CommitsLTE(v int) predicate.IdempotencyKey {
+	return predicate.IdempotencyKey(sql.FieldLTE(FieldCommits, v))
 }
 
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.

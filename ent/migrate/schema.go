@@ -165,6 +165,7 @@ var (
 		{Name: "etag", Type: field.TypeString, Default: ""},
 		{Name: "body", Type: field.TypeBytes, Nullable: true},
 		{Name: "stored_bytes", Type: field.TypeInt, Default: 0},
+		{Name: "commits", Type: field.TypeInt, Default: 0},
 		{Name: "created_at", Type: field.TypeTime},
 	}
 	// IdempotencyKeysTable holds the schema information for the "idempotency_keys" table.

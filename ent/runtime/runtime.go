@@ -143,8 +143,12 @@ func init() {
 	idempotencykeyDescStoredBytes := idempotencykeyFields[11].Descriptor()
 	// idempotencykey.DefaultStoredBytes holds the default value on creation for the stored_bytes field.
 	idempotencykey.DefaultStoredBytes = idempotencykeyDescStoredBytes.Default.(int)
+	// idempotencykeyDescCommits is the schema descriptor for commits field.
+	idempotencykeyDescCommits := idempotencykeyFields[12].Descriptor()
+	// idempotencykey.DefaultCommits holds the default value on creation for the commits field.
+	idempotencykey.DefaultCommits = idempotencykeyDescCommits.Default.(int)
 	// idempotencykeyDescCreatedAt is the schema descriptor for created_at field.
-	idempotencykeyDescCreatedAt := idempotencykeyFields[12].Descriptor()
+	idempotencykeyDescCreatedAt := idempotencykeyFields[13].Descriptor()
 	// idempotencykey.DefaultCreatedAt holds the default value on creation for the created_at field.
 	idempotencykey.DefaultCreatedAt = idempotencykeyDescCreatedAt.Default.(func() time.Time)
 	memberMixin := schema.Member{}.Mixin()

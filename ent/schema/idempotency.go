@@ -10,8 +10,10 @@ import (
 
 // IdempotencyKey records one write sent with an Idempotency-Key header
 // (internal/idempotency): claimed, in state in_progress, before the write
-// runs; then completed with the response to replay, or deleted when the
-// write failed in a way a retry may overcome. Rows expire after a day and are
+// runs; each write transaction of the execution counts itself in commits,
+// in that transaction; then the row is completed with the response to
+// replay, or deleted when the write failed in a way a retry may overcome and
+// nothing committed. Rows expire after a day and are
 // purged in the background. The workspace is a plain column, not an edge:
 // the rows are bookkeeping, deleted by their expiry.
 type IdempotencyKey struct{ ent.Schema }
@@ -34,6 +36,7 @@ func (IdempotencyKey) Fields() []ent.Field {
 		field.String("etag").Default("").Comment("the response's ETag header"),
 		field.Bytes("body").Optional().Comment("the response's body, byte for byte"),
 		field.Int("stored_bytes").Default(0).Comment("the bytes of body counted in the workspace's IdempotencyBudget, given back when the row expires"),
+		field.Int("commits").Default(0).Comment("how many write transactions of the execution that holds the row committed: each adds one in its own transaction, so the key's record commits with the write"),
 		field.Time("created_at").Default(nowUTC).Immutable(),
 	}
 }

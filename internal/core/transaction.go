@@ -21,6 +21,7 @@ import (
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/consistency"
 	"github.com/procsvc/procsvc/internal/database"
+	"github.com/procsvc/procsvc/internal/idempotency"
 	"github.com/procsvc/procsvc/internal/tenancy"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
@@ -159,7 +160,10 @@ const (
 // lockedTx runs a write's transaction: the lock statement (see lockMode),
 // then acting, which must re-read the acting member in the transaction's
 // next statement (see inTx) and returns the viewer as of the lock, then fn.
-// It commits only if both succeed.
+// It commits only if both succeed. A request sent with an Idempotency-Key
+// has its key commit with the write (idempotency.CommitWith: one more
+// statement, last, and a commit whose outcome is unknown is resolved from
+// the key before lockedTx returns); an unkeyed one sends nothing more.
 //
 // Deadlock-free: an exclusive write holds the workspace's lock before any
 // row and excludes every other write; shared writes hold the lock shared,
@@ -187,7 +191,10 @@ func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, mode lockMode,
 			// shared write's).
 			committedAt(ctx, tx, me.WorkspaceVersion)
 		}
-		return fn(tx, me)
+		if err := fn(tx, me); err != nil {
+			return err
+		}
+		return idempotency.CommitWith(ctx, tx)
 	}()
 	if err != nil {
 		_ = tx.Rollback()

@@ -60,7 +60,8 @@ type connector struct {
 	// that last accepted a connection.
 	preferred atomic.Int32
 	// generation grows whenever the pool moves to another server (see
-	// moved); a connection of an older generation is not reused.
+	// moved) or its connections are retired (retire); a connection of an
+	// older generation is not reused.
 	generation atomic.Uint64
 	// server is the address of the server the last connection reached.
 	server atomic.Pointer[string]
@@ -216,6 +217,11 @@ func (c *connector) avoid(address string) {
 // may differ. (A server that stopped answering has its connections
 // aborted by the probe instead.)
 func (c *connector) moved() { c.generation.Add(1) }
+
+// retire makes every connection open now be closed rather than reused
+// (a new generation, as moved starts), when it is next drawn from the pool
+// or returned to it: their server has likely dropped them.
+func (c *connector) retire() { c.generation.Add(1) }
 
 // abortServer ends every connection to the server at address: a read or
 // write waiting on one fails at once (lib/pq then marks the connection

@@ -203,7 +203,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	c := &counter{Driver: drv}
 	db := &DB{Dialect: name, SQL: sqlDB, counter: c}
 	if name == dialect.Postgres {
-		c.pool, c.maxIdle, c.primary = sqlDB, maxOpen, primary
+		c.primary = primary
 		if opts.Prepare {
 			c.stmts = newStmtCache(sqlDB)
 		}
@@ -418,28 +418,34 @@ type counter struct {
 	n      atomic.Int64
 	record atomic.Pointer[func(Statement)]
 	stmts  *stmtCache // nil unless Options.Prepare
-	// pool and maxIdle are set on PostgreSQL only, for lost: an SQLite
-	// :memory: database lives in its one connection.
-	pool    *sql.DB
-	maxIdle int
 	// primary is the primary's pool, read the standbys' (nil without
-	// Options.ReadURL): both PostgreSQL only.
+	// Options.ReadURL): both PostgreSQL only (an SQLite :memory: database
+	// lives in its one connection, which lost must not give up).
 	primary, read *pool
+	// faults are those a test injected (Inject), nil otherwise.
+	faults atomic.Pointer[Faults]
 }
 
 // lost is told of every failed statement. When err says a connection
 // broke, the server has most likely dropped every connection opened before
-// (a restart, a failover, backends terminated, a proxy gone): the idle
-// connections are closed at once, so that the next requests dial afresh
-// instead of each drawing a dead connection first. database/sql retries
-// only driver.ErrBadConn on another connection; a broken connection that
-// reports a network error fails its request.
+// (a restart, a failover, backends terminated, a proxy gone): every
+// connection of the primary's pool open now is retired, so that the next
+// requests dial afresh instead of each drawing a dead connection first.
+// database/sql retries only driver.ErrBadConn on another connection; a
+// broken connection that reports a network error fails its request. A
+// retired connection is refused as it is drawn (ResetSession answers
+// ErrBadConn, and database/sql draws another, then dials) or returned.
+//
+// Not database/sql's SetMaxIdleConns(-1), which closed the idle ones at
+// once: it closes the connections of a slice that shares its array with
+// the pool's free list, so a connection put back meanwhile took a closing
+// one's place and was closed while in use (a nil pointer panic in
+// database/sql during failovers).
 func (c *counter) lost(err error) {
-	if c.pool == nil || !ConnectionLost(err) {
+	if c.primary == nil || !ConnectionLost(err) {
 		return
 	}
-	c.pool.SetMaxIdleConns(-1)
-	c.pool.SetMaxIdleConns(c.maxIdle)
+	c.primary.conn.retire()
 }
 
 func (c *counter) observe(query string, args any) {
@@ -452,11 +458,17 @@ func (c *counter) observe(query string, args any) {
 
 func (c *counter) Exec(ctx context.Context, query string, args, v any) error {
 	c.observe(query, args)
+	if err := c.statementFault(query); err != nil {
+		return c.check(err)
+	}
 	return c.check(c.Driver.Exec(ctx, query, args, v))
 }
 
 func (c *counter) Query(ctx context.Context, query string, args, v any) error {
 	c.observe(query, args)
+	if err := c.statementFault(query); err != nil {
+		return c.check(err)
+	}
 	if r := c.reading(ctx); r != nil {
 		err := c.queryOn(ctx, r, query, args, v)
 		if !errors.Is(err, errGenerationMoved) {
@@ -500,7 +512,7 @@ func (c *counter) Tx(ctx context.Context) (dialect.Tx, error) {
 	if err != nil {
 		return nil, c.check(err)
 	}
-	return &countingTx{Tx: tx, c: c}, nil
+	return c.newTx(tx), nil
 }
 
 func (c *counter) BeginTx(ctx context.Context, opts *entsql.TxOptions) (dialect.Tx, error) {
@@ -510,25 +522,48 @@ func (c *counter) BeginTx(ctx context.Context, opts *entsql.TxOptions) (dialect.
 	if err != nil {
 		return nil, c.check(err)
 	}
-	return &countingTx{Tx: tx, c: c}, nil
+	return c.newTx(tx), nil
 }
 
 type countingTx struct {
 	dialect.Tx
-	c *counter
+	c     *counter
+	fault *txFault // nil unless a test injected a commit fault (Inject)
 }
 
 func (t *countingTx) Exec(ctx context.Context, query string, args, v any) error {
 	t.c.n.Add(1)
+	if err := t.statement(query); err != nil {
+		return t.c.check(err)
+	}
 	return t.c.check(t.Tx.Exec(ctx, query, args, v))
 }
 
 func (t *countingTx) Query(ctx context.Context, query string, args, v any) error {
 	t.c.n.Add(1)
+	if err := t.statement(query); err != nil {
+		return t.c.check(err)
+	}
 	return t.c.check(t.Tx.Query(ctx, query, args, v))
 }
 
-func (t *countingTx) Commit() error { return t.c.check(t.Tx.Commit()) }
+// statement passes query to the injected faults, if any.
+func (t *countingTx) statement(query string) error {
+	if t.fault != nil {
+		t.fault.ran(query)
+	}
+	return t.c.statementFault(query)
+}
+
+func (t *countingTx) Commit() error {
+	if t.fault != nil {
+		t.fault.mu.Lock()
+		queries := append([]string(nil), t.fault.queries...)
+		t.fault.mu.Unlock()
+		return t.c.check(t.fault.commit(queries, t.Tx.Commit, t.Tx.Rollback))
+	}
+	return t.c.check(t.Tx.Commit())
+}
 
 // Driver returns the counting driver, for hand-built statements that must be
 // counted like ent's own.

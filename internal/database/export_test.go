@@ -28,3 +28,6 @@ func (db *DB) MoveReadPool() { db.counter.read.conn.generation.Add(1) }
 func (db *DB) ReadPoolQueryRow(ctx context.Context, query string) *sql.Row {
 	return db.counter.read.sql.QueryRowContext(ctx, query)
 }
+
+// Lost tells the pool that a statement failed with err (counter.lost).
+func (db *DB) Lost(err error) { db.counter.lost(err) }

@@ -55,7 +55,7 @@ func (db *DB) TryWrite(ctx context.Context, wait time.Duration, fn func(ctx cont
 			return err
 		}
 	}
-	etx := &countingTx{Tx: &entsql.Tx{Conn: entsql.Conn{ExecQuerier: tx}, Tx: tx}, c: db.counter}
+	etx := db.counter.newTx(&entsql.Tx{Conn: entsql.Conn{ExecQuerier: tx}, Tx: tx})
 	if err := fn(ctx, etx); err != nil {
 		_ = tx.Rollback()
 		return err

@@ -151,7 +151,7 @@ func (s *Store) serve(w http.ResponseWriter, r *http.Request, next http.Handler,
 	// commit.
 	ctx, cancel := context.WithDeadline(context.WithoutCancel(r.Context()), claim.Deadline().Add(-s.handlerMargin()))
 	defer cancel()
-	next.ServeHTTP(rec, r.WithContext(ctx))
+	next.ServeHTTP(rec, r.WithContext(withClaim(ctx, claim)))
 	finished = true
 	s.finish(r.Context(), claim, rec.response(), rec.overflow, false, false, false)
 }
@@ -204,7 +204,8 @@ type verdict int
 const (
 	// failed: it failed in a way a retry may overcome, having written
 	// nothing (a 5xx, a 429, a GraphQL error of such a code or a
-	// persisted-query miss with nothing written): the key is released.
+	// persisted-query miss with nothing written): the key is released,
+	// unless a write of it committed after all (see finish).
 	failed verdict = iota
 	// refused: it was refused, having written nothing (a 4xx, or a
 	// GraphQL response whose every root field failed at itself).
@@ -214,12 +215,18 @@ const (
 )
 
 // finish records the execution's response, or releases the key when the
-// request failed in a way a retry may overcome (see judge) or panicked. A
-// refusal is kept if its body is within MaxStoredRefusal, and released
-// otherwise (it wrote nothing). A response that is kept for replay but
-// holds a secret, is over MaxStoredBody, or does not fit in the workspace's
-// budget, is not stored: the key is completed with a marker that answers a
-// retry 409 conflict.
+// request failed in a way a retry may overcome (see judge) or panicked,
+// having committed nothing. A refusal is kept if its body is within
+// MaxStoredRefusal, and released otherwise (it wrote nothing). A response
+// that is kept for replay but holds a secret, is over MaxStoredBody, or
+// does not fit in the workspace's budget, is not stored: the key is
+// completed with a marker that answers a retry 409 conflict.
+//
+// What committed is known exactly (CommitWith): a failure after a write
+// committed (a 5xx made by a read after the commit, a panic) completes the
+// key with markerLost rather than freeing it. A commit whose outcome is
+// still unknown is resolved from the key's row first; when it cannot be,
+// the key is left in progress, in doubt, for its retry to resolve (Claim).
 func (s *Store) finish(reqCtx context.Context, claim *Claim, resp Response, overflow, graphql, secret, panicked bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(reqCtx), recordTimeout)
 	defer cancel()
@@ -229,8 +236,27 @@ func (s *Store) finish(reqCtx context.Context, claim *Claim, resp Response, over
 		what = "record"
 	)
 	v := judge(resp.Status, resp.Body, overflow, graphql)
+	late := false
+	if _, doubt := claim.outcome(); doubt {
+		rctx, cancel := context.WithTimeout(ctx, recordTimeout/2)
+		committed, known := claim.resolve(rctx, true)
+		cancel()
+		if !known {
+			s.log.WarnContext(ctx, "idempotency: a keyed request's write may or may not have committed; its key stays in doubt until its retry resolves it",
+				"request_id", middleware.RequestID(ctx))
+			return
+		}
+		// Committed after all: the answer was made as if it had failed.
+		late = committed
+	}
+	commits, _ := claim.outcome()
 	switch {
-	case panicked || v == failed || (v == refused && (overflow || len(resp.Body) > MaxStoredRefusal)):
+	case late || (commits > 0 && (panicked || v == failed)):
+		// Committed, but the answer does not show it (a read after the
+		// commit failed, or the commit's outcome was learnt too late): a
+		// retry must not run it again, nor be told that it failed.
+		kept, err = claim.complete(ctx, Response{Status: resp.Status, ContentType: markerLost, Body: []byte{}})
+	case commits == 0 && (panicked || v == failed || (v == refused && (overflow || len(resp.Body) > MaxStoredRefusal))):
 		what = "release"
 		kept, err = claim.Release(ctx)
 	case overflow:
@@ -264,7 +290,9 @@ func (s *Store) finish(reqCtx context.Context, claim *Claim, resp Response, over
 // field has a result, or an error lies below a root field (its write
 // committed, its selection failed to load), ran, lest a retry run the
 // committed fields again. A response too large to have been kept
-// (overflow) is judged by its status alone.
+// (overflow) is judged by its status alone. The response tells what the
+// answer shows; what committed is known exactly from the key (finish):
+// a failed verdict does not free a key whose write committed.
 func judge(status int, body []byte, overflow, graphql bool) verdict {
 	switch {
 	case status >= 500 || status == http.StatusTooManyRequests:

@@ -7,9 +7,13 @@
 // inserting its row, in state in_progress, before the write runs (for
 // GraphQL, once the executor has checked and charged the operation: see
 // Deferred); the unique (workspace, key) index makes concurrent duplicates
-// execute once. The row is then completed with the response, or deleted
-// when the write failed in a way a retry may overcome (a 5xx, a 429), so
-// that a key is never locked by a failure. A response that may not or
+// execute once. Each write transaction of the execution counts itself in
+// the row, in that transaction (CommitWith), so the row tells whether the
+// write committed even when its answer cannot (a commit whose outcome is
+// unknown: commit.go). The row is then completed with the response, or
+// deleted when the write failed in a way a retry may overcome (a 5xx, a
+// 429) and nothing it wrote committed, so that a key is never locked by a
+// failure, nor freed by one that wrote. A response that may not or
 // cannot be stored (it holds a secret, is over MaxStoredBody, or does not
 // fit in its workspace's budget of stored bytes) completes the row with a
 // marker instead, and a retry is answered 409 conflict. A row left in
@@ -29,6 +33,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -142,6 +147,13 @@ type Claim struct {
 	owner     string
 	workspace uuid.UUID
 	deadline  time.Time
+
+	mu sync.Mutex
+	// commits counts the execution's write transactions known to have
+	// committed (see CommitWith); doubt is set while the latest one's
+	// outcome is unknown.
+	commits int
+	doubt   bool
 }
 
 // Deadline is when the claim may be taken over: the execution must be over
@@ -175,18 +187,30 @@ func inProgress() error {
 
 // The markers stored as a completed row's content type, with an empty body,
 // when its response was not kept; a retry is answered 409 conflict.
+// markerLost is also what a row in progress whose write committed means
+// once its execution is over (its lock timeout passed): the answer was
+// never recorded.
 const (
 	markerSecret   = "procsvc/not-kept; reason=secret"
 	markerTooLarge = "procsvc/not-kept; reason=too-large"
+	markerLost     = "procsvc/not-kept; reason=answer-lost"
 )
+
+// isMarker reports whether a stored content type is one of the markers.
+func isMarker(contentType string) bool {
+	return contentType == markerSecret || contentType == markerTooLarge || contentType == markerLost
+}
 
 // notKept is the 409 answered to a retry whose first response was not kept
 // (see the markers). A response over its workspace's budget is too large
 // to keep as well.
 func notKept(marker string) error {
 	msg := "the first response was too large to keep; fetch the record instead"
-	if marker == markerSecret {
+	switch marker {
+	case markerSecret:
 		msg = "the response held a secret and was not kept; list tokens or webhooks to find the one created"
+	case markerLost:
+		msg = "the write committed, but a database failure lost its answer; fetch the record instead"
 	}
 	return &apperr.Error{Code: apperr.Conflict, Message: msg,
 		Fields: []apperr.FieldError{{Field: Header, Message: "already used; its response was not kept"}},
@@ -246,16 +270,20 @@ func (s *Store) Claim(ctx context.Context, key, fingerprint string) (*Claim, *Re
 			// Expired and not purged yet: as if absent.
 		case row.Fingerprint != fingerprint:
 			return nil, nil, keyReused()
-		case row.State == idempotencykey.StateCompleted && (row.ContentType == markerSecret || row.ContentType == markerTooLarge):
+		case row.State == idempotencykey.StateCompleted && isMarker(row.ContentType):
 			return nil, nil, notKept(row.ContentType)
 		case row.State == idempotencykey.StateCompleted:
 			return nil, &Response{Status: row.Status, ContentType: row.ContentType, ETag: row.Etag, Body: row.Body}, nil
 		case row.LockedAt.Add(s.lockTimeout).After(t):
 			return nil, nil, inProgress()
+		case row.Commits > 0:
+			// Abandoned after a write of it committed (its answer was
+			// never recorded): it must not run again.
+			return nil, nil, notKept(markerLost)
 		}
 		// Take the row over, on the condition that nobody else did since
-		// it was read (its owner is unchanged), giving the bytes it kept
-		// back to the workspace's budget.
+		// it was read (its owner and commits are unchanged), giving the
+		// bytes it kept back to the workspace's budget.
 		took, err := s.takeOver(ctx, row, fingerprint, owner, t)
 		if err != nil {
 			return nil, nil, err
@@ -276,16 +304,20 @@ func (s *Store) claim(id int, owner string, workspace uuid.UUID, lockedAt time.T
 	return &Claim{s: s, id: id, owner: owner, workspace: workspace, deadline: lockedAt.Add(s.lockTimeout)}
 }
 
-// takeOver claims row (expired, or abandoned in progress) for owner, on the
-// condition that it is unchanged since it was read, and gives the bytes it
-// kept back to its workspace's budget in the same transaction.
+// takeOver claims row (expired, or abandoned in progress with nothing
+// committed) for owner, on the condition that it is unchanged since it was
+// read, and gives the bytes it kept back to its workspace's budget in the
+// same transaction. The condition covers the row's commits: a write of
+// the abandoned execution whose COMMIT is still on its way holds the row
+// (CommitWith's statement), so the UPDATE waits for it and then finds the
+// row changed, rather than running the write again.
 func (s *Store) takeOver(ctx context.Context, row *ent.IdempotencyKey, fingerprint, owner string, t time.Time) (bool, error) {
 	update := func(client *ent.Client) (int, error) {
 		return client.IdempotencyKey.Update().
-			Where(idempotencykey.ID(row.ID), idempotencykey.Owner(row.Owner)).
+			Where(idempotencykey.ID(row.ID), idempotencykey.Owner(row.Owner), idempotencykey.Commits(row.Commits)).
 			SetFingerprint(fingerprint).SetState(idempotencykey.StateInProgress).SetOwner(owner).
 			SetLockedAt(t).SetExpiresAt(t.Add(s.ttl)).
-			ClearStatus().ClearBody().SetContentType("").SetEtag("").SetStoredBytes(0).
+			ClearStatus().ClearBody().SetContentType("").SetEtag("").SetStoredBytes(0).SetCommits(0).
 			Save(ctx)
 	}
 	if row.StoredBytes == 0 {
@@ -313,7 +345,7 @@ func (c *Claim) Complete(ctx context.Context, resp Response) (bool, error) {
 	switch {
 	case len(resp.Body) > c.s.maxBody:
 		resp = Response{Status: resp.Status, ContentType: markerTooLarge}
-	case resp.ContentType == markerSecret || resp.ContentType == markerTooLarge:
+	case isMarker(resp.ContentType):
 		resp = Response{Status: resp.Status, ContentType: resp.ContentType}
 	}
 	return c.complete(ctx, resp)
@@ -371,11 +403,15 @@ func (c *Claim) update(ctx context.Context, client *ent.Client, resp Response) (
 	return n == 1, err
 }
 
-// Release deletes the key's row, so that a retry executes again. It returns
-// false when the claim was lost.
+// Release deletes the key's row, so that a retry executes again, unless a
+// write of the execution committed (see CommitWith): a key is freed only
+// when nothing it ran committed. On PostgreSQL the DELETE waits for a write
+// still holding the row to end, and checks its commits as that write left
+// them. It returns false when the row was not deleted: the claim was lost,
+// or a write of it committed.
 func (c *Claim) Release(ctx context.Context) (bool, error) {
 	n, err := c.s.client.IdempotencyKey.Delete().
-		Where(idempotencykey.ID(c.id), idempotencykey.Owner(c.owner)).
+		Where(idempotencykey.ID(c.id), idempotencykey.Owner(c.owner), idempotencykey.Commits(0)).
 		Exec(ctx)
 	return n == 1, err
 }

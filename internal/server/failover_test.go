@@ -58,7 +58,7 @@ func TestFailover(t *testing.T) {
 			p1 := pgcluster.NewProxy(t, fmt.Sprintf("127.0.0.1:%d", oldPrimary.Port))
 			p2 := pgcluster.NewProxy(t, fmt.Sprintf("127.0.0.1:%d", standby.Port))
 			url := fmt.Sprintf("postgres://postgres@127.0.0.1,127.0.0.1/procsvc?port=%d,%d&target_session_attrs=read-write&sslmode=disable", p1.Port(), p2.Port())
-			base := startServe(t, "--database-url="+url, "--migrate", "--db-probe-interval=200ms", "--db-probe-timeout=1s",
+			base, logs := startServeLogged(t, "--database-url="+url, "--migrate", "--db-probe-interval=200ms", "--db-probe-timeout=1s",
 				"--db-connect-timeout=1s", "--write-timeout=20s")
 			project, category, me := firstID(t, base, "/projects"), firstID(t, base, "/categories"), firstID(t, base, "/members")
 
@@ -98,6 +98,8 @@ func TestFailover(t *testing.T) {
 				case r.what == "keyed" && r.status == http.StatusConflict && strings.Contains(r.body, "still in progress"):
 					// Its first attempt was cut by the failover after
 					// claiming the key: in progress until --write-timeout.
+				case r.answerLost():
+					// It committed, but the failover lost its answer.
 				default:
 					t.Errorf("%s answered %d: %s", r.what, r.status, r.body)
 				}
@@ -146,15 +148,29 @@ func TestFailover(t *testing.T) {
 			if lost > 0 {
 				t.Errorf("%d of %d acknowledged writes are not on the new primary", lost, len(acked))
 			}
-			// No key ran twice; the workspace's version never went back;
-			// the tallies still count every procedure.
+			// No key ran twice, and every key answered 200 or "answer
+			// lost" ran once; the workspace's version never went back; the
+			// tallies still count every procedure.
+			ranTwice, resolved, lost := 0, map[string]bool{}, 0
+			for _, r := range results {
+				if r.what == "keyed" && (r.status == http.StatusOK || r.answerLost()) {
+					resolved[r.key] = true
+				}
+				if r.answerLost() {
+					lost++
+				}
+			}
 			for key := range keys {
 				var n int
 				if err := newPrimary.QueryRow("SELECT count(*) FROM procedures WHERE name = $1", key).Scan(&n); err != nil {
 					t.Fatal(err)
 				}
 				if n > 1 {
+					ranTwice++
 					t.Errorf("Idempotency-Key %s ran %d times", key, n)
+				}
+				if resolved[key] && n != 1 {
+					t.Errorf("Idempotency-Key %s was answered as run, and ran %d times", key, n)
 				}
 			}
 			var version int64
@@ -171,7 +187,16 @@ func TestFailover(t *testing.T) {
 			if counted != tallied {
 				t.Errorf("the tally counts %d procedures; there are %d", tallied, counted)
 			}
-			t.Logf("%d keys, none run twice; workspace version %d (acknowledged up to %d); %d procedures, tallied %d", len(keys), version, maxVersion, counted, tallied)
+			twice := "none run twice"
+			if ranTwice > 0 {
+				twice = fmt.Sprintf("%d RUN TWICE", ranTwice)
+			}
+			t.Logf("%d keys (%d answered as run, %d of them 409 answer lost), %s; workspace version %d (acknowledged up to %d); %d procedures, tallied %d",
+				len(keys), len(resolved), lost, twice, version, maxVersion, counted, tallied)
+			log := logs.String()
+			t.Logf("keyed commits whose outcome the failover left unknown: %d resolved as committed, %d as not committed, %d left in doubt",
+				strings.Count(log, "its key shows it committed"), strings.Count(log, "its key shows it did not commit"),
+				strings.Count(log, "its key stays in doubt"))
 
 			// The subscription heard REFETCH once the listener moved, and
 			// events after it.
@@ -195,6 +220,13 @@ func TestFailover(t *testing.T) {
 // bootstrap token) until the test ends, and returns its base URL.
 func startServe(t *testing.T, args ...string) string {
 	t.Helper()
+	base, _ := startServeLogged(t, args...)
+	return base
+}
+
+// startServeLogged is startServe, also returning the server's log.
+func startServeLogged(t *testing.T, args ...string) (string, *syncBuffer) {
+	t.Helper()
 	var cfg config.Config
 	fs, applyEnv := cfg.FlagSet("serve", io.Discard)
 	if err := fs.Parse(append([]string{"--addr=127.0.0.1:0", "--bootstrap-token=" + failoverToken, "--rate-limit=0"}, args...)); err != nil {
@@ -203,13 +235,13 @@ func startServe(t *testing.T, args ...string) string {
 	if err := applyEnv(func(string) string { return "" }); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan string, 1), make(chan struct{})
 	var runErr error
 	go func() {
 		defer close(done)
-		runErr = server.Run(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)), io.Discard, func(addr string) { ready <- addr })
+		runErr = server.Run(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil)), io.Discard, func(addr string) { ready <- addr })
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -220,13 +252,13 @@ func startServe(t *testing.T, args ...string) string {
 	})
 	select {
 	case addr := <-ready:
-		return "http://" + addr
+		return "http://" + addr, logs
 	case <-done:
 		t.Fatalf("serve stopped: %v\n%s", runErr, logs.String())
 	case <-time.After(time.Minute):
 		t.Fatalf("serve did not start:\n%s", logs.String())
 	}
-	return ""
+	return "", nil
 }
 
 func authorized(req *http.Request) *http.Request {
@@ -299,49 +331,54 @@ func startLoad(t *testing.T, base, refs string) *loadRun {
 		return req
 	}
 	// run sends next's requests one after another until stop; next is
-	// told whether the previous one was answered 200.
-	run := func(next func(n int, ok bool) (what, key string, req *http.Request)) {
+	// told the previous one's answer.
+	run := func(next func(n int, last loadAnswer) (what, key string, req *http.Request)) {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			ok := true
+			last := loadAnswer{status: http.StatusOK}
 			for n := 0; ; n++ {
 				select {
 				case <-l.stopped:
 					return
 				default:
 				}
-				what, key, req := next(n, ok)
-				a := l.send(what, key, req)
-				if ok = a.status == http.StatusOK; !ok {
+				what, key, req := next(n, last)
+				if last = l.send(what, key, req); last.status != http.StatusOK {
 					time.Sleep(50 * time.Millisecond)
 				}
 			}
 		}()
 	}
 	for w := range 4 {
-		run(func(n int, _ bool) (string, string, *http.Request) {
+		run(func(n int, _ loadAnswer) (string, string, *http.Request) {
 			return "write", "", newProcedure(fmt.Sprintf("w%d-%d", w, n), "")
 		})
 	}
 	// One writer sends each write with an Idempotency-Key and retries it,
-	// same key, until it is answered 200: through the failover a key must
-	// never run twice.
+	// same key, until it is answered 200 (or 409, its answer lost): through
+	// the failover a key must never run twice.
 	keyed := 0
-	run(func(_ int, ok bool) (string, string, *http.Request) {
-		if ok {
+	run(func(_ int, last loadAnswer) (string, string, *http.Request) {
+		if last.status == http.StatusOK || last.answerLost() {
 			keyed++
 		}
 		key := fmt.Sprintf("keyed-%d", keyed)
 		return "keyed", key, newProcedure(key, key)
 	})
 	for range 2 {
-		run(func(int, bool) (string, string, *http.Request) {
+		run(func(int, loadAnswer) (string, string, *http.Request) {
 			req, _ := http.NewRequest(http.MethodGet, base+"/procedures?limit=5", nil)
 			return "read", "", req
 		})
 	}
 	return l
+}
+
+// answerLost reports whether a is a keyed write's retry answered 409
+// because its write committed but the failover lost its answer.
+func (a loadAnswer) answerLost() bool {
+	return a.what == "keyed" && a.status == http.StatusConflict && strings.Contains(a.body, "lost its answer")
 }
 
 // send sends req and records its answer.

@@ -165,3 +165,69 @@ func TestEveryMutationHasTheRequestDeadline(t *testing.T) {
 		}
 	})
 }
+
+// TestKeyedMutationInDoubtOverWebSocket: a mutation sent over a WebSocket
+// with extensions.idempotencyKey whose COMMIT reaches the database but
+// whose answer is lost reads its outcome back from its key, answers it as
+// committed, and its retry over the socket replays that answer; one whose
+// connection breaks before the COMMIT is sent answers unavailable and
+// frees its key, and its retry runs, once.
+func TestKeyedMutationInDoubtOverWebSocket(t *testing.T) {
+	for _, dialect := range dbtest.Dialects(t) {
+		t.Run(dialect, func(t *testing.T) {
+			db, dsn := openDB(t, dialect)
+			s := startLive(t, db, liveConfig{dsn: dsn})
+			ws := s.NewWorkspace(t, "Doubt", "DBT")
+			f := dbtest.InjectFaults(t, db)
+			w := openWS(t, s, ws.MemberToken)
+			categories := func(name string) int {
+				list := s.GraphQL(t, ws.MemberToken, `{ categories(first: 100) { nodes { name } } }`, nil)
+				return strings.Count(string(list.Data), `"`+name+`"`)
+			}
+			send := func(id, name string) wsMsg {
+				w.send(wsMsg{ID: id, Type: "subscribe", Payload: mustJSON(map[string]any{
+					"query":      `mutation { createCategory(input: {name: "` + name + `"}) { id name } }`,
+					"extensions": map[string]any{"idempotencyKey": name}})})
+				m := w.recv()
+				if m.ID != id || m.Type != "next" {
+					t.Fatalf("%s: %s %s", id, m.Type, m.Payload)
+				}
+				if c := w.recv(); c.Type != "complete" {
+					t.Fatalf("%s: %s", id, c.Type)
+				}
+				return m
+			}
+
+			f.LoseCommitAnswer("INSERT INTO categories")
+			first := send("lost-1", "Lost answer")
+			if f.Pending() != 0 || !strings.Contains(string(first.Payload), `"Lost answer"`) || strings.Contains(string(first.Payload), `"errors"`) {
+				t.Fatalf("a committed mutation whose answer was lost: %s", first.Payload)
+			}
+			if again := send("lost-2", "Lost answer"); string(again.Payload) != string(first.Payload) {
+				t.Fatalf("the retry got another answer:\n%s\n%s", first.Payload, again.Payload)
+			}
+			if n := categories("Lost answer"); n != 1 {
+				t.Fatalf("%d categories, want 1", n)
+			}
+
+			f.DropCommit("INSERT INTO categories")
+			dropped := send("dropped-1", "Dropped commit")
+			if f.Pending() != 0 || errorCode(t, dropped) != "unavailable" {
+				t.Fatalf("a mutation whose commit was dropped: %s", dropped.Payload)
+			}
+			if n := categories("Dropped commit"); n != 0 {
+				t.Fatalf("%d categories after a dropped commit", n)
+			}
+			retried := send("dropped-2", "Dropped commit")
+			if !strings.Contains(string(retried.Payload), `"Dropped commit"`) || strings.Contains(string(retried.Payload), `"errors"`) {
+				t.Fatalf("the retry did not run: %s", retried.Payload)
+			}
+			if again := send("dropped-3", "Dropped commit"); string(again.Payload) != string(retried.Payload) {
+				t.Fatalf("the second retry got another answer:\n%s\n%s", retried.Payload, again.Payload)
+			}
+			if n := categories("Dropped commit"); n != 1 {
+				t.Fatalf("%d categories, want 1", n)
+			}
+		})
+	}
+}
