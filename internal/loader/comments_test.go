@@ -114,7 +114,7 @@ func TestCommentsAsEntReadsThem(t *testing.T) {
 // A page's comments are read in one statement for every window its views
 // take: a view the read covers costs nothing more, one it does not is read
 // through the dataloader; a procedure over the bound on comments shows its
-// newest limits.CommentsPerProcedure by default. The text one request
+// newest limits.CommentPage by default. The text one request
 // reads stops at its bound with payload_too_large, and a Reset (a
 // mutation's next root field) starts it afresh.
 func TestCommentWindows(t *testing.T) {
@@ -130,7 +130,7 @@ func TestCommentWindows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		counts := map[uuid.UUID]int{small.ID: 7, legacy.ID: limits.CommentsPerProcedure + 5}
+		counts := map[uuid.UUID]int{small.ID: 7, legacy.ID: limits.CommentPage + 5}
 		at := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
 		for _, p := range procs {
 			// Replace what the seed wrote: c0, c1, … a second apart.
@@ -195,9 +195,9 @@ func TestCommentWindows(t *testing.T) {
 				t.Fatalf("views the read covers ran %d more statements", n-1)
 			}
 			// Not covered: the legacy procedure's default view, its newest
-			// limits.CommentsPerProcedure, read through the dataloader.
+			// limits.CommentPage, read through the dataloader.
 			got, _, err := loader.Comments(ctx, legacy.ID, loader.CommentWindow{})
-			if err != nil || !slices.Equal(texts(got), span(over-limits.CommentsPerProcedure, over)) {
+			if err != nil || !slices.Equal(texts(got), span(over-limits.CommentPage, over)) {
 				t.Fatalf("default view of %s: %d comments, %v", legacy.ShortID, len(got), err)
 			}
 			if n := db.Statements() - before; n != 2 {
