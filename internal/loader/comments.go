@@ -220,8 +220,16 @@ func commentStatement(d string, scoped bool) string {
 	if pg {
 		inKeys = " = ANY(" + param(keys) + "::uuid[])"
 	}
+	// The procedures are read by primary key. SQLite, without statistics,
+	// would rather read every procedure of the workspace through an index
+	// that leads with workspace_id: its unary plus keeps that predicate
+	// out of the index choice.
+	scope := confined()
+	if scoped && !pg {
+		scope = "+" + scope
+	}
 	procs := "SELECT " + q(procedure.FieldID) + ", " + q(procedure.FieldCommentCount) + ` AS "n" FROM ` + q(procedure.Table) +
-		" WHERE " + confined() + q(procedure.FieldCommentCount) + " > 0 AND " + q(procedure.FieldID) + inKeys
+		" WHERE " + scope + q(procedure.FieldCommentCount) + " > 0 AND " + q(procedure.FieldID) + inKeys
 	if pg {
 		end := func(limit int, dir string) string {
 			return "(SELECT " + cols("") + " FROM " + q(comment.Table) + " WHERE " + confined() + q(comment.FieldProcedureID) +
