@@ -86,6 +86,9 @@ func schemas() obj {
 		"doer":     nullable(object([]string{"id", "name", "email"}, obj{"id": uuidStr, "name": str, "email": str})),
 		"project":  nullable(object([]string{"id", "name"}, obj{"id": uuidStr, "name": str})),
 		"comments": embeddedComments(),
+		"commentCount": described(obj{"type": "integer", "minimum": 0},
+			"how many comments the procedure holds: comments shows the newest "+itoa(limits.EmbeddedComments)+
+				" of them, GET /procedures/{id}/comments every one"),
 	}
 	projectProps := obj{"id": uuidStr, "name": str, "workspaceId": uuidStr, "startedAt": nullable(timestamp),
 		"dueAt": nullable(timestamp), "createdAt": timestamp, "updatedAt": timestamp}
@@ -143,7 +146,7 @@ func schemas() obj {
 			"name": str, "priority": priorities, "state": states,
 			"content": nullable(str), "categoryId": nullable(str), "doerId": nullable(str), "projectId": str,
 			"dueAt": timeInput, "position": number, "captureId": nullable(str), "displayVideo": boolean, "isFineTunedData": boolean,
-		}, "id", "shortId", "creatorId", "createdAt", "updatedAt", "workspaceId", "category", "doer", "project", "comments")),
+		}, "id", "shortId", "creatorId", "createdAt", "updatedAt", "workspaceId", "category", "doer", "project", "comments", "commentCount")),
 		"CreateProject":  object([]string{"name"}, obj{"name": str, "startedAt": nullable(timeInput), "dueAt": nullable(timeInput)}),
 		"UpdateProject":  object(nil, readOnly(obj{"name": str, "startedAt": nullable(timeInput), "dueAt": nullable(timeInput)}, "id", "workspaceId", "createdAt", "updatedAt")),
 		"CreateCategory": object([]string{"name"}, obj{"name": str}),
@@ -200,7 +203,7 @@ func embeddedComments() obj {
 	n := itoa(limits.EmbeddedComments)
 	o := nullable(obj{"type": "array", "maxItems": limits.EmbeddedComments, "items": ref("EmbeddedComment")})
 	o["description"] = "the procedure's newest " + n + " comments (all of them when it has at most " + n + "), oldest first; " +
-		"GET /procedures/{id}/comments pages through every one of them, and its meta.total counts them"
+		"commentCount counts every one of them, and GET /procedures/{id}/comments pages through them"
 	return o
 }
 
