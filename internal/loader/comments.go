@@ -33,8 +33,9 @@ import (
 // one), so the statement reads, for every procedure of the page at once,
 // only the window of its comments the request shows: its oldest First and
 // its newest Last, each an index range on (procedure_id, created_at, id)
-// cut by a LIMIT, so that a page of 100 procedures of 10 000 comments each
-// reads at most 100 × (First + Last) rows, never their million
+// cut by a LIMIT (or, on PostgreSQL, all of them when they are no more),
+// so that a page of 100 procedures of 10 000 comments each reads at most
+// 100 × (First + Last) rows, never their million
 // (TestCommentWindowsAreBounded). Each procedure's total is its
 // comment_count, which the database keeps (internal/database), read with
 // the window rather than counted; a procedure without comments costs no
@@ -168,41 +169,29 @@ func index(scoped bool) int {
 }
 
 // commentStatement is the reader's statement in dialect d, confined to
-// the workspace of its first parameter when scoped. Its parameters are, in
-// order, that workspace (when scoped), the window's First and Last, and
-// the procedures: PostgreSQL's one uuid[], SQLite's a list of numbered
-// parameters where the statement has "@". Its rows are the comments of
-// each procedure the window takes, with the procedure's count ("n"),
-// ordered by procedure, created_at and id; a comment both ends take (a
-// procedure with fewer than First + Last) comes twice, in adjacent rows.
+// the workspace of its first parameter when scoped. Its parameters are
+// that workspace (when scoped), the window's First and Last, and the
+// procedures: on PostgreSQL in that order, the procedures one uuid[]; on
+// SQLite the procedures, a list of parameters where the statement has
+// "@", come before First and Last. Its rows are the comments of
+// each procedure the window takes, with the procedure's count ("n", or 0
+// where the rows are all its comments), ordered by procedure, created_at
+// and id; a comment both ends take (a procedure with fewer than First +
+// Last) may come twice, in adjacent rows.
 //
 // Each end is an index range cut by its LIMIT: on PostgreSQL two
-// subqueries LATERAL to each procedure; SQLite, which has no LATERAL,
+// subqueries LATERAL to each procedure, for the procedures of more than
+// First + Last comments; those of fewer have all their comments read by
+// one index scan over the list of them, as cheap as the statement was when
+// every procedure held few (two LIMITed scans of each cost a page of 50
+// about a tenth of a millisecond more). SQLite, which has no LATERAL,
 // finds each end's ids by a subquery correlated to the procedure and reads
 // the comments they name by primary key. Procedures come from the
 // procedures table, with their count, so that one without comments
 // (comment_count 0) reads nothing more and one of another workspace
 // nothing at all.
 func commentStatement(d string, scoped bool) string {
-	pg := d == dialect.Postgres
 	q := func(name string) string { return `"` + name + `"` }
-	param := func(n int) string {
-		if pg {
-			return "$" + strconv.Itoa(n)
-		}
-		return "?" + strconv.Itoa(n)
-	}
-	workspace, first, last, keys := 0, 1, 2, 3
-	if scoped {
-		workspace, first, last, keys = 1, 2, 3, 4
-	}
-	// confined is the predicate of the workspace, followed by AND.
-	confined := func() string {
-		if !scoped {
-			return ""
-		}
-		return q(tenancy.Column) + " = " + param(workspace) + " AND "
-	}
 	cols := func(table string) string {
 		out := make([]string, len(commentColumns))
 		for i, c := range commentColumns {
@@ -216,51 +205,55 @@ func commentStatement(d string, scoped bool) string {
 	order := func(dir string) string {
 		return " ORDER BY " + q(comment.FieldCreatedAt) + dir + ", " + q(comment.FieldID) + dir
 	}
-	inKeys := " IN (@)"
-	if pg {
-		inKeys = " = ANY(" + param(keys) + "::uuid[])"
-	}
-	// The procedures are read by primary key. SQLite, without statistics,
-	// would rather read every procedure of the workspace through an index
-	// that leads with workspace_id: its unary plus keeps that predicate
-	// out of the index choice.
-	scope := confined()
-	if scoped && !pg {
-		scope = "+" + scope
-	}
-	procs := "SELECT " + q(procedure.FieldID) + ", " + q(procedure.FieldCommentCount) + ` AS "n" FROM ` + q(procedure.Table) +
-		" WHERE " + scope + q(procedure.FieldCommentCount) + " > 0 AND " + q(procedure.FieldID) + inKeys
-	if pg {
-		end := func(limit int, dir string) string {
-			return "(SELECT " + cols("") + " FROM " + q(comment.Table) + " WHERE " + confined() + q(comment.FieldProcedureID) +
-				` = "k".` + q(procedure.FieldID) + order(dir) + " LIMIT " + param(limit) + ")"
-		}
-		return "SELECT " + cols("c") + `, "k"."n" FROM (` + procs + `) AS "k" CROSS JOIN LATERAL (` +
-			end(first, "") + " UNION ALL " + end(last, " DESC") + `) AS "c" ORDER BY "c".` + q(comment.FieldProcedureID) +
-			`, "c".` + q(comment.FieldCreatedAt) + `, "c".` + q(comment.FieldID)
-	}
-	var where string
-	if scoped {
-		where = ` WHERE "c".` + q(tenancy.Column) + " = " + param(workspace)
-	}
-	end := func(limit int, dir string) string {
-		return "SELECT " + cols("c") + `, "k"."n" FROM "k" JOIN ` + q(comment.Table) + ` AS "c" ON "c".` + q(comment.FieldID) +
-			" IN (SELECT " + q(comment.FieldID) + " FROM " + q(comment.Table) + " WHERE " + q(comment.FieldProcedureID) + ` = "k".` +
-			q(procedure.FieldID) + order(dir) + " LIMIT " + param(limit) + ")" + where
-	}
 	// A compound select orders by its result's columns, here by number.
 	at := func(column string) string { return strconv.Itoa(slices.Index(commentColumns, column) + 1) }
-	return `WITH "k" AS (` + procs + ") " + end(first, "") + " UNION ALL " + end(last, " DESC") +
-		" ORDER BY " + at(comment.FieldProcedureID) + ", " + at(comment.FieldCreatedAt) + ", " + at(comment.FieldID)
-}
-
-// sqliteKeysFrom is the number of the first of the SQLite statement's
-// parameters that list procedures.
-func sqliteKeysFrom(scoped bool) int {
-	if scoped {
-		return 4
+	byProcedure := " ORDER BY " + at(comment.FieldProcedureID) + ", " + at(comment.FieldCreatedAt) + ", " + at(comment.FieldID)
+	procedures := func(columns, where string) string {
+		return "SELECT " + columns + " FROM " + q(procedure.Table) + " WHERE " + where
 	}
-	return 3
+	id, count := q(procedure.FieldID), q(procedure.FieldCommentCount)
+
+	if d == dialect.Postgres {
+		param := func(n int) string { return "$" + strconv.Itoa(n) }
+		first, last, keys := param(1), param(2), param(3)
+		// confined is the predicate of the workspace, followed by AND.
+		confined := ""
+		if scoped {
+			first, last, keys = param(2), param(3), param(4)
+			confined = q(tenancy.Column) + " = " + param(1) + " AND "
+		}
+		window := first + "::bigint + " + last + "::bigint"
+		ofKeys := " AND " + id + " = ANY(" + keys + "::uuid[])"
+		few := procedures(id, confined+count+" BETWEEN 1 AND "+window+ofKeys)
+		many := procedures(id+", "+count+` AS "n"`, confined+count+" > "+window+ofKeys)
+		end := func(limit, dir string) string {
+			return "(SELECT " + cols("") + " FROM " + q(comment.Table) + " WHERE " + confined + q(comment.FieldProcedureID) +
+				` = "k".` + id + order(dir) + " LIMIT " + limit + ")"
+		}
+		return "SELECT " + cols("") + ", 0 FROM " + q(comment.Table) + " WHERE " + confined + q(comment.FieldProcedureID) +
+			" = ANY(ARRAY(" + few + ")) UNION ALL SELECT " + cols("c") + `, "k"."n" FROM (` + many + `) AS "k" CROSS JOIN LATERAL (` +
+			end(first, "") + " UNION ALL " + end(last, " DESC") + `) AS "c"` + byProcedure
+	}
+
+	// SQLite's parameters are positional, each used once in the order
+	// they are given (numbered ones would cost the driver a lookup, and an
+	// allocation, each): the comments are confined to the procedures'
+	// workspace through "ws". The procedures are read by primary key:
+	// without statistics SQLite would rather read every procedure of the
+	// workspace through an index that leads with workspace_id, and the
+	// unary plus keeps that predicate out of its choice of index.
+	procs := procedures(id+", "+count+` AS "n"`, count+" > 0 AND "+id+" IN (@)")
+	var where string
+	if scoped {
+		procs = procedures(id+", "+count+` AS "n", `+q(tenancy.Column)+` AS "ws"`, "+"+q(tenancy.Column)+" = ? AND "+count+" > 0 AND "+id+" IN (@)")
+		where = ` WHERE "c".` + q(tenancy.Column) + ` = "k"."ws"`
+	}
+	end := func(dir string) string {
+		return "SELECT " + cols("c") + `, "k"."n" FROM "k" JOIN ` + q(comment.Table) + ` AS "c" ON "c".` + q(comment.FieldID) +
+			" IN (SELECT " + q(comment.FieldID) + " FROM " + q(comment.Table) + " WHERE " + q(comment.FieldProcedureID) + ` = "k".` +
+			id + order(dir) + " LIMIT ?)" + where
+	}
+	return `WITH "k" AS (` + procs + ") " + end("") + " UNION ALL " + end(" DESC") + byProcedure
 }
 
 // read returns the comments of the procedures keys that ctx's viewer can
@@ -279,26 +272,21 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 	if scoped {
 		args = append(args, workspaceID)
 	}
-	args = append(args, w.First, w.Last)
 	var query string
 	if r.db.Dialect == dialect.Postgres {
-		query, args = r.pg[index(scoped)], append(args, uuidArray(keys))
+		query, args = r.pg[index(scoped)], append(args, w.First, w.Last, uuidArray(keys))
 	} else {
 		head, tail := r.sqliteHead[index(scoped)], r.sqliteTail[index(scoped)]
-		var q strings.Builder
-		q.Grow(len(head) + len(tail) + 6*len(keys))
-		q.WriteString(head)
-		n := sqliteKeysFrom(scoped)
+		q := make([]byte, 0, len(head)+len(tail)+2*len(keys))
+		q = append(q, head...)
 		for i, k := range keys {
 			if i > 0 {
-				q.WriteByte(',')
+				q = append(q, ',')
 			}
-			q.WriteByte('?')
-			q.WriteString(strconv.Itoa(n + i))
+			q = append(q, '?')
 			args = append(args, k)
 		}
-		q.WriteString(tail)
-		query = q.String()
+		query, args = string(append(q, tail...)), append(args, w.First, w.Last)
 	}
 	var rows entsql.Rows
 	if err := r.db.Driver().Query(ctx, query, args, &rows); err != nil {
@@ -306,10 +294,14 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 	}
 	defer rows.Close()
 	pages := make(map[uuid.UUID]*commentPage, len(keys))
-	// One row's fields are scanned into scratch, through holders made once.
+	// One row's fields are scanned into scratch, through holders made once
+	// (the count into an int64, which database/sql sets as it is rather
+	// than through its decimal text, as it would an int; 0 rather than -1
+	// marks a procedure read whole, since the drivers box an int64 of 256
+	// or more, or negative, in an allocation of its own).
 	var (
 		scratch ent.Comment
-		total   int
+		total   int64
 		last    *ent.Comment
 	)
 	dest := []any{database.UUID{ID: &scratch.ID}, database.UUID{ID: &scratch.WorkspaceID}, database.UUID{ID: &scratch.ProcedureID},
@@ -330,7 +322,7 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 		c.Text, c.CreatedAt, c.UpdatedAt = scratch.Text, scratch.CreatedAt, scratch.UpdatedAt
 		p := pages[c.ProcedureID]
 		if p == nil {
-			p = &commentPage{window: w, total: total}
+			p = &commentPage{window: w, total: int(total)}
 			pages[c.ProcedureID] = p
 		}
 		p.rows = append(p.rows, c)
@@ -340,9 +332,9 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 		return nil, err
 	}
 	for _, p := range pages {
-		if len(p.rows) < w.First+w.Last {
-			// Fewer than the window takes: every comment, whatever the
-			// count said.
+		if p.total <= 0 || len(p.rows) < w.First+w.Last {
+			// Every comment of the procedure (fewer than the window
+			// takes, whatever the count said).
 			p.total = len(p.rows)
 		}
 	}

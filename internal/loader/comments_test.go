@@ -248,7 +248,10 @@ func TestCommentWindowsAreBounded(t *testing.T) {
 			t.Fatalf("%d procedures: %v", len(procs), err)
 		}
 		const heavy = 10_000
-		counts := map[uuid.UUID]int{procs[3].ID: heavy, procs[50].ID: heavy, procs[99].ID: heavy, procs[4].ID: 4, procs[5].ID: 1}
+		// Three of 10 000, and some about the window's 5: fewer, as many,
+		// one more.
+		counts := map[uuid.UUID]int{procs[3].ID: heavy, procs[50].ID: heavy, procs[99].ID: heavy,
+			procs[4].ID: 4, procs[5].ID: 1, procs[6].ID: 5, procs[7].ID: 6}
 		at := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 		for id, n := range counts {
 			if err := bench.SeedComments(sys, db.Client, a.WorkspaceID, id, a.MemberIDs[0], n, at,
@@ -270,7 +273,7 @@ func TestCommentWindowsAreBounded(t *testing.T) {
 		}
 		asA := viewer.NewContext(context.Background(), &viewer.Viewer{WorkspaceID: a.WorkspaceID, Role: viewer.RoleViewer})
 		var stmts []database.Statement
-		// The text of what the page shows is 67 bytes: a bound of 100 on
+		// The text of what the page shows is 87 bytes: a bound of 100 on
 		// the text the request reads fails it if the statement returns
 		// more rows than the windows take.
 		loader.Middleware(db, loader.MaxCommentText(100))(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
