@@ -217,7 +217,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		str(&c.DatabaseURL, "database-url", "DATABASE_URL", "postgres://… for PostgreSQL; sqlite://PATH for SQLite (default sqlite://data/procsvc.db)"),
 		num(&c.DBMaxConns, "db-max-conns", "PROCSVC_DB_MAX_CONNS", "database connection pool size (0: 20 on PostgreSQL, 8 on SQLite)"),
 		num(&c.ResponseCacheMB, "response-cache-mb", "PROCSVC_RESPONSE_CACHE_MB", "memory for cached read responses, keyed by workspace version (0 disables)"),
-		num(&c.MaxResponseMB, "max-response-mb", "PROCSVC_MAX_RESPONSE_MB", "bound on each response, in MiB: a GraphQL response or REST list that would be larger is refused with 413 payload_too_large (16 to 4096; one procedure with its content and comments always fits in 16)"),
+		num(&c.MaxResponseMB, "max-response-mb", "PROCSVC_MAX_RESPONSE_MB", "bound on each response, in MiB: a GraphQL response or REST list that would be larger is refused with 413 payload_too_large (16 to 4096; one procedure with its content and a page of its comments always fits in 16)"),
 		num(&c.MemoryLimitMB, "memory-limit-mb", "PROCSVC_MEMORY_LIMIT_MB", "soft limit of the Go heap: garbage is collected as memory nears it rather than at every doubling (0: the Go runtime's defaults; GOGC or GOMEMLIMIT in the environment take precedence)"),
 		dur(&c.IdempotencyKeyTTL, "idempotency-key-ttl", "PROCSVC_IDEMPOTENCY_KEY_TTL", "how long an Idempotency-Key and its response are kept for replay (1m to 720h)"),
 		num(&c.IdempotencyWorkspaceMB, "idempotency-workspace-mb", "PROCSVC_IDEMPOTENCY_WORKSPACE_MB", "response bytes one workspace's Idempotency-Keys keep for replay at once; an answer beyond them is sent but not kept (1 to 65536)"),
