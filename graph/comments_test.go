@@ -153,8 +153,8 @@ func TestComments(t *testing.T) {
 }
 
 // seedComments stores n comments on procedureID directly, as the member,
-// texts c0, c1, … created a second apart from at (data written before the
-// bound on comments may hold more than it).
+// texts c0, c1, … created a second apart from at (thousands in one go,
+// where adding them one by one through the API would take long).
 func seedComments(t *testing.T, s *apitest.Server, w *apitest.Workspace, procedureID string, n int, at time.Time) {
 	t.Helper()
 	if err := bench.SeedComments(context.Background(), s.DB.Client, uuid.MustParse(w.ID), uuid.MustParse(procedureID), uuid.MustParse(w.MemberID),
