@@ -376,8 +376,8 @@ var descriptions = map[string]string{
 	"GET /events": "The workspace's change log: every write's event, by version, newest first unless order=asc, narrowed by the filter " +
 		"parameters (combined with AND), in pages by number or by cursor. A feed reads order=asc&after=<the last version seen>.",
 	"GET /procedures/{id}/comments": "Every comment of the procedure (id or shortId), oldest first, in pages by number. " +
-		"A procedure's own answer embeds only its newest " + itoa(limits.EmbeddedComments) + " (its comments property); " +
-		"this list holds them all, and meta.total counts them.",
+		"A procedure holds any number of comments; its own answer embeds only its newest " + itoa(limits.EmbeddedComments) +
+		" (its comments property) and counts them all (commentCount); this list holds them all, and meta.total counts them.",
 }
 
 var errorDescriptions = map[string]string{
