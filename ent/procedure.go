@@ -60,7 +60,7 @@ type Procedure struct {
 	DisplayVideo bool `json:"display_video,omitempty"`
 	// IsFineTunedData holds the value of the "is_fine_tuned_data" field.
 	IsFineTunedData bool `json:"is_fine_tuned_data,omitempty"`
-	// how many comments the procedure holds, kept by the database's triggers on comments (internal/database/commentcount.go), never by ent
+	// how many comments the procedure holds: 0 when it is created, then kept by the database's triggers on comments (internal/database/commentcount.go), which ent never updates
 	CommentCount int `json:"comment_count,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the ProcedureQuery when eager-loading is set.

@@ -44,7 +44,7 @@ func (Procedure) Fields() []ent.Field {
 		field.Bool("display_video").Default(false),
 		field.Bool("is_fine_tuned_data").Default(false),
 		field.Int("comment_count").Default(0).Immutable().
-			Comment("how many comments the procedure holds, kept by the database's triggers on comments (internal/database/commentcount.go), never by ent"),
+			Comment("how many comments the procedure holds: 0 when it is created, then kept by the database's triggers on comments (internal/database/commentcount.go), which ent never updates"),
 	}
 }
 
