@@ -182,3 +182,24 @@ var words = []string{
 	"deploy", "review", "rollback", "audit", "onboard", "migrate", "backup", "restore", "rotate keys",
 	"invoice", "triage", "release", "benchmark", "document", "escalate", "archive", "verify", "approve",
 }
+
+// SeedComments writes n comments by author on the procedure procedureID of
+// workspaceID, in batches (a long-running procedure's history: tests give
+// one thousands): comment i has the text text(i) and is created at
+// from + i seconds, so that they are oldest first in the order of i.
+func SeedComments(ctx context.Context, client *ent.Client, workspaceID, procedureID, author uuid.UUID, n int, from time.Time, text func(i int) string) error {
+	ctx = viewer.System(ctx)
+	for start := 0; start < n; start += batch {
+		rows := make([]*ent.CommentCreate, min(batch, n-start))
+		for j := range rows {
+			i := start + j
+			at := from.Add(time.Duration(i) * time.Second)
+			rows[j] = client.Comment.Create().SetWorkspaceID(workspaceID).SetProcedureID(procedureID).SetAuthorID(author).
+				SetText(text(i)).SetCreatedAt(at).SetUpdatedAt(at)
+		}
+		if err := client.Comment.CreateBulk(rows...).Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -5061,6 +5061,8 @@ type ProcedureMutation struct {
 	capture_id         *string
 	display_video      *bool
 	is_fine_tuned_data *bool
+	comment_count      *int
+	addcomment_count   *int
 	clearedFields      map[string]struct{}
 	workspace          *uuid.UUID
 	clearedworkspace   bool
@@ -5960,6 +5962,62 @@ func (m *ProcedureMutation) ResetIsFineTunedData() {
 	m.is_fine_tuned_data = nil
 }
 
+// SetCommentCount sets the "comment_count" field.
+func (m *ProcedureMutation) SetCommentCount(i int) {
+	m.comment_count = &i
+	m.addcomment_count = nil
+}
+
+// CommentCount returns the value of the "comment_count" field in the mutation.
+func (m *ProcedureMutation) CommentCount() (r int, exists bool) {
+	v := m.comment_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCommentCount returns the old "comment_count" field's value of the Procedure entity.
+// If the Procedure object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ProcedureMutation) OldCommentCount(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCommentCount is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCommentCount requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCommentCount: %w", err)
+	}
+	return oldValue.CommentCount, nil
+}
+
+// AddCommentCount adds i to the "comment_count" field.
+func (m *ProcedureMutation) AddCommentCount(i int) {
+	if m.addcomment_count != nil {
+		*m.addcomment_count += i
+	} else {
+		m.addcomment_count = &i
+	}
+}
+
+// AddedCommentCount returns the value that was added to the "comment_count" field in this mutation.
+func (m *ProcedureMutation) AddedCommentCount() (r int, exists bool) {
+	v := m.addcomment_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetCommentCount resets all changes to the "comment_count" field.
+func (m *ProcedureMutation) ResetCommentCount() {
+	m.comment_count = nil
+	m.addcomment_count = nil
+}
+
 // ClearWorkspace clears the "workspace" edge to the Workspace entity.
 func (m *ProcedureMutation) ClearWorkspace() {
 	m.clearedworkspace = true
@@ -6183,7 +6241,7 @@ func (m *ProcedureMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ProcedureMutation) Fields() []string {
-	fields := make([]string, 0, 19)
+	fields := make([]string, 0, 20)
 	if m.created_at != nil {
 		fields = append(fields, procedure.FieldCreatedAt)
 	}
@@ -6241,6 +6299,9 @@ func (m *ProcedureMutation) Fields() []string {
 	if m.is_fine_tuned_data != nil {
 		fields = append(fields, procedure.FieldIsFineTunedData)
 	}
+	if m.comment_count != nil {
+		fields = append(fields, procedure.FieldCommentCount)
+	}
 	return fields
 }
 
@@ -6287,6 +6348,8 @@ func (m *ProcedureMutation) Field(name string) (ent.Value, bool) {
 		return m.DisplayVideo()
 	case procedure.FieldIsFineTunedData:
 		return m.IsFineTunedData()
+	case procedure.FieldCommentCount:
+		return m.CommentCount()
 	}
 	return nil, false
 }
@@ -6334,6 +6397,8 @@ func (m *ProcedureMutation) OldField(ctx context.Context, name string) (ent.Valu
 		return m.OldDisplayVideo(ctx)
 	case procedure.FieldIsFineTunedData:
 		return m.OldIsFineTunedData(ctx)
+	case procedure.FieldCommentCount:
+		return m.OldCommentCount(ctx)
 	}
 	return nil, fmt.Errorf("unknown Procedure field %s", name)
 }
@@ -6476,6 +6541,13 @@ func (m *ProcedureMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetIsFineTunedData(v)
 		return nil
+	case procedure.FieldCommentCount:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCommentCount(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Procedure field %s", name)
 }
@@ -6490,6 +6562,9 @@ func (m *ProcedureMutation) AddedFields() []string {
 	if m.addposition != nil {
 		fields = append(fields, procedure.FieldPosition)
 	}
+	if m.addcomment_count != nil {
+		fields = append(fields, procedure.FieldCommentCount)
+	}
 	return fields
 }
 
@@ -6502,6 +6577,8 @@ func (m *ProcedureMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedNumber()
 	case procedure.FieldPosition:
 		return m.AddedPosition()
+	case procedure.FieldCommentCount:
+		return m.AddedCommentCount()
 	}
 	return nil, false
 }
@@ -6524,6 +6601,13 @@ func (m *ProcedureMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddPosition(v)
+		return nil
+	case procedure.FieldCommentCount:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddCommentCount(v)
 		return nil
 	}
 	return fmt.Errorf("unknown Procedure numeric field %s", name)
@@ -6635,6 +6719,9 @@ func (m *ProcedureMutation) ResetField(name string) error {
 		return nil
 	case procedure.FieldIsFineTunedData:
 		m.ResetIsFineTunedData()
+		return nil
+	case procedure.FieldCommentCount:
+		m.ResetCommentCount()
 		return nil
 	}
 	return fmt.Errorf("unknown Procedure field %s", name)

@@ -60,6 +60,8 @@ type Procedure struct {
 	DisplayVideo bool `json:"display_video,omitempty"`
 	// IsFineTunedData holds the value of the "is_fine_tuned_data" field.
 	IsFineTunedData bool `json:"is_fine_tuned_data,omitempty"`
+	// how many comments the procedure holds: 0 when it is created, then kept by the database's triggers on comments (internal/database/commentcount.go), which ent never updates
+	CommentCount int `json:"comment_count,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the ProcedureQuery when eager-loading is set.
 	Edges        ProcedureEdges `json:"edges"`
@@ -160,7 +162,7 @@ func (*Procedure) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullBool)
 		case procedure.FieldPosition:
 			values[i] = new(sql.NullFloat64)
-		case procedure.FieldNumber:
+		case procedure.FieldNumber, procedure.FieldCommentCount:
 			values[i] = new(sql.NullInt64)
 		case procedure.FieldShortID, procedure.FieldName, procedure.FieldPriority, procedure.FieldState, procedure.FieldContent, procedure.FieldProjectName, procedure.FieldCaptureID:
 			values[i] = new(sql.NullString)
@@ -307,6 +309,12 @@ func (_m *Procedure) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.IsFineTunedData = value.Bool
 			}
+		case procedure.FieldCommentCount:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field comment_count", values[i])
+			} else if value.Valid {
+				_m.CommentCount = int(value.Int64)
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -437,6 +445,9 @@ func (_m *Procedure) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("is_fine_tuned_data=")
 	builder.WriteString(fmt.Sprintf("%v", _m.IsFineTunedData))
+	builder.WriteString(", ")
+	builder.WriteString("comment_count=")
+	builder.WriteString(fmt.Sprintf("%v", _m.CommentCount))
 	builder.WriteByte(')')
 	return builder.String()
 }
@@ -519,6 +530,9 @@ func (_m *Procedure) Applied(m *ProcedureMutation) (_ *Procedure, ok bool) {
 	}
 	if v, set := m.IsFineTunedData(); set {
 		after.IsFineTunedData = v
+	}
+	if v, set := m.CommentCount(); set {
+		after.CommentCount = v
 	}
 	return &after, true
 }

@@ -212,6 +212,20 @@ func (_c *ProcedureCreate) SetNillableIsFineTunedData(v *bool) *ProcedureCreate 
 	return _c
 }
 
+// SetCommentCount sets the "comment_count" field.
+func (_c *ProcedureCreate) SetCommentCount(v int) *ProcedureCreate {
+	_c.mutation.SetCommentCount(v)
+	return _c
+}
+
+// SetNillableCommentCount sets the "comment_count" field if the given value is not nil.
+func (_c *ProcedureCreate) SetNillableCommentCount(v *int) *ProcedureCreate {
+	if v != nil {
+		_c.SetCommentCount(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *ProcedureCreate) SetID(v uuid.UUID) *ProcedureCreate {
 	_c.mutation.SetID(v)
@@ -329,6 +343,10 @@ func (_c *ProcedureCreate) defaults() error {
 		v := procedure.DefaultIsFineTunedData
 		_c.mutation.SetIsFineTunedData(v)
 	}
+	if _, ok := _c.mutation.CommentCount(); !ok {
+		v := procedure.DefaultCommentCount
+		_c.mutation.SetCommentCount(v)
+	}
 	if _, ok := _c.mutation.ID(); !ok {
 		if procedure.DefaultID == nil {
 			return fmt.Errorf("ent: uninitialized procedure.DefaultID (forgotten import ent/runtime?)")
@@ -405,6 +423,9 @@ func (_c *ProcedureCreate) check() error {
 	}
 	if _, ok := _c.mutation.IsFineTunedData(); !ok {
 		return &ValidationError{Name: "is_fine_tuned_data", err: errors.New(`ent: missing required field "Procedure.is_fine_tuned_data"`)}
+	}
+	if _, ok := _c.mutation.CommentCount(); !ok {
+		return &ValidationError{Name: "comment_count", err: errors.New(`ent: missing required field "Procedure.comment_count"`)}
 	}
 	if len(_c.mutation.WorkspaceIDs()) == 0 {
 		return &ValidationError{Name: "workspace", err: errors.New(`ent: missing required edge "Procedure.workspace"`)}
@@ -505,6 +526,10 @@ func (_c *ProcedureCreate) createSpec() (*Procedure, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.IsFineTunedData(); ok {
 		_spec.SetField(procedure.FieldIsFineTunedData, field.TypeBool, value)
 		_node.IsFineTunedData = value
+	}
+	if value, ok := _c.mutation.CommentCount(); ok {
+		_spec.SetField(procedure.FieldCommentCount, field.TypeInt, value)
+		_node.CommentCount = value
 	}
 	if nodes := _c.mutation.WorkspaceIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{

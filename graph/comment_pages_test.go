@@ -363,3 +363,130 @@ func TestCommentCursorsStableAcrossWrites(t *testing.T) {
 		}
 	})
 }
+
+// TestCommentConnectionOfTenThousand: a procedure holds any number of
+// comments, and its connection pages through 10 000 of them, each once and
+// in order, forward (first/after) and backward (last/before), with their
+// totalCount on every page. A page of procedures showing two views of each
+// one's comments costs the statements it cost before two of them held
+// 10 000 each, and stays as small. The 10 001st is added.
+func TestCommentConnectionOfTenThousand(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		s := apitest.Start(t, db)
+		w := s.NewWorkspace(t, "Long", "LONG")
+		const n = 10_000
+		at := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+		var procs []string
+		for i := range 5 {
+			p := createProc(t, s, w.MemberToken, procInput(w, fmt.Sprintf("P%d", i), nil))
+			seedComments(t, s, w, p.ID, i, at)
+			procs = append(procs, p.ID)
+		}
+		const list = `{ procedures(first: 100, orderBy: {field: NAME, direction: ASC}) { totalCount nodes { name
+			comments(last: 3) { totalCount nodes { text } } oldest: comments(first: 2) { nodes { text } } } } }`
+		type listed struct {
+			Procedures struct {
+				Nodes []struct {
+					Name     string
+					Comments struct {
+						TotalCount int
+						Nodes      []struct{ Text string }
+					}
+					Oldest nodes[struct{ Text string }]
+				}
+			}
+		}
+		run := func(t *testing.T, q string) (int64, int, listed) {
+			t.Helper()
+			before := s.DB.Statements()
+			r := s.GraphQL(t, w.ViewToken, q, nil)
+			ran := s.DB.Statements() - before
+			var out listed
+			ok(t, r, &out)
+			return ran, len(r.Data), out
+		}
+		// The fewest statements of two runs (texts differ, so that no
+		// answer comes from the response cache): a run may also record
+		// its token's use.
+		fewest := func(t *testing.T, tag string) (int64, int, listed) {
+			t.Helper()
+			a, size, out := run(t, list+" # "+tag)
+			b, _, _ := run(t, list+" # "+tag+" again")
+			return min(a, b), size, out
+		}
+		run(t, list)
+		base, small, _ := fewest(t, "few")
+		// P0 and P3 now hold 10 000 comments (P3 its 3 first).
+		seedComments(t, s, w, procs[0], n, at)
+		seedComments(t, s, w, procs[3], n-3, at.Add(time.Hour))
+		ran, size, out := fewest(t, "long")
+		if ran != base {
+			t.Fatalf("the page cost %d statements once two procedures held 10 000 comments, %d before", ran, base)
+		}
+		if size > small+200 {
+			t.Fatalf("the page is %d bytes, %d before", size, small)
+		}
+		for _, node := range out.Procedures.Nodes {
+			c := node.Comments
+			var last []string
+			for _, x := range c.Nodes {
+				last = append(last, x.Text)
+			}
+			switch node.Name {
+			case "P0":
+				if c.TotalCount != n || !slices.Equal(last, cs(n-3, n)) || len(node.Oldest) != 2 || node.Oldest[0].Text != "c0" {
+					t.Fatalf("P0: %+v, oldest %v", c, node.Oldest)
+				}
+			case "P3":
+				if c.TotalCount != n || !slices.Equal(last, cs(n-6, n-3)) || len(node.Oldest) != 2 || node.Oldest[1].Text != "c1" {
+					t.Fatalf("P3: %+v, oldest %v", c, node.Oldest)
+				}
+			}
+		}
+
+		// Forward, then backward, in pages of 100.
+		forward := []string{}
+		vars := obj("first", 100)
+		for pages := 1; ; pages++ {
+			p := readComments(t, s, w.ViewToken, procs[0], vars)
+			if p.TotalCount != n || len(p.Nodes) != 100 {
+				t.Fatalf("page %d: %d comments of %d", pages, len(p.Nodes), p.TotalCount)
+			}
+			for _, c := range p.Nodes {
+				forward = append(forward, c.Text)
+			}
+			if !p.PageInfo.HasNextPage {
+				if pages != n/100 {
+					t.Fatalf("%d pages", pages)
+				}
+				break
+			}
+			vars = obj("first", 100, "after", *p.PageInfo.EndCursor)
+		}
+		backward := []string{}
+		vars = obj("last", 100)
+		for {
+			p := readComments(t, s, w.ViewToken, procs[0], vars)
+			if p.TotalCount != n || len(p.Nodes) != 100 {
+				t.Fatalf("%d comments of %d", len(p.Nodes), p.TotalCount)
+			}
+			page := make([]string, 0, 100)
+			for _, c := range p.Nodes {
+				page = append(page, c.Text)
+			}
+			backward = append(page, backward...)
+			if !p.PageInfo.HasPreviousPage {
+				break
+			}
+			vars = obj("last", 100, "before", *p.PageInfo.StartCursor)
+		}
+		if !slices.Equal(forward, cs(0, n)) || !slices.Equal(backward, forward) {
+			t.Fatalf("forward %d comments, backward %d, not the %d in order", len(forward), len(backward), n)
+		}
+
+		addComment(t, s, w.MemberToken, procs[0], "the 10 001st")
+		if p := readComments(t, s, w.ViewToken, procs[0], obj("last", 2)); p.TotalCount != n+1 || p.Nodes[1].Text != "the 10 001st" {
+			t.Fatalf("after the 10 001st: %d, %+v", p.TotalCount, p.Nodes)
+		}
+	})
+}

@@ -1,28 +1,25 @@
 package graph_test
 
 // Comments over GraphQL: addComment, updateComment and deleteComment, who
-// may change or delete a comment (its author or an admin), the bound on a
-// procedure's comments, and the views comments(first:, last:) shows.
+// may change or delete a comment (its author or an admin), a procedure of
+// any number of comments, and the views comments(first:, last:) shows.
 
 import (
 	"context"
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/bench"
 	"github.com/procsvc/procsvc/internal/apitest"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
-	"github.com/procsvc/procsvc/internal/limits"
-	"github.com/procsvc/procsvc/internal/viewer"
 )
 
 func TestComments(t *testing.T) {
@@ -156,18 +153,12 @@ func TestComments(t *testing.T) {
 }
 
 // seedComments stores n comments on procedureID directly, as the member,
-// texts c0, c1, … created a second apart from at (data written before the
-// bound on comments may hold more than it).
+// texts c0, c1, … created a second apart from at (thousands in one go,
+// where adding them one by one through the API would take long).
 func seedComments(t *testing.T, s *apitest.Server, w *apitest.Workspace, procedureID string, n int, at time.Time) {
 	t.Helper()
-	sys := viewer.System(context.Background())
-	ws, proc, author := uuid.MustParse(w.ID), uuid.MustParse(procedureID), uuid.MustParse(w.MemberID)
-	builders := make([]*ent.CommentCreate, n)
-	for i := range builders {
-		builders[i] = s.DB.Client.Comment.Create().SetWorkspaceID(ws).SetProcedureID(proc).SetAuthorID(author).
-			SetText(fmt.Sprintf("c%d", i)).SetCreatedAt(at.Add(time.Duration(i) * time.Second))
-	}
-	if _, err := s.DB.Client.Comment.CreateBulk(builders...).Save(sys); err != nil {
+	if err := bench.SeedComments(context.Background(), s.DB.Client, uuid.MustParse(w.ID), uuid.MustParse(procedureID), uuid.MustParse(w.MemberID),
+		n, at, func(i int) string { return fmt.Sprintf("c%d", i) }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -183,9 +174,9 @@ func cs(from, to int) []string {
 
 // TestCommentViews: comments(first:, last:) shows the oldest first or the
 // newest last comments, oldest first, by default the oldest 20 (a page of
-// the connection), with the total of all of them, even of a procedure over
-// the bound from before it; out of range, or both, is refused before
-// anything runs; every view of a page is read in one statement.
+// the connection), with the total of all of them, also of a procedure of
+// more than a page; out of range, or both, is refused before anything
+// runs; every view of a page is read in one statement.
 func TestCommentViews(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {
 		s := apitest.Start(t, db)
@@ -193,9 +184,9 @@ func TestCommentViews(t *testing.T) {
 		at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 		p := createProc(t, s, w.MemberToken, procInput(w, "Seven", nil))
 		seedComments(t, s, w, p.ID, 7, at)
-		over := limits.CommentsPerProcedure + 5
-		legacy := createProc(t, s, w.MemberToken, procInput(w, "Legacy", nil))
-		seedComments(t, s, w, legacy.ID, over, at)
+		over := core.MaxCommentPageSize + 5
+		long := createProc(t, s, w.MemberToken, procInput(w, "Long", nil))
+		seedComments(t, s, w, long.ID, over, at)
 		empty := createProc(t, s, w.MemberToken, procInput(w, "Quiet", nil))
 
 		texts := func(t *testing.T, id, args string) []string {
@@ -221,10 +212,10 @@ func TestCommentViews(t *testing.T) {
 			{"FirstMoreThanHeld", p.ID, "(first: 100)", cs(0, 7)},
 			{"None", empty.ID, "(last: 5)", []string{}},
 			{"FirstZero", p.ID, "(first: 0)", []string{}},
-			{"OverTheBoundDefaultPage", legacy.ID, "", cs(0, core.DefaultCommentPageSize)},
-			{"OverTheBoundAll", legacy.ID, "(first: 100)", cs(0, 100)},
-			{"OverTheBoundFirst", legacy.ID, "(first: 2)", cs(0, 2)},
-			{"OverTheBoundLast", legacy.ID, "(last: 2)", cs(over-2, over)},
+			{"MoreThanAPageDefaultPage", long.ID, "", cs(0, core.DefaultCommentPageSize)},
+			{"MoreThanAPageFirst100", long.ID, "(first: 100)", cs(0, 100)},
+			{"MoreThanAPageFirst", long.ID, "(first: 2)", cs(0, 2)},
+			{"MoreThanAPageLast", long.ID, "(last: 2)", cs(over-2, over)},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				if got := texts(t, tc.id, tc.args); !slices.Equal(got, tc.want) {
@@ -297,9 +288,9 @@ func TestCommentViews(t *testing.T) {
 				t.Fatalf("three views of a page's comments cost %d statements, one view %d", n, base)
 			}
 			want := map[string][3][]string{
-				"Legacy": {cs(0, 2), cs(over-2, over), cs(0, core.DefaultCommentPageSize)},
-				"Quiet":  {{}, {}, {}},
-				"Seven":  {cs(0, 2), cs(5, 7), cs(0, 7)},
+				"Long":  {cs(0, 2), cs(over-2, over), cs(0, core.DefaultCommentPageSize)},
+				"Quiet": {{}, {}, {}},
+				"Seven": {cs(0, 2), cs(5, 7), cs(0, 7)},
 			}
 			for _, node := range out.Procedures.Nodes {
 				text := func(c nodes[struct{ Text string }]) []string {
@@ -319,22 +310,21 @@ func TestCommentViews(t *testing.T) {
 			}
 		})
 
-		// The next comment on a procedure holding the most is refused; the
-		// legacy one, over it, keeps its comments.
-		t.Run("ErrAddPastTheBound", func(t *testing.T) {
-			full := createProc(t, s, w.MemberToken, procInput(w, "Full", nil))
-			seedComments(t, s, w, full.ID, limits.CommentsPerProcedure-1, at)
-			addComment(t, s, w.MemberToken, full.ID, "the last place")
-			for _, id := range []string{full.ID, legacy.ID} {
-				r := s.GraphQL(t, w.MemberToken, `mutation($in: AddCommentInput!) { addComment(input: $in) { id } }`,
-					obj("in", obj("procedureId", id, "text", "one more")))
-				wantError(t, r, "conflict")
-				if !strings.Contains(r.Errors[0].Message, strconv.Itoa(limits.CommentsPerProcedure)) {
-					t.Fatalf("message %q does not name the bound", r.Errors[0].Message)
+		// A procedure holds any number of comments: the long one takes
+		// more, and its total follows.
+		t.Run("AddPastAPage", func(t *testing.T) {
+			addComment(t, s, w.MemberToken, long.ID, "one more")
+			var out struct {
+				Procedure struct {
+					Comments struct {
+						TotalCount int
+						Nodes      []struct{ Text string }
+					}
 				}
 			}
-			if got := texts(t, full.ID, "(last: 1)"); !slices.Equal(got, []string{"the last place"}) {
-				t.Fatalf("newest comment %v", got)
+			ok(t, s.GraphQL(t, w.ViewToken, `query($id: ID!) { procedure(id: $id) { comments(last: 1) { totalCount nodes { text } } } }`, obj("id", long.ID)), &out)
+			if c := out.Procedure.Comments; c.TotalCount != over+1 || len(c.Nodes) != 1 || c.Nodes[0].Text != "one more" {
+				t.Fatalf("after one more: %+v", c)
 			}
 		})
 	})

@@ -417,8 +417,8 @@ func countSQL(t testing.TB, db *database.DB, query string, args ...any) int {
 
 // snapshotQueries read everything a workspace's admin can see, except
 // tokens' lastUsedAt (which reading itself may bump), each within the
-// complexity limit; the procedures are read two at a time (a procedure with
-// its 100 comments costs over 800), by name.
+// complexity limit; the procedures are read two at a time, by name, each
+// with the default page of its comments (its oldest 20).
 var snapshotQueries = []string{`{
 	workspace { id name key createdAt }
 	viewer { ` + memberFields + ` }

@@ -5,12 +5,16 @@ package rest_test
 // pages through all of them in the List envelope, with the same item shape.
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/procsvc/procsvc/bench"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
@@ -252,5 +256,107 @@ func TestProcedureCommentsCache(t *testing.T) {
 		}
 		wantOK(t, e.do(t, "DELETE", "/procedures/"+mine, e.ws.MemberToken, nil))
 		wantError(t, e.do(t, "GET", path, e.ws.ViewToken, nil), http.StatusNotFound, "not_found", "")
+	})
+}
+
+// TestProcedureOfTenThousandComments: a procedure holds any number of
+// comments, and every answer showing it stays the size of its newest
+// limits.EmbeddedComments. Of a procedure of 10 000: GET /procedures/{id}
+// and a list page embed the newest 20 with commentCount 10 000, in a few
+// kilobytes; GET /procedures/{id}/comments pages through all of them,
+// each once, oldest first, every page (the last included) as small; and
+// POST adds the 10 001st.
+func TestProcedureOfTenThousandComments(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		e := newEnv(t, db)
+		const n = 10_000
+		p := e.createProcedure(t, map[string]any{"name": "Long-running"})
+		id := p["id"].(string)
+		few := e.createProcedure(t, map[string]any{"name": "Few"})
+		for i := 1; i <= 3; i++ {
+			wantOK(t, e.do(t, "POST", "/procedures/"+few["id"].(string)+"/comments", e.ws.MemberToken, map[string]any{"text": commentText(i)}))
+		}
+		at := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+		if err := bench.SeedComments(context.Background(), db.Client, uuid.MustParse(e.ws.ID), uuid.MustParse(id), uuid.MustParse(e.ws.MemberID),
+			n, at, func(i int) string { return commentText(i + 1) }); err != nil {
+			t.Fatal(err)
+		}
+		// embeds checks a procedure as an answer shows it: the newest 20
+		// of total, oldest first.
+		embeds := func(t *testing.T, what string, p map[string]any, total int, newest ...string) {
+			t.Helper()
+			checkProcedure(t, p)
+			want := append(span(total-limits.EmbeddedComments+1, min(total, n)), newest...)
+			want = want[len(want)-limits.EmbeddedComments:]
+			if got := texts(t, anyItems(t, p["comments"])); !reflect.DeepEqual(got, want) || p["commentCount"] != float64(total) {
+				t.Fatalf("%s embeds %v of %v, want %v of %d", what, got, p["commentCount"], want, total)
+			}
+		}
+		one := e.do(t, "GET", "/procedures/"+id, e.ws.ViewToken, nil)
+		embeds(t, "GET one", wantOK(t, one), n)
+		// 20 comments of 13 characters and a procedure: a few kilobytes,
+		// as with 20 comments in all.
+		if len(one.Raw) > 4<<10 {
+			t.Fatalf("GET of the procedure is %d bytes", len(one.Raw))
+		}
+		list := e.do(t, "GET", "/procedures?limit=100", e.ws.ViewToken, nil)
+		items, total := wantList(t, list, checkProcedure)
+		if total != 2 || len(items) != 2 {
+			t.Fatalf("%d procedures listed of %d", len(items), total)
+		}
+		for _, it := range items {
+			switch it["id"] {
+			case id:
+				embeds(t, "the list", it, n)
+			default:
+				if it["commentCount"] != float64(3) || len(anyItems(t, it["comments"])) != 3 {
+					t.Fatalf("the other procedure shows %v of %v comments", it["comments"], it["commentCount"])
+				}
+			}
+		}
+		if len(list.Raw) > 6<<10 {
+			t.Fatalf("the list page is %d bytes", len(list.Raw))
+		}
+
+		// Every comment, each once, oldest first, in pages of 100.
+		seen := make(map[string]bool, n)
+		var all []string
+		for pg := 1; ; pg++ {
+			r := e.do(t, "GET", fmt.Sprintf("/procedures/%s/comments?page=%d&limit=100", id, pg), e.ws.ViewToken, nil)
+			items, total := wantList(t, r, checkEmbeddedComment)
+			if total != n {
+				t.Fatalf("page %d: total %d, want %d", pg, total, n)
+			}
+			if len(items) == 0 {
+				if pg != n/100+1 {
+					t.Fatalf("page %d is empty", pg)
+				}
+				break
+			}
+			if len(r.Raw) > 12<<10 {
+				t.Fatalf("page %d is %d bytes", pg, len(r.Raw))
+			}
+			for _, c := range items {
+				if seen[c["id"].(string)] {
+					t.Fatalf("comment %v on two pages", c)
+				}
+				seen[c["id"].(string)] = true
+			}
+			all = append(all, texts(t, items)...)
+		}
+		if !reflect.DeepEqual(all, span(1, n)) {
+			t.Fatalf("the pages hold %d comments, not the %d in order", len(all), n)
+		}
+
+		added := wantOK(t, e.do(t, "POST", "/procedures/"+id+"/comments", e.ws.MemberToken, map[string]any{"text": "the 10 001st"}))
+		if added["text"] != "the 10 001st" {
+			t.Fatalf("POST answered %v", added)
+		}
+		embeds(t, "GET after the 10 001st", wantOK(t, e.do(t, "GET", "/procedures/"+id, e.ws.ViewToken, nil)), n+1, "the 10 001st")
+		last, total := wantList(t, e.do(t, "GET", "/procedures/"+id+"/comments?page=101&limit=100", e.ws.ViewToken, nil), checkEmbeddedComment)
+		if got := texts(t, last); total != n+1 || !reflect.DeepEqual(got, []string{"the 10 001st"}) {
+			t.Fatalf("the last page holds %v of %d", got, total)
+		}
 	})
 }

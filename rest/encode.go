@@ -22,11 +22,14 @@ import (
 // encoding/json wrote for the contract's struct, byte for byte
 // (TestAppendProcedureMatchesEncodingJSON holds the two together): every
 // field present, optional ones null, comments [] when there are none.
+// After the contract's fields comes commentCount, how many comments the
+// procedure holds, of which comments shows the newest
+// limits.EmbeddedComments (docs/design.md §5).
 
-// appendProcedure appends p with its edges as the contract's procedure.
-// The error is encoding/json's for a position it cannot represent (NaN,
-// ±Inf).
-func appendProcedure(b []byte, p *ent.Procedure, cat *ent.Category, doer *ent.Member, proj *ent.Project, comments []*ent.Comment) ([]byte, error) {
+// appendProcedure appends p with its edges as the contract's procedure,
+// comments (the newest of the commentCount it holds) embedded. The error
+// is encoding/json's for a position it cannot represent (NaN, ±Inf).
+func appendProcedure(b []byte, p *ent.Procedure, cat *ent.Category, doer *ent.Member, proj *ent.Project, comments []*ent.Comment, commentCount int) ([]byte, error) {
 	b = append(b, `{"id":`...)
 	b = appendUUID(b, p.ID)
 	b = append(b, `,"shortId":`...)
@@ -104,7 +107,9 @@ func appendProcedure(b []byte, p *ent.Procedure, cat *ent.Category, doer *ent.Me
 		b = appendTime(b, c.CreatedAt)
 		b = append(b, '}')
 	}
-	return append(b, "]}"...), nil
+	b = append(b, `],"commentCount":`...)
+	b = strconv.AppendInt(b, int64(commentCount), 10)
+	return append(b, '}'), nil
 }
 
 // appendRef appends the start of an embedded record, {"id":…,"name":…,

@@ -48,6 +48,8 @@ type contractProcedure struct {
 		Name string `json:"name"`
 	} `json:"project"`
 	Comments []contractComment `json:"comments"`
+	// CommentCount follows the contract's fields (docs/design.md §5).
+	CommentCount int `json:"commentCount"`
 }
 
 type contractComment struct {
@@ -56,7 +58,7 @@ type contractComment struct {
 	CreatedAt Time   `json:"createdAt"`
 }
 
-func contractShape(p *ent.Procedure, cat *ent.Category, doer *ent.Member, proj *ent.Project, comments []*ent.Comment) contractProcedure {
+func contractShape(p *ent.Procedure, cat *ent.Category, doer *ent.Member, proj *ent.Project, comments []*ent.Comment, commentCount int) contractProcedure {
 	idPtr := func(id *uuid.UUID) *string {
 		if id == nil {
 			return nil
@@ -70,7 +72,7 @@ func contractShape(p *ent.Procedure, cat *ent.Category, doer *ent.Member, proj *
 		CreatorID: p.CreatorID.String(), Position: p.Position, DueAt: Time(p.DueAt),
 		CreatedAt: Time(p.CreatedAt), UpdatedAt: Time(p.UpdatedAt), ProjectID: p.ProjectID.String(),
 		WorkspaceID: p.WorkspaceID.String(), CaptureID: p.CaptureID, DisplayVideo: p.DisplayVideo,
-		IsFineTunedData: p.IsFineTunedData, Comments: make([]contractComment, len(comments)),
+		IsFineTunedData: p.IsFineTunedData, Comments: make([]contractComment, len(comments)), CommentCount: commentCount,
 	}
 	if p.ShortID != "" {
 		out.ShortID = &p.ShortID
@@ -147,21 +149,23 @@ func TestAppendProcedureMatchesEncodingJSON(t *testing.T) {
 		doer     *ent.Member
 		proj     *ent.Project
 		comments []*ent.Comment
+		count    int
 	}{
-		{"EveryField", full, cat, doer, proj, comments},
-		{"NoOptionalFields", bare, nil, nil, nil, nil},
-		{"NoComments", full, cat, doer, proj, []*ent.Comment{}},
-		{"NegativePosition", withPosition(bare, -1024.25), nil, nil, proj, nil},
-		{"TinyPosition", withPosition(bare, 1e-7), nil, nil, proj, nil},
-		{"HugePosition", withPosition(bare, 3e21), nil, nil, proj, nil},
-		{"NegativeTinyPosition", withPosition(bare, -2.5e-10), nil, nil, proj, nil},
-		{"LongFraction", withPosition(bare, 0.1+0.2), nil, nil, proj, nil},
-		{"ZeroTime", &ent.Procedure{ID: uuid.New(), CreatorID: uuid.New()}, nil, nil, nil, nil},
+		{"EveryField", full, cat, doer, proj, comments, 2},
+		{"NoOptionalFields", bare, nil, nil, nil, nil, 0},
+		{"NoComments", full, cat, doer, proj, []*ent.Comment{}, 0},
+		{"MoreThanEmbedded", full, cat, doer, proj, comments, 10_000},
+		{"NegativePosition", withPosition(bare, -1024.25), nil, nil, proj, nil, 0},
+		{"TinyPosition", withPosition(bare, 1e-7), nil, nil, proj, nil, 0},
+		{"HugePosition", withPosition(bare, 3e21), nil, nil, proj, nil, 0},
+		{"NegativeTinyPosition", withPosition(bare, -2.5e-10), nil, nil, proj, nil, 0},
+		{"LongFraction", withPosition(bare, 0.1+0.2), nil, nil, proj, nil, 0},
+		{"ZeroTime", &ent.Procedure{ID: uuid.New(), CreatorID: uuid.New()}, nil, nil, nil, nil, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			want := encodeLikeWriteJSON(t, contractShape(tc.p, tc.cat, tc.doer, tc.proj, tc.comments))
-			got, err := appendProcedure(nil, tc.p, tc.cat, tc.doer, tc.proj, tc.comments)
+			want := encodeLikeWriteJSON(t, contractShape(tc.p, tc.cat, tc.doer, tc.proj, tc.comments, tc.count))
+			got, err := appendProcedure(nil, tc.p, tc.cat, tc.doer, tc.proj, tc.comments, tc.count)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +178,7 @@ func TestAppendProcedureMatchesEncodingJSON(t *testing.T) {
 
 func TestAppendProcedureRefusesWhatEncodingJSONRefuses(t *testing.T) {
 	for _, pos := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
-		if _, err := appendProcedure(nil, &ent.Procedure{Position: pos}, nil, nil, nil, nil); err == nil {
+		if _, err := appendProcedure(nil, &ent.Procedure{Position: pos}, nil, nil, nil, nil, 0); err == nil {
 			t.Errorf("position %v: no error", pos)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"regexp"
 	"sort"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/procsvc/procsvc/internal/apitest"
 	"github.com/procsvc/procsvc/internal/database"
+	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/rest"
 )
 
@@ -332,10 +334,11 @@ func wantEnum(t testing.TB, what string, v any, allowed ...string) {
 	t.Fatalf("%s = %#v, want one of %v", what, v, allowed)
 }
 
-// procedureKeys are docs/contract.md §2.1's fields: a procedure always carries all of them.
+// procedureKeys are docs/contract.md §2.1's fields, and commentCount after
+// them (docs/design.md §5): a procedure always carries all of them.
 var procedureKeys = []string{"id", "shortId", "name", "priority", "state", "content", "categoryId", "doerId",
 	"creatorId", "position", "dueAt", "createdAt", "updatedAt", "projectId", "workspaceId", "captureId",
-	"displayVideo", "isFineTunedData", "category", "doer", "project", "comments"}
+	"displayVideo", "isFineTunedData", "category", "doer", "project", "comments", "commentCount"}
 
 // checkProcedure asserts docs/contract.md §2.1's shape: every field present, optional
 // ones null or of their type, embedded objects consistent with their ids.
@@ -392,6 +395,7 @@ func checkProcedure(t testing.TB, p map[string]any) {
 	embedded("category", "categoryId", "id", "name")
 	embedded("doer", "doerId", "id", "name", "email")
 	embedded("project", "projectId", "id", "name")
+	shown := 0
 	if p["comments"] != nil {
 		list, ok := p["comments"].([]any)
 		if !ok {
@@ -404,6 +408,14 @@ func checkProcedure(t testing.TB, p map[string]any) {
 			wantString(t, "comment text", m["text"])
 			wantTimestamp(t, "comment createdAt", m["createdAt"])
 		}
+		shown = len(list)
+	}
+	// The newest limits.EmbeddedComments of commentCount: all of them when
+	// it holds no more.
+	count, ok := p["commentCount"].(float64)
+	if !ok || count != math.Trunc(count) || int(count) < shown || shown > limits.EmbeddedComments ||
+		(shown < limits.EmbeddedComments && int(count) != shown) {
+		t.Fatalf("commentCount = %#v with %d comments shown, want the count of which they are the newest %d", p["commentCount"], shown, limits.EmbeddedComments)
 	}
 }
 

@@ -86,6 +86,9 @@ func schemas() obj {
 		"doer":     nullable(object([]string{"id", "name", "email"}, obj{"id": uuidStr, "name": str, "email": str})),
 		"project":  nullable(object([]string{"id", "name"}, obj{"id": uuidStr, "name": str})),
 		"comments": embeddedComments(),
+		"commentCount": described(obj{"type": "integer", "minimum": 0},
+			"how many comments the procedure holds: comments shows the newest "+itoa(limits.EmbeddedComments)+
+				" of them, GET /procedures/{id}/comments every one"),
 	}
 	projectProps := obj{"id": uuidStr, "name": str, "workspaceId": uuidStr, "startedAt": nullable(timestamp),
 		"dueAt": nullable(timestamp), "createdAt": timestamp, "updatedAt": timestamp}
@@ -143,7 +146,7 @@ func schemas() obj {
 			"name": str, "priority": priorities, "state": states,
 			"content": nullable(str), "categoryId": nullable(str), "doerId": nullable(str), "projectId": str,
 			"dueAt": timeInput, "position": number, "captureId": nullable(str), "displayVideo": boolean, "isFineTunedData": boolean,
-		}, "id", "shortId", "creatorId", "createdAt", "updatedAt", "workspaceId", "category", "doer", "project", "comments")),
+		}, "id", "shortId", "creatorId", "createdAt", "updatedAt", "workspaceId", "category", "doer", "project", "comments", "commentCount")),
 		"CreateProject":  object([]string{"name"}, obj{"name": str, "startedAt": nullable(timeInput), "dueAt": nullable(timeInput)}),
 		"UpdateProject":  object(nil, readOnly(obj{"name": str, "startedAt": nullable(timeInput), "dueAt": nullable(timeInput)}, "id", "workspaceId", "createdAt", "updatedAt")),
 		"CreateCategory": object([]string{"name"}, obj{"name": str}),
@@ -200,7 +203,7 @@ func embeddedComments() obj {
 	n := itoa(limits.EmbeddedComments)
 	o := nullable(obj{"type": "array", "maxItems": limits.EmbeddedComments, "items": ref("EmbeddedComment")})
 	o["description"] = "the procedure's newest " + n + " comments (all of them when it has at most " + n + "), oldest first; " +
-		"GET /procedures/{id}/comments pages through every one of them, and its meta.total counts them"
+		"commentCount counts every one of them, and GET /procedures/{id}/comments pages through them"
 	return o
 }
 
@@ -374,8 +377,8 @@ var descriptions = map[string]string{
 		"parameters (combined with AND), in pages by number or by cursor. A feed reads order=asc&after=<the last version seen>. " +
 		"A role sees the events of the records it may read: token events only an ADMIN.",
 	"GET /procedures/{id}/comments": "Every comment of the procedure (id or shortId), oldest first, in pages by number. " +
-		"A procedure's own answer embeds only its newest " + itoa(limits.EmbeddedComments) + " (its comments property); " +
-		"this list holds them all, and meta.total counts them.",
+		"A procedure holds any number of comments; its own answer embeds only its newest " + itoa(limits.EmbeddedComments) +
+		" (its comments property) and counts them all (commentCount); this list holds them all, and meta.total counts them.",
 }
 
 var errorDescriptions = map[string]string{

@@ -600,6 +600,9 @@ func TestOpenAPIValidatorCatchesDrift(t *testing.T) {
 		}
 		answers = append(answers, []answer{
 			{"more embedded comments than the bound", getProc, procResp, set("comments", tooMany), 200, nil},
+			{"procedure without its commentCount", getProc, procResp, del("commentCount"), 200, nil},
+			{"a negative commentCount", getProc, procResp, set("commentCount", -1), 200, nil},
+			{"a fractional commentCount", getProc, procResp, set("commentCount", 1.5), 200, nil},
 			{"comment listed with its author", commentsCall, commentsResp, set("data", item(func(c map[string]any) { c["authorId"] = e.ws.MemberID })), 200, nil},
 			{"comment listed without createdAt", commentsCall, commentsResp, set("data", item(func(c map[string]any) { delete(c, "createdAt") })), 200, nil},
 			{"comment list without meta", commentsCall, commentsResp, del("meta"), 200, nil},
@@ -641,7 +644,7 @@ func TestOpenAPIValidatorCatchesDrift(t *testing.T) {
 			{"create: captureId null", call{method: "POST", path: "/procedures", token: "t", body: mustJSON(t, e.procBody(map[string]any{"captureId": nil}))}, true},
 			{"update: categoryId null", call{method: "PUT", path: "/procedures/x", token: "t", body: mustJSON(t, map[string]any{"categoryId": nil})}, true},
 			{"update: name null", call{method: "PUT", path: "/procedures/x", token: "t", body: mustJSON(t, map[string]any{"name": nil})}, false},
-			{"update: read-only fields echoed", call{method: "PUT", path: "/procedures/x", token: "t", body: mustJSON(t, map[string]any{"id": "x", "comments": nil, "doer": map[string]any{}})}, true},
+			{"update: read-only fields echoed", call{method: "PUT", path: "/procedures/x", token: "t", body: mustJSON(t, map[string]any{"id": "x", "comments": nil, "commentCount": 3, "doer": map[string]any{}})}, true},
 			{"project: startedAt null", call{method: "POST", path: "/projects", token: "t", body: mustJSON(t, map[string]any{"name": "p", "startedAt": nil})}, true},
 			{"project: startedAt a number", call{method: "POST", path: "/projects", token: "t", body: mustJSON(t, map[string]any{"name": "p", "startedAt": 5})}, false},
 			{"query: sortOrder outside the enum", call{method: "GET", path: "/procedures?sortOrder=up", token: "t"}, false},

@@ -45,14 +45,15 @@ func appendProcedureVia(ctx context.Context, pr procedureEdges, b []byte, p *ent
 	if err != nil {
 		return nil, err
 	}
-	// The newest limits.EmbeddedComments, as loader.AllEdges primes them;
-	// GET /procedures/{id}/comments pages through all of them.
+	// The newest limits.EmbeddedComments, as loader.AllEdges primes them,
+	// and how many the procedure holds; GET /procedures/{id}/comments
+	// pages through all of them.
 	last := limits.EmbeddedComments
 	comments, err := pr.Comments(ctx, p, nil, nil, &last, nil)
 	if err != nil {
 		return nil, err
 	}
-	return appendProcedure(b, p, cat, doer, proj, comments.Nodes)
+	return appendProcedure(b, p, cat, doer, proj, comments.Nodes, comments.TotalCount)
 }
 
 // writeProcedure answers p with its edges and its ETag, or err.
@@ -183,7 +184,7 @@ func putBody(b *[]byte) {
 
 // procedureReadOnly are fields of the Procedure shape a client may send back
 // unchanged; they are ignored.
-var procedureReadOnly = []string{"id", "shortId", "creatorId", "createdAt", "updatedAt", "workspaceId", "category", "doer", "project", "comments"}
+var procedureReadOnly = []string{"id", "shortId", "creatorId", "createdAt", "updatedAt", "workspaceId", "category", "doer", "project", "comments", "commentCount"}
 
 func (a *API) createProcedure(w http.ResponseWriter, r *http.Request) error {
 	b, err := readBody(w, r)

@@ -74,9 +74,9 @@ var (
 		},
 		Indexes: []*schema.Index{
 			{
-				Name:    "comment_procedure_id_created_at",
+				Name:    "comment_procedure_id_created_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{CommentsColumns[5], CommentsColumns[1]},
+				Columns: []*schema.Column{CommentsColumns[5], CommentsColumns[1], CommentsColumns[0]},
 			},
 		},
 	}
@@ -239,6 +239,7 @@ var (
 		{Name: "capture_id", Type: field.TypeString, Nullable: true},
 		{Name: "display_video", Type: field.TypeBool, Default: false},
 		{Name: "is_fine_tuned_data", Type: field.TypeBool, Default: false},
+		{Name: "comment_count", Type: field.TypeInt, Default: 0},
 		{Name: "category_id", Type: field.TypeUUID, Nullable: true},
 		{Name: "doer_id", Type: field.TypeUUID, Nullable: true},
 		{Name: "creator_id", Type: field.TypeUUID},
@@ -253,31 +254,31 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "procedures_categories_procedures",
-				Columns:    []*schema.Column{ProceduresColumns[15]},
+				Columns:    []*schema.Column{ProceduresColumns[16]},
 				RefColumns: []*schema.Column{CategoriesColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
 			{
 				Symbol:     "procedures_members_assigned",
-				Columns:    []*schema.Column{ProceduresColumns[16]},
+				Columns:    []*schema.Column{ProceduresColumns[17]},
 				RefColumns: []*schema.Column{MembersColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
 			{
 				Symbol:     "procedures_members_created",
-				Columns:    []*schema.Column{ProceduresColumns[17]},
+				Columns:    []*schema.Column{ProceduresColumns[18]},
 				RefColumns: []*schema.Column{MembersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "procedures_projects_procedures",
-				Columns:    []*schema.Column{ProceduresColumns[18]},
+				Columns:    []*schema.Column{ProceduresColumns[19]},
 				RefColumns: []*schema.Column{ProjectsColumns[0]},
 				OnDelete:   schema.Restrict,
 			},
 			{
 				Symbol:     "procedures_workspaces_procedures",
-				Columns:    []*schema.Column{ProceduresColumns[19]},
+				Columns:    []*schema.Column{ProceduresColumns[20]},
 				RefColumns: []*schema.Column{WorkspacesColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -286,62 +287,62 @@ var (
 			{
 				Name:    "procedure_workspace_id_short_id",
 				Unique:  true,
-				Columns: []*schema.Column{ProceduresColumns[19], ProceduresColumns[4]},
+				Columns: []*schema.Column{ProceduresColumns[20], ProceduresColumns[4]},
 			},
 			{
 				Name:    "procedure_workspace_id_created_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{ProceduresColumns[19], ProceduresColumns[1], ProceduresColumns[0]},
+				Columns: []*schema.Column{ProceduresColumns[20], ProceduresColumns[1], ProceduresColumns[0]},
 			},
 			{
 				Name:    "procedure_workspace_id_due_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{ProceduresColumns[19], ProceduresColumns[11], ProceduresColumns[0]},
+				Columns: []*schema.Column{ProceduresColumns[20], ProceduresColumns[11], ProceduresColumns[0]},
 			},
 			{
 				Name:    "procedure_workspace_id_name_id",
 				Unique:  false,
-				Columns: []*schema.Column{ProceduresColumns[19], ProceduresColumns[5], ProceduresColumns[0]},
+				Columns: []*schema.Column{ProceduresColumns[20], ProceduresColumns[5], ProceduresColumns[0]},
 			},
 			{
 				Name:    "procedure_workspace_id_project_name_id",
 				Unique:  false,
-				Columns: []*schema.Column{ProceduresColumns[19], ProceduresColumns[9], ProceduresColumns[0]},
+				Columns: []*schema.Column{ProceduresColumns[20], ProceduresColumns[9], ProceduresColumns[0]},
 			},
 			{
 				Name:    "procedure_workspace_id_state_created_at",
 				Unique:  false,
-				Columns: []*schema.Column{ProceduresColumns[19], ProceduresColumns[7], ProceduresColumns[1]},
+				Columns: []*schema.Column{ProceduresColumns[20], ProceduresColumns[7], ProceduresColumns[1]},
 			},
 			{
 				Name:    "procedure_workspace_id_priority_created_at",
 				Unique:  false,
-				Columns: []*schema.Column{ProceduresColumns[19], ProceduresColumns[6], ProceduresColumns[1]},
+				Columns: []*schema.Column{ProceduresColumns[20], ProceduresColumns[6], ProceduresColumns[1]},
 			},
 			{
 				Name:    "procedure_category_id_created_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{ProceduresColumns[15], ProceduresColumns[1], ProceduresColumns[0]},
+				Columns: []*schema.Column{ProceduresColumns[16], ProceduresColumns[1], ProceduresColumns[0]},
 			},
 			{
 				Name:    "procedure_doer_id_created_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{ProceduresColumns[16], ProceduresColumns[1], ProceduresColumns[0]},
+				Columns: []*schema.Column{ProceduresColumns[17], ProceduresColumns[1], ProceduresColumns[0]},
 			},
 			{
 				Name:    "procedure_project_id_created_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{ProceduresColumns[18], ProceduresColumns[1], ProceduresColumns[0]},
+				Columns: []*schema.Column{ProceduresColumns[19], ProceduresColumns[1], ProceduresColumns[0]},
 			},
 			{
 				Name:    "procedure_creator_id",
 				Unique:  false,
-				Columns: []*schema.Column{ProceduresColumns[17]},
+				Columns: []*schema.Column{ProceduresColumns[18]},
 			},
 			{
 				Name:    "procedure_project_id_state_position",
 				Unique:  false,
-				Columns: []*schema.Column{ProceduresColumns[18], ProceduresColumns[7], ProceduresColumns[10]},
+				Columns: []*schema.Column{ProceduresColumns[19], ProceduresColumns[7], ProceduresColumns[10]},
 			},
 		},
 	}

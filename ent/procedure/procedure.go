@@ -55,6 +55,8 @@ const (
 	FieldDisplayVideo = "display_video"
 	// FieldIsFineTunedData holds the string denoting the is_fine_tuned_data field in the database.
 	FieldIsFineTunedData = "is_fine_tuned_data"
+	// FieldCommentCount holds the string denoting the comment_count field in the database.
+	FieldCommentCount = "comment_count"
 	// EdgeWorkspace holds the string denoting the workspace edge name in mutations.
 	EdgeWorkspace = "workspace"
 	// EdgeCategory holds the string denoting the category edge name in mutations.
@@ -135,6 +137,7 @@ var Columns = []string{
 	FieldCaptureID,
 	FieldDisplayVideo,
 	FieldIsFineTunedData,
+	FieldCommentCount,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -171,6 +174,8 @@ var (
 	DefaultDisplayVideo bool
 	// DefaultIsFineTunedData holds the default value on creation for the "is_fine_tuned_data" field.
 	DefaultIsFineTunedData bool
+	// DefaultCommentCount holds the default value on creation for the "comment_count" field.
+	DefaultCommentCount int
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() uuid.UUID
 )
@@ -325,6 +330,11 @@ func ByDisplayVideo(opts ...sql.OrderTermOption) OrderOption {
 // ByIsFineTunedData orders the results by the is_fine_tuned_data field.
 func ByIsFineTunedData(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldIsFineTunedData, opts...).ToFunc()
+}
+
+// ByCommentCount orders the results by the comment_count field.
+func ByCommentCount(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldCommentCount, opts...).ToFunc()
 }
 
 // ByWorkspaceField orders the results by workspace field.

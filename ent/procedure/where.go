@@ -141,6 +141,11 @@ func IsFineTunedData(v bool) predicate.Procedure {
 	return predicate.Procedure(sql.FieldEQ(FieldIsFineTunedData, v))
 }
 
+// CommentCount applies equality check predicate on the "comment_count" field. It's identical to CommentCountEQ.
+func CommentCount(v int) predicate.Procedure {
+	return predicate.Procedure(sql.FieldEQ(FieldCommentCount, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.Procedure {
 	return predicate.Procedure(sql.FieldEQ(FieldCreatedAt, v))
@@ -864,6 +869,46 @@ func IsFineTunedDataEQ(v bool) predicate.Procedure {
 // IsFineTunedDataNEQ applies the NEQ predicate on the "is_fine_tuned_data" field.
 func IsFineTunedDataNEQ(v bool) predicate.Procedure {
 	return predicate.Procedure(sql.FieldNEQ(FieldIsFineTunedData, v))
+}
+
+// CommentCountEQ applies the EQ predicate on the "comment_count" field.
+func CommentCountEQ(v int) predicate.Procedure {
+	return predicate.Procedure(sql.FieldEQ(FieldCommentCount, v))
+}
+
+// CommentCountNEQ applies the NEQ predicate on the "comment_count" field.
+func CommentCountNEQ(v int) predicate.Procedure {
+	return predicate.Procedure(sql.FieldNEQ(FieldCommentCount, v))
+}
+
+// CommentCountIn applies the In predicate on the "comment_count" field.
+func CommentCountIn(vs ...int) predicate.Procedure {
+	return predicate.Procedure(sql.FieldIn(FieldCommentCount, vs...))
+}
+
+// CommentCountNotIn applies the NotIn predicate on the "comment_count" field.
+func CommentCountNotIn(vs ...int) predicate.Procedure {
+	return predicate.Procedure(sql.FieldNotIn(FieldCommentCount, vs...))
+}
+
+// CommentCountGT applies the GT predicate on the "comment_count" field.
+func CommentCountGT(v int) predicate.Procedure {
+	return predicate.Procedure(sql.FieldGT(FieldCommentCount, v))
+}
+
+// CommentCountGTE applies the GTE predicate on the "comment_count" field.
+func CommentCountGTE(v int) predicate.Procedure {
+	return predicate.Procedure(sql.FieldGTE(FieldCommentCount, v))
+}
+
+// CommentCountLT applies the LT predicate on the "comment_count" field.
+func CommentCountLT(v int) predicate.Procedure {
+	return predicate.Procedure(sql.FieldLT(FieldCommentCount, v))
+}
+
+// CommentCountLTE applies the LTE predicate on the "comment_count" field.
+func CommentCountLTE(v int) predicate.Procedure {
+	return predicate.Procedure(sql.FieldLTE(FieldCommentCount, v))
 }
 
 // HasWorkspace applies the HasEdge predicate on the "workspace" edge.

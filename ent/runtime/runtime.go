@@ -255,6 +255,10 @@ func init() {
 	procedureDescIsFineTunedData := procedureFields[17].Descriptor()
 	// procedure.DefaultIsFineTunedData holds the default value on creation for the is_fine_tuned_data field.
 	procedure.DefaultIsFineTunedData = procedureDescIsFineTunedData.Default.(bool)
+	// procedureDescCommentCount is the schema descriptor for comment_count field.
+	procedureDescCommentCount := procedureFields[18].Descriptor()
+	// procedure.DefaultCommentCount holds the default value on creation for the comment_count field.
+	procedure.DefaultCommentCount = procedureDescCommentCount.Default.(int)
 	// procedureDescID is the schema descriptor for id field.
 	procedureDescID := procedureFields[0].Descriptor()
 	// procedure.DefaultID holds the default value on creation for the id field.

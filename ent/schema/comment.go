@@ -40,7 +40,9 @@ func (Comment) Edges() []ent.Edge {
 	}
 }
 
-// Indexes of the Comment.
+// Indexes of the Comment: a procedure's comments in their list's order
+// (created_at, then id), so that its oldest or newest n, or the n past a
+// cursor, are an index range of n entries however many it holds.
 func (Comment) Indexes() []ent.Index {
-	return []ent.Index{index.Fields("procedure_id", "created_at")}
+	return []ent.Index{index.Fields("procedure_id", "created_at", "id")}
 }

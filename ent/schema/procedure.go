@@ -43,6 +43,8 @@ func (Procedure) Fields() []ent.Field {
 		field.String("capture_id").Optional().Nillable().Validate(maxChars(limits.Title)),
 		field.Bool("display_video").Default(false),
 		field.Bool("is_fine_tuned_data").Default(false),
+		field.Int("comment_count").Default(0).Immutable().
+			Comment("how many comments the procedure holds: 0 when it is created, then kept by the database's triggers on comments (internal/database/commentcount.go), which ent never updates"),
 	}
 }
 

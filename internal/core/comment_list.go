@@ -9,19 +9,24 @@ package core
 import (
 	"context"
 
+	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/comment"
 	"github.com/procsvc/procsvc/ent/predicate"
+	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
-// Comment page sizes.
+// Comment page sizes: the most one page shows is limits.CommentPage, which
+// bounds what a response shows of a procedure's comments, however many it
+// holds.
 const (
 	DefaultCommentPageSize = 20
-	MaxCommentPageSize     = 100
+	MaxCommentPageSize     = limits.CommentPage
 )
 
 // CommentList is one page of a procedure's comments and how many it holds.
@@ -76,7 +81,11 @@ func CommentPage(procedureID uuid.UUID, rows []*ent.Comment, total int, newest b
 
 // ProcedureComments returns the page w selects of the comments of the
 // procedure procedureID (one the viewer can see: its parent was read with
-// the viewer's tenancy), with their total.
+// the viewer's tenancy), with their total: the procedure's comment_count,
+// which the database keeps (internal/database), so that the total is one
+// row however many comments the procedure holds, and the page the rows of
+// an index range (see commentsFrom for REST's page numbers). A procedure
+// gone meanwhile has none.
 // Errors: unauthenticated, validation_failed naming the argument.
 func (s *Service) ProcedureComments(ctx context.Context, procedureID uuid.UUID, w Window) (*CommentList, error) {
 	if _, err := require(ctx, viewer.RoleViewer); err != nil {
@@ -85,12 +94,39 @@ func (s *Service) ProcedureComments(ctx context.Context, procedureID uuid.UUID, 
 	k := commentKeyset(procedureID)
 	return listPage(ctx, s, "comments", procedureID.String(), k, w, DefaultCommentPageSize, MaxCommentPageSize,
 		func() (int, error) {
-			return s.client.Comment.Query().Where(comment.ProcedureID(procedureID)).Count(ctx)
+			n, err := s.client.Procedure.Query().Where(procedure.ID(procedureID)).Select(procedure.FieldCommentCount).Ints(ctx)
+			if err != nil || len(n) == 0 {
+				return 0, err
+			}
+			return n[0], nil
 		},
 		func(sl slice) ([]*ent.Comment, error) {
-			rows, err := s.client.Comment.Query().Where(comment.ProcedureID(procedureID)).
-				Where(where[predicate.Comment](&sl)...).Order(orderBy[comment.OrderOption](&sl)).
-				Offset(sl.offset).Limit(sl.limit).All(ctx)
+			q := s.client.Comment.Query().Where(comment.ProcedureID(procedureID)).Where(where[predicate.Comment](&sl)...)
+			if sl.offset > 0 {
+				q.Where(commentsFrom(procedureID, sl.offset))
+			}
+			rows, err := q.Order(orderBy[comment.OrderOption](&sl)).Limit(sl.limit).All(ctx)
 			return rows, apperr.Map(err)
 		})
+}
+
+// commentsFrom is the predicate of the comments of procedureID from the
+// one at offset on (oldest first), for a page by number (REST's page): the
+// comments before it are skipped in the index on (procedure_id,
+// created_at, id) alone, by a subquery that reads their keys, rather than
+// by an OFFSET, which would read each skipped row (its text too) before
+// discarding it. An offset past the last comment matches nothing. The
+// subquery reads the keys of one procedure the viewer can see (its caller
+// read it with the viewer's tenancy), and the query it bounds is confined
+// to the viewer's workspace by ent's interceptor.
+func commentsFrom(procedureID uuid.UUID, offset int) predicate.Comment {
+	return func(s *sql.Selector) {
+		s.Where(sql.P(func(b *sql.Builder) {
+			b.WriteString("(" + s.C(comment.FieldCreatedAt) + ", " + s.C(comment.FieldID) + ") >= (SELECT ").
+				Ident(comment.FieldCreatedAt).Comma().Ident(comment.FieldID).
+				WriteString(" FROM ").Ident(comment.Table).WriteString(" WHERE ").Ident(comment.FieldProcedureID).WriteString(" = ").Arg(procedureID).
+				WriteString(" ORDER BY ").Ident(comment.FieldCreatedAt).Comma().Ident(comment.FieldID).
+				WriteString(" LIMIT 1 OFFSET ").Arg(offset).WriteString(")")
+		}))
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/procsvc/procsvc/ent/comment"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/ids"
-	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -16,13 +15,11 @@ func (s *Service) Comment(ctx context.Context, id string) (*ent.Comment, error) 
 	return getOne(ctx, ids.KindComment, "comment", id, s.client.Comment.Get)
 }
 
-// AddComment adds the viewer's comment to a procedure, which holds at most
-// limits.CommentsPerProcedure: one more is refused with conflict. The
-// count is read under the workspace's exclusive lock, which every comment
-// write of the workspace takes, so concurrent adds cannot pass the bound
-// between them.
+// AddComment adds the viewer's comment to a procedure. A procedure holds
+// any number of comments: what a response shows of them is bounded where
+// they are read (a page of them, docs/api.md).
 // Errors: unauthenticated, forbidden, not_found (procedure),
-// validation_failed, conflict (the procedure holds the most comments).
+// validation_failed.
 func (s *Service) AddComment(ctx context.Context, procedureID, body string) (*ent.Comment, error) {
 	v, err := require(ctx, viewer.RoleMember)
 	if err != nil {
@@ -41,14 +38,6 @@ func (s *Service) AddComment(ctx context.Context, procedureID, body string) (*en
 	// deleted while the comment waited is not_found, never a foreign-key
 	// conflict.
 	return storedOn(ctx, s, v, lockExclusive, where, func(tx *ent.Tx, me *viewer.Viewer, p *ent.Procedure) (*ent.Comment, error) {
-		held, err := tx.Comment.Query().Where(comment.ProcedureID(p.ID)).Count(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if held >= limits.CommentsPerProcedure {
-			return nil, apperr.New(apperr.Conflict, "procedure %s holds %d comments, the most a procedure may hold (%d); delete one before adding another",
-				p.ShortID, held, limits.CommentsPerProcedure)
-		}
 		created, err := tx.Comment.Create().SetProcedureID(p.ID).SetAuthorID(v.MemberID).SetText(body).Save(ctx)
 		if err != nil {
 			return nil, err

@@ -262,6 +262,9 @@ func (db *DB) Migrate(ctx context.Context) error {
 	if err := db.Client.Schema.Create(ctx); err != nil {
 		return fmt.Errorf("database: migrate: %w", err)
 	}
+	if err := db.sqliteCommentCounts(ctx); err != nil {
+		return fmt.Errorf("database: migrate: comment counts: %w", err)
+	}
 	return nil
 }
 

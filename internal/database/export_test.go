@@ -31,3 +31,19 @@ func (db *DB) ReadPoolQueryRow(ctx context.Context, query string) *sql.Row {
 
 // Lost tells the pool that a statement failed with err (counter.lost).
 func (db *DB) Lost(err error) { db.counter.lost(err) }
+
+// ApplyMigrationsBefore applies the versioned migrations older than
+// version, as a database last migrated by an older binary has them.
+func (db *DB) ApplyMigrationsBefore(ctx context.Context, version string) ([]string, error) {
+	all, err := Migrations()
+	if err != nil {
+		return nil, err
+	}
+	var older []Migration
+	for _, m := range all {
+		if m.Version < version {
+			older = append(older, m)
+		}
+	}
+	return db.applyMigrations(ctx, older)
+}

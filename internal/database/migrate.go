@@ -67,12 +67,18 @@ var ErrSchemaBehind = errors.New("the database schema is behind this binary: run
 // lock serialises them), and refuses to run when an applied migration's file
 // has changed or the database has versions this binary does not know.
 func (db *DB) ApplyMigrations(ctx context.Context) ([]string, error) {
-	if db.Dialect != dialect.Postgres {
-		return nil, fmt.Errorf("database: versioned migrations are for PostgreSQL; %s migrates automatically", db.Dialect)
-	}
 	all, err := Migrations()
 	if err != nil {
 		return nil, err
+	}
+	return db.applyMigrations(ctx, all)
+}
+
+// applyMigrations is ApplyMigrations of the migrations all, in version
+// order.
+func (db *DB) applyMigrations(ctx context.Context, all []Migration) ([]string, error) {
+	if db.Dialect != dialect.Postgres {
+		return nil, fmt.Errorf("database: versioned migrations are for PostgreSQL; %s migrates automatically", db.Dialect)
 	}
 	conn, err := db.SQL.Conn(ctx)
 	if err != nil {

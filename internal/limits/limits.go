@@ -22,11 +22,13 @@ const (
 	Email = 320
 )
 
-// CommentsPerProcedure bounds the comments a procedure holds: adding one
-// more is refused (conflict). A procedure that held more before the bound
-// keeps them, but no response shows more than this many of its comments
-// (its newest), so that what a procedure renders is bounded.
-const CommentsPerProcedure = 100
+// A procedure holds any number of comments: what is bounded is what one
+// read shows of them, never what a team may store.
+
+// CommentPage is the most of a procedure's comments one view of them
+// shows: a page of GraphQL's Procedure.comments (first or last) or of
+// REST's GET /procedures/{id}/comments (core.MaxCommentPageSize is this).
+const CommentPage = 100
 
 // EmbeddedComments is how many of a procedure's comments, its newest, a
 // REST procedure embeds; GET /procedures/{id}/comments pages through all
@@ -35,9 +37,11 @@ const EmbeddedComments = 20
 
 // ResponseBytes is the default bound on the bytes of one response
 // (--max-response-mb), and the least one may set: a procedure with the
-// longest content and CommentsPerProcedure of the longest comments renders
+// longest content and a page (CommentPage) of the longest comments renders
 // in under 14 MB even with every character escaped (\u00XX, 6 bytes), so a
-// response of one record, a write's answer above all, always fits.
+// response of one record showing one page of its comments, a write's
+// answer above all, always fits, however many comments the procedure
+// holds.
 const ResponseBytes = 16 << 20
 
 // keyLength is how many letters a workspace key has: 2 to 10.

@@ -2,6 +2,8 @@ package loader
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/comment"
+	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/limits"
@@ -26,25 +29,32 @@ import (
 // TestCommentColumns fails if the schema gains a column it does not read;
 // TestCommentsAsEntReadsThem compares what it reads with ent's own read.
 //
-// A procedure holds at most limits.CommentsPerProcedure comments, but one
-// written before that bound may hold more: the statement reads, for every
-// procedure of the page at once, only the window of its comments the
-// request shows (a window function numbers each procedure's comments), and
-// it stops reading once the text it read passes the request's bound.
+// A procedure holds any number of comments (thousands, for a long-running
+// one), so the statement reads, for every procedure of the page at once,
+// only the window of its comments the request shows: its oldest First and
+// its newest Last, each an index range on (procedure_id, created_at, id)
+// cut by a LIMIT (or, on PostgreSQL, all of them when they are no more),
+// so that a page of 100 procedures of 10 000 comments each reads at most
+// 100 × (First + Last) rows, never their million
+// (TestCommentWindowsAreBounded). Each procedure's total is its
+// comment_count, which the database keeps (internal/database), read with
+// the window rather than counted; a procedure without comments costs no
+// more than its count. The read stops once the text it read passes the
+// request's bound.
 //
 // Tenancy is internal/tenancy's, as the tenant interceptor applies it: the
 // statement is confined to the viewer's workspace, a context without a
-// viewer reads nothing, and the system context (no tenancy) is left to ent.
+// viewer reads nothing, and the system context (no tenancy) reads every
+// workspace's.
 
 // CommentWindow names which of a procedure's comments, oldest first, a read
 // or a view takes: its First oldest and its Last newest (a procedure with
 // fewer gives them all). The zero window is the default view of a
-// procedure's comments: its newest limits.CommentsPerProcedure, which are
-// all of them for every procedure within the bound.
+// procedure's comments: its newest limits.CommentPage (a page's most).
 type CommentWindow struct{ First, Last int }
 
 // DefaultCommentWindow is what the zero CommentWindow stands for.
-var DefaultCommentWindow = CommentWindow{Last: limits.CommentsPerProcedure}
+var DefaultCommentWindow = CommentWindow{Last: limits.CommentPage}
 
 // normal is w, the zero window spelled out.
 func (w CommentWindow) normal() CommentWindow {
@@ -115,11 +125,13 @@ var commentColumns = []string{
 
 type commentReader struct {
 	db *database.DB
-	// pgQuery is the whole PostgreSQL statement: the procedures are one
-	// uuid[] parameter, the window two more.
-	pgQuery string
-	// sqlite is the SQLite statement around its list of procedures.
-	sqliteHead, sqliteTail string
+	// pg is the whole PostgreSQL statement, by whether it is confined to
+	// a workspace (its first parameter); the procedures are one uuid[]
+	// parameter, the window two more.
+	pg [2]string
+	// sqliteHead and sqliteTail are the SQLite statement around its list
+	// of procedures, by whether it is confined to a workspace.
+	sqliteHead, sqliteTail [2]string
 }
 
 // textBudget is what one request may still read of comment text, in
@@ -140,135 +152,201 @@ func (b *textBudget) err() error {
 }
 
 func newCommentReader(db *database.DB) *commentReader {
-	cols := make([]string, len(commentColumns))
-	for i, c := range commentColumns {
-		cols[i] = `"` + c + `"`
-	}
-	list := strings.Join(cols, ", ")
-	// Each procedure's comments are numbered oldest first (rn) and counted
-	// (n); the window keeps the first and the last of them.
-	inner := "SELECT " + list + `, ROW_NUMBER() OVER (PARTITION BY "` + comment.FieldProcedureID + `" ORDER BY "` +
-		comment.FieldCreatedAt + `", "` + comment.FieldID + `") AS "rn", COUNT(*) OVER (PARTITION BY "` +
-		comment.FieldProcedureID + `") AS "n" FROM "` + comment.Table + `" WHERE "` + tenancy.Column + `" = `
-	outer := func(inner string, first, last string) string {
-		return "SELECT " + list + `, "n" FROM (` + inner + `) AS "c" WHERE "rn" <= ` + first + ` OR "rn" > "n" - ` + last +
-			` ORDER BY "` + comment.FieldProcedureID + `", "rn"`
-	}
 	r := &commentReader{db: db}
-	r.pgQuery = outer(inner+`$1 AND "`+comment.FieldProcedureID+`" = ANY($2::uuid[])`, "$3", "$4")
-	head, tail, _ := strings.Cut(outer(inner+`? AND "`+comment.FieldProcedureID+`" IN (@)`, "?", "?"), "@")
-	r.sqliteHead, r.sqliteTail = head, tail
+	for _, scoped := range []bool{false, true} {
+		r.pg[index(scoped)] = commentStatement(dialect.Postgres, scoped)
+		r.sqliteHead[index(scoped)], r.sqliteTail[index(scoped)], _ = strings.Cut(commentStatement(dialect.SQLite, scoped), "@")
+	}
 	return r
 }
 
+// index is a statement's index in commentReader's pairs.
+func index(scoped bool) int {
+	if scoped {
+		return 1
+	}
+	return 0
+}
+
+// commentStatement is the reader's statement in dialect d, confined to
+// the workspace of its first parameter when scoped. Its parameters are
+// that workspace (when scoped), the window's First and Last, and the
+// procedures: on PostgreSQL in that order, the procedures one uuid[]; on
+// SQLite the procedures, a list of parameters where the statement has
+// "@", come before First and Last. Its rows are the comments of
+// each procedure the window takes, with the procedure's count ("n", or 0
+// where the rows are all its comments), ordered by procedure, created_at
+// and id; a comment both ends take (a procedure with fewer than First +
+// Last) may come twice, in adjacent rows.
+//
+// Each end is an index range cut by its LIMIT: on PostgreSQL two
+// subqueries LATERAL to each procedure, for the procedures of more than
+// First + Last comments; those of fewer have all their comments read by
+// one index scan over the list of them, as cheap as the statement was when
+// every procedure held few (two LIMITed scans of each cost a page of 50
+// about a tenth of a millisecond more). SQLite, which has no LATERAL,
+// finds each end's ids by a subquery correlated to the procedure and reads
+// the comments they name by primary key. Procedures come from the
+// procedures table, with their count, so that one without comments
+// (comment_count 0) reads nothing more and one of another workspace
+// nothing at all.
+func commentStatement(d string, scoped bool) string {
+	q := func(name string) string { return `"` + name + `"` }
+	cols := func(table string) string {
+		out := make([]string, len(commentColumns))
+		for i, c := range commentColumns {
+			out[i] = q(c)
+			if table != "" {
+				out[i] = q(table) + "." + out[i]
+			}
+		}
+		return strings.Join(out, ", ")
+	}
+	order := func(dir string) string {
+		return " ORDER BY " + q(comment.FieldCreatedAt) + dir + ", " + q(comment.FieldID) + dir
+	}
+	// A compound select orders by its result's columns, here by number.
+	at := func(column string) string { return strconv.Itoa(slices.Index(commentColumns, column) + 1) }
+	byProcedure := " ORDER BY " + at(comment.FieldProcedureID) + ", " + at(comment.FieldCreatedAt) + ", " + at(comment.FieldID)
+	procedures := func(columns, where string) string {
+		return "SELECT " + columns + " FROM " + q(procedure.Table) + " WHERE " + where
+	}
+	id, count := q(procedure.FieldID), q(procedure.FieldCommentCount)
+
+	if d == dialect.Postgres {
+		param := func(n int) string { return "$" + strconv.Itoa(n) }
+		first, last, keys := param(1), param(2), param(3)
+		// confined is the predicate of the workspace, followed by AND.
+		confined := ""
+		if scoped {
+			first, last, keys = param(2), param(3), param(4)
+			confined = q(tenancy.Column) + " = " + param(1) + " AND "
+		}
+		window := first + "::bigint + " + last + "::bigint"
+		ofKeys := " AND " + id + " = ANY(" + keys + "::uuid[])"
+		few := procedures(id, confined+count+" BETWEEN 1 AND "+window+ofKeys)
+		many := procedures(id+", "+count+` AS "n"`, confined+count+" > "+window+ofKeys)
+		end := func(limit, dir string) string {
+			return "(SELECT " + cols("") + " FROM " + q(comment.Table) + " WHERE " + confined + q(comment.FieldProcedureID) +
+				` = "k".` + id + order(dir) + " LIMIT " + limit + ")"
+		}
+		return "SELECT " + cols("") + ", 0 FROM " + q(comment.Table) + " WHERE " + confined + q(comment.FieldProcedureID) +
+			" = ANY(ARRAY(" + few + ")) UNION ALL SELECT " + cols("c") + `, "k"."n" FROM (` + many + `) AS "k" CROSS JOIN LATERAL (` +
+			end(first, "") + " UNION ALL " + end(last, " DESC") + `) AS "c"` + byProcedure
+	}
+
+	// SQLite's parameters are positional, each used once in the order
+	// they are given (numbered ones would cost the driver a lookup, and an
+	// allocation, each): the comments are confined to the procedures'
+	// workspace through "ws". The procedures are read by primary key:
+	// without statistics SQLite would rather read every procedure of the
+	// workspace through an index that leads with workspace_id, and the
+	// unary plus keeps that predicate out of its choice of index.
+	procs := procedures(id+", "+count+` AS "n"`, count+" > 0 AND "+id+" IN (@)")
+	var where string
+	if scoped {
+		procs = procedures(id+", "+count+` AS "n", `+q(tenancy.Column)+` AS "ws"`, "+"+q(tenancy.Column)+" = ? AND "+count+" > 0 AND "+id+" IN (@)")
+		where = ` WHERE "c".` + q(tenancy.Column) + ` = "k"."ws"`
+	}
+	end := func(dir string) string {
+		return "SELECT " + cols("c") + `, "k"."n" FROM "k" JOIN ` + q(comment.Table) + ` AS "c" ON "c".` + q(comment.FieldID) +
+			" IN (SELECT " + q(comment.FieldID) + " FROM " + q(comment.Table) + " WHERE " + q(comment.FieldProcedureID) + ` = "k".` +
+			id + order(dir) + " LIMIT ?)" + where
+	}
+	return `WITH "k" AS (` + procs + ") " + end("") + " UNION ALL " + end(" DESC") + byProcedure
+}
+
 // read returns the comments of the procedures keys that ctx's viewer can
-// see, each procedure's window w takes (as ent's query ordered by
-// created_at and id returns them, numbered), stopping with
-// payload_too_large once their text passes budget. ok is false for the
-// system context, which this reader does not serve.
-func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWindow, budget *textBudget) (pages map[uuid.UUID]*commentPage, ok bool, err error) {
+// see (every procedure's, for the system context), each procedure's window
+// w takes, oldest first as ent's query ordered by created_at and id
+// returns them, stopping with payload_too_large once their text passes
+// budget. A procedure without comments, or that ctx cannot see, has no
+// page.
+func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWindow, budget *textBudget) (map[uuid.UUID]*commentPage, error) {
 	workspaceID, scoped, err := tenancy.Of(ctx)
-	if err != nil || !scoped {
-		return nil, scoped, err
+	if err != nil {
+		return nil, err
 	}
 	w = w.normal()
-	var (
-		query string
-		args  []any
-	)
-	if r.db.Dialect == dialect.Postgres {
-		query, args = r.pgQuery, []any{workspaceID, uuidArray(keys), w.First, w.Last}
-	} else {
-		var q strings.Builder
-		q.Grow(len(r.sqliteHead) + len(r.sqliteTail) + 2*len(keys))
-		q.WriteString(r.sqliteHead)
-		args = make([]any, 0, 3+len(keys))
+	args := make([]any, 0, 3+len(keys))
+	if scoped {
 		args = append(args, workspaceID)
+	}
+	var query string
+	if r.db.Dialect == dialect.Postgres {
+		query, args = r.pg[index(scoped)], append(args, w.First, w.Last, uuidArray(keys))
+	} else {
+		head, tail := r.sqliteHead[index(scoped)], r.sqliteTail[index(scoped)]
+		q := make([]byte, 0, len(head)+len(tail)+2*len(keys))
+		q = append(q, head...)
 		for i, k := range keys {
 			if i > 0 {
-				q.WriteByte(',')
+				q = append(q, ',')
 			}
-			q.WriteByte('?')
+			q = append(q, '?')
 			args = append(args, k)
 		}
-		q.WriteString(r.sqliteTail)
-		query, args = q.String(), append(args, w.First, w.Last)
+		query, args = string(append(q, tail...)), append(args, w.First, w.Last)
 	}
 	var rows entsql.Rows
 	if err := r.db.Driver().Query(ctx, query, args, &rows); err != nil {
-		return nil, true, err
+		return nil, err
 	}
 	defer rows.Close()
-	pages = make(map[uuid.UUID]*commentPage, len(keys))
-	// One row's fields are scanned into scratch, through holders made once.
+	pages := make(map[uuid.UUID]*commentPage, len(keys))
+	// One row's fields are scanned into scratch, through holders made once
+	// (the count into an int64, which database/sql sets as it is rather
+	// than through its decimal text, as it would an int; 0 rather than -1
+	// marks a procedure read whole, since the drivers box an int64 of 256
+	// or more, or negative, in an allocation of its own).
 	var (
 		scratch ent.Comment
-		total   int
+		total   int64
+		last    *ent.Comment
 	)
 	dest := []any{database.UUID{ID: &scratch.ID}, database.UUID{ID: &scratch.WorkspaceID}, database.UUID{ID: &scratch.ProcedureID},
 		database.UUID{ID: &scratch.AuthorID}, &scratch.Text, &scratch.CreatedAt, &scratch.UpdatedAt, &total}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
-			return nil, true, err
+			return nil, err
+		}
+		if last != nil && last.ID == scratch.ID {
+			// Taken by both ends, and read twice (commentStatement).
+			continue
 		}
 		if !budget.spend(len(scratch.Text)) {
-			return nil, true, budget.err()
+			return nil, budget.err()
 		}
 		c := new(ent.Comment)
 		c.ID, c.WorkspaceID, c.ProcedureID, c.AuthorID = scratch.ID, scratch.WorkspaceID, scratch.ProcedureID, scratch.AuthorID
 		c.Text, c.CreatedAt, c.UpdatedAt = scratch.Text, scratch.CreatedAt, scratch.UpdatedAt
 		p := pages[c.ProcedureID]
 		if p == nil {
-			p = &commentPage{window: w, total: total}
+			p = &commentPage{window: w, total: int(total)}
 			pages[c.ProcedureID] = p
 		}
 		p.rows = append(p.rows, c)
+		last = c
 	}
-	return pages, true, rows.Err()
-}
-
-// windowed is read's answer from every comment of some procedures, oldest
-// first (ent's read, for the system context).
-func windowed(all []*ent.Comment, w CommentWindow, budget *textBudget) (map[uuid.UUID]*commentPage, error) {
-	w = w.normal()
-	pages := map[uuid.UUID]*commentPage{}
-	var order []uuid.UUID
-	for _, c := range all {
-		p := pages[c.ProcedureID]
-		if p == nil {
-			p = &commentPage{window: w}
-			pages[c.ProcedureID] = p
-			order = append(order, c.ProcedureID)
-		}
-		p.rows = append(p.rows, c)
+	if err := rows.Err(); err != nil {
+		return nil, err
 	}
-	for _, id := range order {
-		p := pages[id]
-		p.total = len(p.rows)
-		p.rows = p.view(w)
-		for _, c := range p.rows {
-			if !budget.spend(len(c.Text)) {
-				return nil, budget.err()
-			}
+	for _, p := range pages {
+		if p.total <= 0 || len(p.rows) < w.First+w.Last {
+			// Every comment of the procedure (fewer than the window
+			// takes, whatever the count said).
+			p.total = len(p.rows)
 		}
 	}
 	return pages, nil
 }
 
 // commentsFetch reads the windows w takes of the comments of keys through
-// r (ent for the system context), answering every key: a procedure
-// without comments, or one the viewer cannot see, has an empty page.
-func commentsFetch(client *ent.Client, r *commentReader) func(ctx context.Context, keys []uuid.UUID, w CommentWindow, budget *textBudget) (map[uuid.UUID]*commentPage, error) {
+// r, answering every key: a procedure without comments, or one the viewer
+// cannot see, has an empty page.
+func commentsFetch(r *commentReader) func(ctx context.Context, keys []uuid.UUID, w CommentWindow, budget *textBudget) (map[uuid.UUID]*commentPage, error) {
 	return func(ctx context.Context, keys []uuid.UUID, w CommentWindow, budget *textBudget) (map[uuid.UUID]*commentPage, error) {
-		pages, ok, err := r.read(ctx, keys, w, budget)
-		if !ok {
-			var all []*ent.Comment
-			all, err = client.Comment.Query().Where(comment.ProcedureIDIn(keys...)).
-				Order(comment.ByCreatedAt(), comment.ByID()).All(ctx)
-			if err == nil {
-				pages, err = windowed(all, w, budget)
-			}
-		}
+		pages, err := r.read(ctx, keys, w, budget)
 		if err != nil {
 			return nil, err
 		}

@@ -2,10 +2,12 @@ package loader_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,8 +115,8 @@ func TestCommentsAsEntReadsThem(t *testing.T) {
 
 // A page's comments are read in one statement for every window its views
 // take: a view the read covers costs nothing more, one it does not is read
-// through the dataloader; a procedure over the bound on comments shows its
-// newest limits.CommentsPerProcedure by default. The text one request
+// through the dataloader; a procedure of more comments than a page shows
+// its newest limits.CommentPage by default. The text one request
 // reads stops at its bound with payload_too_large, and a Reset (a
 // mutation's next root field) starts it afresh.
 func TestCommentWindows(t *testing.T) {
@@ -125,12 +127,12 @@ func TestCommentWindows(t *testing.T) {
 		if err != nil || len(procs) != 2 {
 			t.Fatalf("%d procedures: %v", len(procs), err)
 		}
-		small, legacy := procs[0], procs[1]
+		small, long := procs[0], procs[1]
 		author, err := db.Client.Member.Query().Where(member.WorkspaceID(a.WorkspaceID)).First(sys)
 		if err != nil {
 			t.Fatal(err)
 		}
-		counts := map[uuid.UUID]int{small.ID: 7, legacy.ID: limits.CommentsPerProcedure + 5}
+		counts := map[uuid.UUID]int{small.ID: 7, long.ID: limits.CommentPage + 5}
 		at := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
 		for _, p := range procs {
 			// Replace what the seed wrote: c0, c1, … a second apart.
@@ -146,13 +148,6 @@ func TestCommentWindows(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		texts := func(cs []*ent.Comment) []string {
-			out := make([]string, len(cs))
-			for i, c := range cs {
-				out[i] = c.Text
-			}
-			return out
-		}
 		span := func(from, to int) []string {
 			out := []string{}
 			for i := from; i < to; i++ {
@@ -165,7 +160,7 @@ func TestCommentWindows(t *testing.T) {
 			loader.Middleware(db, opts...)(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { fn(r.Context()) })).
 				ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil).WithContext(asA))
 		}
-		over := counts[legacy.ID]
+		over := counts[long.ID]
 		run(func(ctx context.Context) {
 			window := loader.CommentWindow{First: 2}.Union(loader.CommentWindow{Last: 3})
 			before := db.Statements()
@@ -183,8 +178,8 @@ func TestCommentWindows(t *testing.T) {
 				{small, loader.CommentWindow{First: 2}, span(0, 2)},
 				{small, loader.CommentWindow{Last: 3}, span(4, 7)},
 				{small, loader.CommentWindow{First: 1}, span(0, 1)},
-				{legacy, loader.CommentWindow{First: 1}, span(0, 1)},
-				{legacy, loader.CommentWindow{Last: 3}, span(over-3, over)},
+				{long, loader.CommentWindow{First: 1}, span(0, 1)},
+				{long, loader.CommentWindow{Last: 3}, span(over-3, over)},
 			} {
 				got, _, err := loader.Comments(ctx, c.p.ID, c.view)
 				if err != nil || !slices.Equal(texts(got), c.want) {
@@ -194,11 +189,11 @@ func TestCommentWindows(t *testing.T) {
 			if n := db.Statements() - before; n != 1 {
 				t.Fatalf("views the read covers ran %d more statements", n-1)
 			}
-			// Not covered: the legacy procedure's default view, its newest
-			// limits.CommentsPerProcedure, read through the dataloader.
-			got, _, err := loader.Comments(ctx, legacy.ID, loader.CommentWindow{})
-			if err != nil || !slices.Equal(texts(got), span(over-limits.CommentsPerProcedure, over)) {
-				t.Fatalf("default view of %s: %d comments, %v", legacy.ShortID, len(got), err)
+			// Not covered: the long procedure's default view, its newest
+			// limits.CommentPage, read through the dataloader.
+			got, _, err := loader.Comments(ctx, long.ID, loader.CommentWindow{})
+			if err != nil || !slices.Equal(texts(got), span(over-limits.CommentPage, over)) {
+				t.Fatalf("default view of %s: %d comments, %v", long.ShortID, len(got), err)
 			}
 			if n := db.Statements() - before; n != 2 {
 				t.Fatalf("a view the read did not cover ran %d statements in all, want 2", n)
@@ -222,7 +217,7 @@ func TestCommentWindows(t *testing.T) {
 		})
 		// 105 comments of 2 or 3 bytes each: 265 bytes of text.
 		run(func(ctx context.Context) {
-			err := loader.PrimeProcedures(ctx, []*ent.Procedure{legacy}, loader.Edges{Comments: true})
+			err := loader.PrimeProcedures(ctx, []*ent.Procedure{long}, loader.Edges{Comments: true})
 			if err == nil || apperr.CodeOf(err) != apperr.PayloadTooLarge {
 				t.Fatalf("over the bound on text: %v", err)
 			}
@@ -232,4 +227,175 @@ func TestCommentWindows(t *testing.T) {
 			}
 		}, loader.MaxCommentText(100))
 	})
+}
+
+// TestCommentWindowsAreBounded: a procedure holds any number of comments,
+// and a page of procedures reads only the windows of them it shows: a page
+// of 100 procedures, three of which hold 10 000 comments each, is read in
+// one statement showing each procedure's oldest 2 and newest 3 with its
+// total, and the statement reads at most those rows, not the 30 000 the
+// three hold: it returns no more (the request's bound on comment text is
+// set just above theirs), and reads no more (PostgreSQL: EXPLAIN ANALYZE
+// counts the rows read from comments and procedures; SQLite: EXPLAIN QUERY
+// PLAN shows the procedures read by id, each end's ids read as an index
+// range by a subquery, and the comments they name by primary key).
+func TestCommentWindowsAreBounded(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		sys := viewer.System(context.Background())
+		a, _ := seedTwo(t, db, bench.Shape{Procedures: 100, Projects: 2, Categories: 1, Members: 2})
+		procs, err := db.Client.Procedure.Query().Where(procedure.WorkspaceID(a.WorkspaceID)).Order(procedure.ByNumber()).All(sys)
+		if err != nil || len(procs) != 100 {
+			t.Fatalf("%d procedures: %v", len(procs), err)
+		}
+		const heavy = 10_000
+		// Three of 10 000, and some about the window's 5: fewer, as many,
+		// one more.
+		counts := map[uuid.UUID]int{procs[3].ID: heavy, procs[50].ID: heavy, procs[99].ID: heavy,
+			procs[4].ID: 4, procs[5].ID: 1, procs[6].ID: 5, procs[7].ID: 6}
+		at := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+		for id, n := range counts {
+			if err := bench.SeedComments(sys, db.Client, a.WorkspaceID, id, a.MemberIDs[0], n, at,
+				func(i int) string { return fmt.Sprintf("c%d", i) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if db.Dialect == dialect.Postgres {
+			if _, err := db.SQL.ExecContext(sys, "ANALYZE"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		span := func(from, to int) []string {
+			out := []string{}
+			for i := from; i < to; i++ {
+				out = append(out, fmt.Sprintf("c%d", i))
+			}
+			return out
+		}
+		asA := viewer.NewContext(context.Background(), &viewer.Viewer{WorkspaceID: a.WorkspaceID, Role: viewer.RoleViewer})
+		var stmts []database.Statement
+		// The text of what the page shows is 87 bytes: a bound of 100 on
+		// the text the request reads fails it if the statement returns
+		// more rows than the windows take.
+		loader.Middleware(db, loader.MaxCommentText(100))(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			ctx := r.Context()
+			window := loader.CommentWindow{First: 2}.Union(loader.CommentWindow{Last: 3})
+			before := db.Statements()
+			db.Record(func(s database.Statement) { stmts = append(stmts, s) })
+			err := loader.PrimeProcedures(ctx, procs, loader.Edges{Comments: true, CommentWindow: window})
+			db.Record(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := db.Statements() - before; n != 1 || len(stmts) != 1 {
+				t.Fatalf("priming a page's comments ran %d statements", n)
+			}
+			for _, p := range procs {
+				n := counts[p.ID]
+				first, total, err := loader.Comments(ctx, p.ID, loader.CommentWindow{First: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				last, _, err := loader.Comments(ctx, p.ID, loader.CommentWindow{Last: 3})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := texts(first), span(0, min(n, 2)); total != n || !slices.Equal(got, want) {
+					t.Fatalf("%s: oldest %v of %d, want %v of %d", p.ShortID, got, total, want, n)
+				}
+				if got, want := texts(last), span(max(n-3, 0), n); !slices.Equal(got, want) {
+					t.Fatalf("%s: newest %v, want %v", p.ShortID, got, want)
+				}
+			}
+			if n := db.Statements() - before; n != 1 {
+				t.Fatalf("the views ran %d more statements", n-1)
+			}
+		})).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil).WithContext(asA))
+
+		s := stmts[0]
+		if db.Dialect == dialect.Postgres {
+			var plan string
+			if err := db.SQL.QueryRowContext(sys, "EXPLAIN (ANALYZE, FORMAT JSON) "+s.Query, s.Args...).Scan(&plan); err != nil {
+				t.Fatal(err)
+			}
+			read, procsRead := rowsRead(t, plan, "comments"), rowsRead(t, plan, "procedures")
+			t.Logf("rows read: %d of comments, %d of procedures", read, procsRead)
+			// Five of each procedure's comments at most, and the page's
+			// procedures.
+			if read > 5*len(procs) || procsRead > len(procs) {
+				t.Fatalf("the statement read %d rows of comments and %d of procedures for a page of %d procedures showing 5 comments each:\n%s",
+					read, procsRead, len(procs), plan)
+			}
+			return
+		}
+		rows, err := db.SQL.QueryContext(sys, "EXPLAIN QUERY PLAN "+s.Query, s.Args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		t.Logf("plan:\n%s", strings.Join(plan, "\n"))
+		var ranges, byID int
+		for _, d := range plan {
+			switch {
+			case strings.HasPrefix(d, "SCAN "):
+				t.Fatalf("a scan: %q", d)
+			case strings.HasPrefix(d, "SEARCH procedures ") && !strings.Contains(d, "(id=?)"):
+				t.Fatalf("procedures read otherwise than by id: %q", d)
+			case strings.Contains(d, "comments USING COVERING INDEX comment_procedure_id_created_at_id (procedure_id=?)"):
+				ranges++
+			case strings.HasPrefix(d, "SEARCH c USING INDEX sqlite_autoindex_comments_1 (id=?)"):
+				byID++
+			}
+		}
+		if ranges != 2 || byID != 2 || !strings.Contains(strings.Join(plan, "\n"), "CORRELATED LIST SUBQUERY") {
+			t.Fatalf("want each end's ids read from the index by a correlated subquery (%d), and their comments by id (%d)", ranges, byID)
+		}
+	})
+}
+
+// rowsRead sums the rows a JSON plan of EXPLAIN ANALYZE read from rel, over
+// every loop of every node that scans it.
+func rowsRead(t *testing.T, plan, rel string) int {
+	t.Helper()
+	var doc []struct{ Plan map[string]any }
+	if err := json.Unmarshal([]byte(plan), &doc); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	var walk func(n map[string]any)
+	walk = func(n map[string]any) {
+		if r, _ := n["Relation Name"].(string); r == rel {
+			rows, _ := n["Actual Rows"].(float64)
+			loops, _ := n["Actual Loops"].(float64)
+			total += int(rows * loops)
+		}
+		if kids, ok := n["Plans"].([]any); ok {
+			for _, k := range kids {
+				if m, ok := k.(map[string]any); ok {
+					walk(m)
+				}
+			}
+		}
+	}
+	for _, d := range doc {
+		walk(d.Plan)
+	}
+	return total
+}
+
+// texts are the texts of cs.
+func texts(cs []*ent.Comment) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Text
+	}
+	return out
 }

@@ -91,7 +91,7 @@ func newFetchers(db *database.DB, opts ...Option) *fetchers {
 	f := &fetchers{
 		shared:         newShared(),
 		names:          names,
-		comments:       commentsFetch(client, newCommentReader(db)),
+		comments:       commentsFetch(newCommentReader(db)),
 		maxCommentText: limits.ResponseBytes,
 		categories: byID(func(ctx context.Context, keys []uuid.UUID) ([]*ent.Category, error) {
 			return client.Category.Query().Where(category.IDIn(keys...)).All(ctx)
@@ -274,8 +274,8 @@ func Comments(ctx context.Context, procedureID uuid.UUID, w CommentWindow) ([]*e
 }
 
 // everyView is the window that covers every view of a procedure's comments
-// (limits.CommentsPerProcedure bounds first and last).
-var everyView = CommentWindow{First: limits.CommentsPerProcedure, Last: limits.CommentsPerProcedure}
+// (limits.CommentPage bounds first and last).
+var everyView = CommentWindow{First: limits.CommentPage, Last: limits.CommentPage}
 
 // commentEdge is what one request loaded of procedures' comments.
 type commentEdge struct {

@@ -84,6 +84,7 @@ type restAnswer struct {
 	status int
 	header http.Header
 	code   string
+	body   []byte
 }
 
 func restGet(t *testing.T, s *apitest.Server, token, path string) restAnswer {
@@ -103,7 +104,7 @@ func restGet(t *testing.T, s *apitest.Server, token, path string) restAnswer {
 	}
 	raw, _ := io.ReadAll(resp.Body)
 	_ = json.Unmarshal(raw, &body)
-	return restAnswer{status: resp.StatusCode, header: resp.Header, code: body.Code}
+	return restAnswer{status: resp.StatusCode, header: resp.Header, code: body.Code, body: raw}
 }
 
 // wantHeaders checks the RateLimit headers (and Retry-After: "" for none).

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/procsvc/procsvc/bench"
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/internal/apitest"
 	"github.com/procsvc/procsvc/internal/core"
@@ -137,14 +138,15 @@ func TestResponseBound(t *testing.T) {
 			}
 			longComment := strings.Repeat("y", limits.Comment)
 			due := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-			// 9 procedures of 100 comments of 20 000 characters: 18 MB.
+			// 9 procedures of a page (limits.CommentPage) of comments of
+			// 20 000 characters: 18 MB.
 			for i := range 9 {
 				p, err := s.Service.CreateProcedure(oadmin, core.CreateProcedureInput{Name: fmt.Sprintf("talk %d", i), Priority: "LOW", State: "TODO",
 					DueAt: &due, CategoryID: other.CategoryID, DoerID: other.MemberID, ProjectID: other.ProjectID})
 				if err != nil {
 					t.Fatal(err)
 				}
-				builders := make([]*ent.CommentCreate, limits.CommentsPerProcedure)
+				builders := make([]*ent.CommentCreate, limits.CommentPage)
 				for j := range builders {
 					builders[j] = db.Client.Comment.Create().SetWorkspaceID(uuid.MustParse(other.ID)).SetProcedureID(p.ID).
 						SetAuthorID(uuid.MustParse(other.MemberID)).SetText(longComment)
@@ -171,6 +173,33 @@ func TestResponseBound(t *testing.T) {
 			if r.Status != http.StatusOK || len(r.Errors) > 0 {
 				t.Fatalf("40 comments each: %d %+v", r.Status, r.Errors)
 			}
+		})
+
+		// A procedure holds any number of comments, more text than any
+		// response may (1 000 of 20 000 characters: 20 MB): what shows it
+		// shows a page of them, and fits.
+		t.Run("ProcedureOfMoreThanTheBound", func(t *testing.T) {
+			p, err := s.Service.CreateProcedure(admin, core.CreateProcedureInput{Name: "long-running", Priority: "LOW", State: "TODO",
+				DueAt: &big.DueAt, CategoryID: w.CategoryID, DoerID: w.MemberID, ProjectID: w.ProjectID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			longComment := strings.Repeat("z", limits.Comment)
+			if err := bench.SeedComments(ctx, db.Client, uuid.MustParse(w.ID), p.ID, uuid.MustParse(w.MemberID), 1000,
+				time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), func(int) string { return longComment }); err != nil {
+				t.Fatal(err)
+			}
+			a := restGet(t, s, w.ViewToken, "/procedures/"+p.ID.String())
+			if a.status != http.StatusOK || len(a.body) > (limits.EmbeddedComments+1)*limits.Comment {
+				t.Fatalf("REST GET: %d %s, %d bytes", a.status, a.code, len(a.body))
+			}
+			charged(t, a.header)
+			r := s.GraphQL(t, w.ViewToken, `query($id: ID!) { procedure(id: $id) { comments(last: 100) { totalCount nodes { text } } } }`,
+				map[string]any{"id": p.ID.String()})
+			if r.Status != http.StatusOK || len(r.Errors) > 0 || len(r.Data) > (limits.CommentPage+1)*limits.Comment {
+				t.Fatalf("GraphQL: %d, %d bytes, %+v", r.Status, len(r.Data), r.Errors)
+			}
+			charged(t, r.Header)
 		})
 
 		// A mutation's field whose result passes the bound committed: it is
