@@ -275,3 +275,33 @@ func TestDocsGiveTheLimitsTheCodeHas(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeLayoutNamesEveryPackage: the README's Layout names every
+// package directory of internal/, graph/ and cmd/ (a newcomer reads it to
+// find where a thing lives).
+func TestReadmeLayoutNamesEveryPackage(t *testing.T) {
+	readme := docs(t)["README.md"]
+	i := strings.Index(readme, "## Layout")
+	if i < 0 {
+		t.Fatal("the README has no Layout section")
+	}
+	layout := readme[i:]
+	if j := strings.Index(layout[len("## Layout"):], "\n## "); j >= 0 {
+		layout = layout[:len("## Layout")+j]
+	}
+	for _, parent := range []string{"internal", "graph", "cmd"} {
+		dirs, err := os.ReadDir(filepath.Join(repoRoot, parent))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range dirs {
+			if !d.IsDir() || d.Name() == "generated" {
+				continue
+			}
+			name := parent + "/" + d.Name()
+			if !regexp.MustCompile(regexp.QuoteMeta(name) + `\b`).MatchString(layout) {
+				t.Errorf("the README's Layout does not name %s", name)
+			}
+		}
+	}
+}
