@@ -10,10 +10,10 @@ import (
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/internal/apperr"
-	"github.com/procsvc/procsvc/internal/consistency"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/generation"
 	"github.com/procsvc/procsvc/internal/limits"
+	"github.com/procsvc/procsvc/internal/middleware"
 )
 
 // The OpenAPI 3.1 document is built from the same route table the router
@@ -276,7 +276,7 @@ var ifMatch = obj{"name": "If-Match", "in": "header", "required": false, "schema
 var (
 	workspaceVersion = obj{"schema": obj{"type": "integer", "minimum": 1},
 		"description": "the workspace version this write committed: send it as X-Min-Version on a read to be sure to see the write (set when the request wrote)"}
-	minVersion = obj{"name": consistency.MinVersionHeader, "in": "header", "required": false,
+	minVersion = obj{"name": middleware.MinVersionHeader, "in": "header", "required": false,
 		"schema":      obj{"type": "integer", "minimum": 0},
 		"description": "answer as of this workspace version or a later one (an X-Workspace-Version a write answered); with standbys serving reads, a standby that has not replayed it does not answer; a value that is not a whole number is refused 400 bad_request"}
 )
@@ -461,7 +461,7 @@ func Document() map[string]any {
 		}
 		if rt.Method != http.MethodGet {
 			keyed(o, responses)
-			okResp["headers"].(obj)[consistency.VersionHeader] = workspaceVersion
+			okResp["headers"].(obj)[middleware.VersionHeader] = workspaceVersion
 		} else {
 			params, _ := o["parameters"].([]any)
 			o["parameters"] = append(append([]any{}, params...), minVersion)

@@ -160,7 +160,7 @@ func (g *guard) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if g.onlyQueries(r.Context(), req) {
-		r = r.WithContext(consistency.ReadOnly(r.Context()))
+		r = r.WithContext(consistency.RouteToStandby(r.Context()))
 	}
 	if n.media != mediaEventStream {
 		g.requests.ServeHTTP(&statusMapper{ResponseWriter: w}, withAccept(r, n.media))

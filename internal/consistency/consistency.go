@@ -1,11 +1,15 @@
-// Package consistency is read-your-writes across standbys: a request's
-// writes report the workspace version they committed (Wrote), which the
-// response carries (the X-Workspace-Version header, GraphQL's
-// workspaceVersion extension) and the server remembers per token for a
-// while (Recent); a read request (ReadOnly) may then be served by a
-// standby only if it has replayed the version the client asks for (the
-// X-Min-Version header) or last wrote. docs/operations.md, "Reads from
-// standbys", has the rules.
+// Package consistency is the read-your-writes rule across standbys: a
+// request's writes report the workspace version they committed (Wrote),
+// which the response carries and the server remembers per token for a
+// while (Recent); a request marked RouteToStandby (a GraphQL query; REST's
+// reads are told by their method) may then be served by a standby only if
+// it has replayed the version the client asks for or last wrote.
+// docs/operations.md, "Reads from standbys", has the rules.
+//
+// It imports no HTTP package: the core reports its writes here. The HTTP
+// side — the X-Workspace-Version and X-Min-Version headers, and the
+// middleware that routes a read — is internal/middleware's Reads
+// (docs/design.md §1).
 package consistency
 
 import (
@@ -52,16 +56,18 @@ func Committed(ctx context.Context) int64 {
 // nothing.
 func (w *Written) Version() int64 { return w.v.Load() }
 
-type readOnlyKey struct{}
+type standbyKey struct{}
 
-// ReadOnly marks ctx's request as one that only reads (a GraphQL query): its
-// reads may go to a standby.
-func ReadOnly(ctx context.Context) context.Context {
-	return context.WithValue(ctx, readOnlyKey{}, true)
+// RouteToStandby marks ctx's request as one that only reads (a GraphQL
+// query), so that its reads may be routed to a standby (where the read
+// pool's server has replayed what it needs). It is about where a request
+// reads, not about what the dataloaders may do (internal/loader's modes).
+func RouteToStandby(ctx context.Context) context.Context {
+	return context.WithValue(ctx, standbyKey{}, true)
 }
 
-// IsReadOnly reports whether ReadOnly marked ctx.
-func IsReadOnly(ctx context.Context) bool {
-	ro, _ := ctx.Value(readOnlyKey{}).(bool)
-	return ro
+// RoutableToStandby reports whether RouteToStandby marked ctx.
+func RoutableToStandby(ctx context.Context) bool {
+	ok, _ := ctx.Value(standbyKey{}).(bool)
+	return ok
 }

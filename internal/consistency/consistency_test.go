@@ -2,16 +2,10 @@ package consistency
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/procsvc/procsvc/internal/apperr"
-	"github.com/procsvc/procsvc/internal/viewer"
 )
 
 func TestRecentRemembersWithinTheWindow(t *testing.T) {
@@ -53,157 +47,26 @@ func TestRecentIsBounded(t *testing.T) {
 	}
 }
 
-// store is a read pool whose server has replayed up to version.
-type store struct {
-	version int64
-	pool    bool
-	down    bool // ReadsAt cannot answer
-	asked   int
-}
-
-type routedKey struct{}
-
-func (s *store) HasReadPool() bool { return s.pool }
-
-func (s *store) ReadsAt(ctx context.Context, _ uuid.UUID) (context.Context, int64, bool) {
-	s.asked++
-	if s.down {
-		return ctx, 0, false
+func TestWroteKeepsTheNewestVersion(t *testing.T) {
+	ctx, w := WithWritten(context.Background())
+	Wrote(ctx, 41)
+	Wrote(ctx, 42)
+	Wrote(ctx, 40) // an earlier write's commit hook running late
+	if got := Committed(ctx); got != 42 || w.Version() != 42 {
+		t.Fatalf("Committed = %d, Version = %d; want 42", got, w.Version())
 	}
-	return context.WithValue(ctx, routedKey{}, true), s.version, true
-}
-
-func TestReadsRouting(t *testing.T) {
-	tok := uuid.New()
-	tests := []struct {
-		name        string
-		method      string
-		readOnly    bool
-		pool        bool
-		standby     int64 // replayed version
-		minHeader   string
-		recent      int64 // the token's last write
-		wantStandby bool
-		wantStatus  int
-	}{
-		{"GetOnStandby", http.MethodGet, false, true, 10, "", 0, true, 200},
-		{"QueryOnStandby", http.MethodPost, true, true, 10, "", 0, true, 200},
-		{"MutationOnPrimary", http.MethodPost, false, true, 10, "", 0, false, 200},
-		{"NoReadPool", http.MethodGet, false, false, 10, "", 0, false, 200},
-		{"MinVersionReplayed", http.MethodGet, false, true, 10, "10", 0, true, 200},
-		{"MinVersionAhead", http.MethodGet, false, true, 10, "11", 0, false, 200},
-		{"RecentWriteAhead", http.MethodGet, false, true, 10, "", 12, false, 200},
-		{"RecentWriteReplayed", http.MethodGet, false, true, 12, "", 12, true, 200},
-		{"ErrMinVersionNotANumber", http.MethodGet, false, true, 10, "ten", 0, false, 400},
-		{"ErrMinVersionNegative", http.MethodPost, false, true, 10, "-1", 0, false, 400},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			st := &store{version: tt.standby, pool: tt.pool}
-			recent := NewRecent(time.Minute)
-			recent.Wrote(tok, tt.recent)
-			var onStandby bool
-			var sawVersion int64
-			h := NewReads(st, recent).Middleware(func(w http.ResponseWriter, _ *http.Request, err error) {
-				if apperr.CodeOf(err) == apperr.BadRequest {
-					w.WriteHeader(http.StatusBadRequest)
-					return
-				}
-				w.WriteHeader(http.StatusInternalServerError)
-			})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				onStandby, _ = r.Context().Value(routedKey{}).(bool)
-				sawVersion = viewer.FromContext(r.Context()).WorkspaceVersion
-			}))
-			req := httptest.NewRequest(tt.method, "/x", nil)
-			ctx := viewer.NewContext(req.Context(), &viewer.Viewer{TokenID: tok, WorkspaceID: uuid.New(), WorkspaceVersion: 20, VersionKnown: true})
-			if tt.readOnly {
-				ctx = ReadOnly(ctx)
-			}
-			if tt.minHeader != "" {
-				req.Header.Set(MinVersionHeader, tt.minHeader)
-			}
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req.WithContext(ctx))
-			if rec.Code != tt.wantStatus {
-				t.Fatalf("status %d; want %d", rec.Code, tt.wantStatus)
-			}
-			if tt.wantStatus != 200 {
-				return
-			}
-			if onStandby != tt.wantStandby {
-				t.Fatalf("on the standby: %v; want %v", onStandby, tt.wantStandby)
-			}
-			want := int64(20)
-			if tt.wantStandby {
-				want = tt.standby // keyed by the version the standby has
-			}
-			if sawVersion != want {
-				t.Fatalf("the viewer's version is %d; want %d", sawVersion, want)
-			}
-		})
+	// Outside a request with a Written, a write reports nowhere.
+	Wrote(context.Background(), 7)
+	if got := Committed(context.Background()); got != 0 {
+		t.Fatalf("Committed outside a request = %d; want 0", got)
 	}
 }
 
-func TestReadsCountWhereTheyWent(t *testing.T) {
-	tok := uuid.New()
-	tests := []struct {
-		name   string
-		method string
-		store  store
-		recent int64 // the token's last write
-		want   Routed
-	}{
-		{"Standby", http.MethodGet, store{version: 10, pool: true}, 0, Routed{Standby: 1}},
-		{"StandbyBehind", http.MethodGet, store{version: 10, pool: true}, 11, Routed{Behind: 1}},
-		{"ReadPoolDown", http.MethodGet, store{pool: true, down: true}, 0, Routed{Unanswered: 1}},
-		{"NoReadPool", http.MethodGet, store{version: 10}, 0, Routed{}},
-		{"Write", http.MethodPost, store{version: 10, pool: true}, 0, Routed{}},
+func TestRouteToStandbyMarksTheRequest(t *testing.T) {
+	if RoutableToStandby(context.Background()) {
+		t.Fatal("an unmarked request is routable to a standby")
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			recent := NewRecent(time.Minute)
-			recent.Wrote(tok, tt.recent)
-			rd := NewReads(&tt.store, recent)
-			h := rd.Middleware(nil)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-			req := httptest.NewRequest(tt.method, "/x", nil)
-			req = req.WithContext(viewer.NewContext(req.Context(), &viewer.Viewer{TokenID: tok, WorkspaceID: uuid.New()}))
-			h.ServeHTTP(httptest.NewRecorder(), req)
-			if got := rd.Routed(); got != tt.want {
-				t.Fatalf("Routed() = %+v; want %+v", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestWritesReportTheirVersion(t *testing.T) {
-	tok := uuid.New()
-	recent := NewRecent(time.Minute)
-	h := NewReads(&store{pool: true}, recent).Middleware(nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		Wrote(r.Context(), 41)
-		Wrote(r.Context(), 42)
-		Wrote(r.Context(), 40)
-		if got := Committed(r.Context()); got != 42 {
-			t.Errorf("Committed = %d; want 42", got)
-		}
-		_, _ = w.Write([]byte("{}"))
-	}))
-	req := httptest.NewRequest(http.MethodPost, "/x", nil)
-	req = req.WithContext(viewer.NewContext(req.Context(), &viewer.Viewer{TokenID: tok, WorkspaceID: uuid.New()}))
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	if got := rec.Header().Get(VersionHeader); got != strconv.Itoa(42) {
-		t.Fatalf("%s = %q; want 42", VersionHeader, got)
-	}
-	if got := recent.Min(tok); got != 42 {
-		t.Fatalf("remembered %d for the token; want 42", got)
-	}
-
-	// A request that wrote nothing says nothing.
-	rec = httptest.NewRecorder()
-	NewReads(&store{}, recent).Middleware(nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusNoContent)
-	})).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/x", nil))
-	if got := rec.Header().Get(VersionHeader); got != "" {
-		t.Fatalf("%s = %q on a read; want none", VersionHeader, got)
+	if !RoutableToStandby(RouteToStandby(context.Background())) {
+		t.Fatal("a request marked RouteToStandby is not routable to a standby")
 	}
 }

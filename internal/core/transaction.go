@@ -21,7 +21,6 @@ import (
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/consistency"
 	"github.com/procsvc/procsvc/internal/database"
-	"github.com/procsvc/procsvc/internal/idempotency"
 	"github.com/procsvc/procsvc/internal/tenancy"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
@@ -161,7 +160,8 @@ const (
 // then acting, which must re-read the acting member in the transaction's
 // next statement (see inTx) and returns the viewer as of the lock, then fn.
 // It commits only if both succeed. A request sent with an Idempotency-Key
-// has its key commit with the write (idempotency.CommitWith: one more
+// has its key commit with the write (database.BeforeCommit runs the
+// request's step, idempotency's Claim.BeforeCommit: one more
 // statement, last, and a commit whose outcome is unknown is resolved from
 // the key before lockedTx returns); an unkeyed one sends nothing more.
 //
@@ -194,7 +194,7 @@ func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, mode lockMode,
 		if err := fn(tx, me); err != nil {
 			return err
 		}
-		return idempotency.CommitWith(ctx, tx)
+		return database.BeforeCommit(ctx, tx)
 	}()
 	if err != nil {
 		_ = tx.Rollback()

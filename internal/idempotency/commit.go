@@ -2,7 +2,7 @@ package idempotency
 
 // A keyed write's key commits with the write. Each write transaction of a
 // keyed execution adds one to its key's row, commits, in that transaction
-// (CommitWith), so the row tells whether the write committed: either both
+// (Claim.BeforeCommit), so the row tells whether the write committed: either both
 // are durable or neither. That decides what an unknown commit outcome
 // means — the connection died during COMMIT, as when a primary fails —
 // instead of the response: the outcome is read back from the row, once any
@@ -20,6 +20,7 @@ import (
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/idempotencykey"
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/middleware"
 )
 
@@ -33,45 +34,30 @@ const (
 	resolveWithoutDeadline = 10 * time.Second
 )
 
-type claimKey struct{}
-
 // withClaim returns ctx carrying claim for the write transactions of its
-// request (CommitWith).
+// request: each runs Claim.BeforeCommit as its last step (database.TxStep:
+// the core runs it without importing this package, which is also HTTP
+// middleware).
 func withClaim(ctx context.Context, claim *Claim) context.Context {
-	return context.WithValue(ctx, claimKey{}, claim)
+	return database.WithTxStep(ctx, claim)
 }
 
-// keyed returns the claim of ctx's keyed request: made before its handler
-// (REST), or by its executor (Defer); nil without one.
-func keyed(ctx context.Context) *Claim {
-	if c, _ := ctx.Value(claimKey{}).(*Claim); c != nil {
-		return c
-	}
-	if d, _ := ctx.Value(deferredKey{}).(*Deferred); d != nil {
-		return d.claimed()
-	}
-	return nil
-}
-
-// CommitWith makes the key of ctx's keyed request, if it has one, commit
-// with the write transaction tx: call it once the write's statements have
-// run, right before committing tx. It sends one statement in tx (the key's
-// row counts the commit), and none for a request without a key. A commit
-// of tx that then fails with its outcome unknown is resolved from the key's
-// row before tx.Commit returns, for at most half the time the request has
-// left: nil when it did commit (the write answers as usual), the commit's
-// error when it did not, or when that could not be told (the key is then in
-// doubt: it is not freed, and its retry resolves it).
+// BeforeCommit makes the key of a keyed request commit with its write
+// transaction tx: a write transaction runs it (database.BeforeCommit) once
+// the write's statements have run, right before committing tx. It sends one
+// statement in tx (the key's row counts the commit); a request without a
+// key carries no claim and sends none. A commit of tx that then fails with
+// its outcome unknown is resolved from the key's row before tx.Commit
+// returns, for at most half the time the request has left: nil when it did
+// commit (the write answers as usual), the commit's error when it did not,
+// or when that could not be told (the key is then in doubt: it is not
+// freed, and its retry resolves it).
 //
 // Errors: conflict when the key was taken over (tx must roll back: its
 // claim's lock timeout passed); unavailable when an earlier write of the
 // request is in doubt (a mutation's later root fields do not run once one
 // is: the key's count would no longer tell them apart); or the statement's.
-func CommitWith(ctx context.Context, tx *ent.Tx) error {
-	c := keyed(ctx)
-	if c == nil {
-		return nil
-	}
+func (c *Claim) BeforeCommit(ctx context.Context, tx *ent.Tx) error {
 	if _, doubt := c.outcome(); doubt {
 		return &apperr.Error{Code: apperr.Unavailable,
 			Message: "an earlier write of this request may or may not have committed; retry the request with its " + Header,
@@ -94,7 +80,7 @@ func CommitWith(ctx context.Context, tx *ent.Tx) error {
 	return nil
 }
 
-// resolving is the commit hook of a keyed write transaction (CommitWith):
+// resolving is the commit hook of a keyed write transaction (BeforeCommit):
 // the innermost, so that the hooks around it (the version the response
 // reports, events) see the outcome it resolves.
 func (c *Claim) resolving(reqCtx context.Context) ent.CommitHook {

@@ -6,7 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/database"
 )
 
 // Deferred is a keyed GraphQL execution whose claim waits for the executor:
@@ -40,8 +42,6 @@ type Deferred struct {
 	claimedOnce bool
 }
 
-type deferredKey struct{}
-
 // errAnswered stops an execution whose key's claim found what to answer
 // instead (Deferred.Answer).
 var errAnswered = errors.New("idempotency: answered from the key's record")
@@ -58,7 +58,7 @@ func (s *Store) Defer(ctx context.Context, key, fingerprint string) (context.Con
 
 func (s *Store) deferClaim(ctx context.Context, key, fingerprint string, keyErr error) (context.Context, *Deferred) {
 	d := &Deferred{s: s, key: key, fp: fingerprint, keyErr: keyErr}
-	return context.WithValue(ctx, deferredKey{}, d), d
+	return database.WithTxStep(ctx, d), d
 }
 
 // ClaimDeferred claims the key deferred in ctx (Store.Defer), if any, for
@@ -73,7 +73,7 @@ func (s *Store) deferClaim(ctx context.Context, key, fingerprint string, keyErr 
 // a malformed key) or failure. A second call for the same context is
 // answered as the first.
 func ClaimDeferred(ctx context.Context, holdsSecret func() bool) error {
-	d, _ := ctx.Value(deferredKey{}).(*Deferred)
+	d, _ := database.TxStepOf(ctx).(*Deferred)
 	if d == nil {
 		return nil
 	}
@@ -118,6 +118,16 @@ func (d *Deferred) answer() (*Response, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.replay, d.err
+}
+
+// BeforeCommit is the claim's step in the write transactions of the
+// execution (Claim.BeforeCommit), once claimed; nothing before (a
+// mutation's writes follow its claim, ClaimDeferred).
+func (d *Deferred) BeforeCommit(ctx context.Context, tx *ent.Tx) error {
+	if c := d.claimed(); c != nil {
+		return c.BeforeCommit(ctx, tx)
+	}
+	return nil
 }
 
 // claimed returns the claim made, nil before (or without) one.

@@ -222,7 +222,7 @@ const (
 // does not fit in the workspace's budget, is not stored: the key is
 // completed with a marker that answers a retry 409 conflict.
 //
-// What committed is known exactly (CommitWith): a failure after a write
+// What committed is known exactly (Claim.BeforeCommit): a failure after a write
 // committed (a 5xx made by a read after the commit, a panic) completes the
 // key with markerLost rather than freeing it. A commit whose outcome is
 // still unknown is resolved from the key's row first; when it cannot be,

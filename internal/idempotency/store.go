@@ -8,7 +8,7 @@
 // GraphQL, once the executor has checked and charged the operation: see
 // Deferred); the unique (workspace, key) index makes concurrent duplicates
 // execute once. Each write transaction of the execution counts itself in
-// the row, in that transaction (CommitWith), so the row tells whether the
+// the row, in that transaction (Claim.BeforeCommit), so the row tells whether the
 // write committed even when its answer cannot (a commit whose outcome is
 // unknown: commit.go). The row is then completed with the response, or
 // deleted when the write failed in a way a retry may overcome (a 5xx, a
@@ -150,7 +150,7 @@ type Claim struct {
 
 	mu sync.Mutex
 	// commits counts the execution's write transactions known to have
-	// committed (see CommitWith); doubt is set while the latest one's
+	// committed (see Claim.BeforeCommit); doubt is set while the latest one's
 	// outcome is unknown.
 	commits int
 	doubt   bool
@@ -309,7 +309,7 @@ func (s *Store) claim(id int, owner string, workspace uuid.UUID, lockedAt time.T
 // read, and gives the bytes it kept back to its workspace's budget in the
 // same transaction. The condition covers the row's commits: a write of
 // the abandoned execution whose COMMIT is still on its way holds the row
-// (CommitWith's statement), so the UPDATE waits for it and then finds the
+// (Claim.BeforeCommit's statement), so the UPDATE waits for it and then finds the
 // row changed, rather than running the write again.
 func (s *Store) takeOver(ctx context.Context, row *ent.IdempotencyKey, fingerprint, owner string, t time.Time) (bool, error) {
 	update := func(client *ent.Client) (int, error) {
@@ -404,7 +404,7 @@ func (c *Claim) update(ctx context.Context, client *ent.Client, resp Response) (
 }
 
 // Release deletes the key's row, so that a retry executes again, unless a
-// write of the execution committed (see CommitWith): a key is freed only
+// write of the execution committed (see Claim.BeforeCommit): a key is freed only
 // when nothing it ran committed. On PostgreSQL the DELETE waits for a write
 // still holding the row to end, and checks its commits as that write left
 // them. It returns false when the row was not deleted: the claim was lost,

@@ -9,7 +9,6 @@ import (
 	"net/http/pprof"
 
 	"github.com/procsvc/procsvc/internal/config"
-	"github.com/procsvc/procsvc/internal/consistency"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/middleware"
@@ -93,7 +92,7 @@ func registerDatabaseMetrics(m *metrics.Metrics, db *database.DB) {
 // registerReadMetrics exposes where read requests went while there is a
 // read pool (--database-read-url): how much of the read load the standbys
 // take.
-func registerReadMetrics(m *metrics.Metrics, reads *consistency.Reads) {
+func registerReadMetrics(m *metrics.Metrics, reads *middleware.Reads) {
 	m.Counter("procsvc_reads_standby_total", "read requests served by the read pool's standby",
 		func() float64 { return float64(reads.Routed().Standby) })
 	m.Counter("procsvc_reads_standby_behind_total", "read requests that read the primary because the standby had not replayed the version they needed (X-Min-Version, or the token's last write within --read-your-writes)",

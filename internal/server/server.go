@@ -128,7 +128,7 @@ func NewHandler(d Deps) *Handler {
 	// is kept.
 	idem := idempotency.New(d.DB.Client, idempotency.Options{TTL: d.IdempotencyTTL, LockTimeout: d.RequestTimeout,
 		WorkspaceBytes: d.IdempotencyWorkspaceBytes, Log: d.Log, Deferred: gqlhttp.KeyedRequest, HoldsSecret: auth.HoldsSecret})
-	reads := consistency.NewReads(d.DB, consistency.NewRecent(d.ReadYourWrites))
+	reads := middleware.NewReads(d.DB, consistency.NewRecent(d.ReadYourWrites))
 	registerReadMetrics(d.Metrics, reads)
 	// Each face answers authentication failures in its own shape.
 	authenticate := func(writeErr middleware.ErrorWriter) func(http.Handler) http.Handler {

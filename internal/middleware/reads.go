@@ -1,4 +1,10 @@
-package consistency
+package middleware
+
+// Read-your-writes over HTTP: the headers, and where a read request goes.
+// The rule it applies — the version a request's writes committed, the
+// token memory, which requests may read a standby — is
+// internal/consistency's, below the faces and the core (docs/design.md §1:
+// the core imports no HTTP package).
 
 import (
 	"context"
@@ -9,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/consistency"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -21,16 +28,16 @@ const (
 	MinVersionHeader = "X-Min-Version"
 )
 
-// Store is where reads may go: the database's read pool (database.DB).
-type Store interface {
+// ReadPool is where reads may go: the database's read pool (database.DB).
+type ReadPool interface {
 	HasReadPool() bool
 	ReadsAt(ctx context.Context, workspaceID uuid.UUID) (context.Context, int64, bool)
 }
 
 // Reads routes read requests to standbys, and reports writes' versions.
 type Reads struct {
-	store  Store
-	recent *Recent
+	store  ReadPool
+	recent *consistency.Recent
 	// Read requests with a read pool, by where they read (Routed).
 	standby, behind, unanswered atomic.Int64
 }
@@ -47,18 +54,21 @@ func (rd *Reads) Routed() Routed {
 }
 
 // NewReads returns the router of store's reads; recent may be nil.
-func NewReads(store Store, recent *Recent) *Reads { return &Reads{store: store, recent: recent} }
+func NewReads(store ReadPool, recent *consistency.Recent) *Reads {
+	return &Reads{store: store, recent: recent}
+}
 
-// Middleware runs after authentication. Every request gets a Written; the
-// version its writes committed is sent in VersionHeader and remembered
-// for its token. A read request — REST's GET and HEAD, a GraphQL request
-// marked ReadOnly — goes to the read pool when there is one and its
-// server has replayed the version the request needs: MinVersionHeader, and
-// its token's last write (Recent). Its viewer then carries the version
-// read there, so that every cache keys the response by the version the
-// request actually read. Otherwise it reads the primary, as without a
-// read pool. A MinVersionHeader that is not a whole number from 0 is
-// refused bad_request, on any request.
+// Middleware runs after authentication. Every request gets a
+// consistency.Written; the version its writes committed is sent in
+// VersionHeader and remembered for its token. A read request — REST's GET
+// and HEAD, a GraphQL request marked consistency.RouteToStandby — goes to
+// the read pool when there is one and its server has replayed the version
+// the request needs: MinVersionHeader, and its token's last write
+// (consistency.Recent). Its viewer then carries the version read there, so
+// that every cache keys the response by the version the request actually
+// read. Otherwise it reads the primary, as without a read pool. A
+// MinVersionHeader that is not a whole number from 0 is refused
+// bad_request, on any request.
 func (rd *Reads) Middleware(writeErr func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -67,9 +77,9 @@ func (rd *Reads) Middleware(writeErr func(http.ResponseWriter, *http.Request, er
 				writeErr(w, r, err)
 				return
 			}
-			ctx, written := WithWritten(r.Context())
+			ctx, written := consistency.WithWritten(r.Context())
 			v := viewer.FromContext(ctx)
-			if v != nil && rd.store.HasReadPool() && (r.Method == http.MethodGet || r.Method == http.MethodHead || IsReadOnly(ctx)) {
+			if v != nil && rd.store.HasReadPool() && (r.Method == http.MethodGet || r.Method == http.MethodHead || consistency.RoutableToStandby(ctx)) {
 				min = max(min, rd.recent.Min(v.TokenID))
 				switch rctx, version, ok := rd.store.ReadsAt(ctx, v.WorkspaceID); {
 				case !ok:
@@ -107,7 +117,7 @@ func minVersion(r *http.Request) (int64, error) {
 // wrote, as its status is written (the writes have committed by then).
 type versionWriter struct {
 	http.ResponseWriter
-	written *Written
+	written *consistency.Written
 	done    bool
 }
 
