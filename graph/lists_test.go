@@ -223,7 +223,10 @@ func TestPrimeList(t *testing.T) {
 // marshaller (plain fields straight into the JSON): the response must be
 // byte for byte what gqlgen's would be: fields in selection order under
 // their aliases, merged through fragments, __typename, nulls, and strings
-// escaped as gqlgen escapes them (then HTML-escaped by gqlhttp's direct_transport.go).
+// escaped as gqlgen escapes such text (jsontext.AppendString writes
+// encoding/json's escapes, which differ from gqlgen's only for control
+// characters other than \n \r \t, U+2028/U+2029 and invalid UTF-8), then
+// HTML-escaped by gqlhttp's direct_transport.go.
 func TestInlineObjectsJSON(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {
 		s := apitest.Start(t, db)

@@ -5,12 +5,12 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/internal/ids"
+	"github.com/procsvc/procsvc/internal/jsontext"
 	"github.com/procsvc/procsvc/internal/timefmt"
 )
 
@@ -34,16 +34,16 @@ func appendProcedure(b []byte, p *ent.Procedure, cat *ent.Category, doer *ent.Me
 	b = appendUUID(b, p.ID)
 	b = append(b, `,"shortId":`...)
 	if p.ShortID != "" {
-		b = appendString(b, p.ShortID)
+		b = jsontext.AppendString(b, p.ShortID)
 	} else {
 		b = append(b, "null"...)
 	}
 	b = append(b, `,"name":`...)
-	b = appendString(b, p.Name)
+	b = jsontext.AppendString(b, p.Name)
 	b = append(b, `,"priority":`...)
-	b = appendString(b, string(p.Priority))
+	b = jsontext.AppendString(b, string(p.Priority))
 	b = append(b, `,"state":`...)
-	b = appendString(b, string(p.State))
+	b = jsontext.AppendString(b, string(p.State))
 	b = append(b, `,"content":`...)
 	b = appendOptString(b, p.Content)
 	b = append(b, `,"categoryId":`...)
@@ -83,7 +83,7 @@ func appendProcedure(b []byte, p *ent.Procedure, cat *ent.Category, doer *ent.Me
 	if doer != nil {
 		b = appendRef(b, doer.ID, doer.Name)
 		b = append(b, `,"email":`...)
-		b = appendString(b, doer.Email)
+		b = jsontext.AppendString(b, doer.Email)
 		b = append(b, '}')
 	} else {
 		b = append(b, "null"...)
@@ -102,7 +102,7 @@ func appendProcedure(b []byte, p *ent.Procedure, cat *ent.Category, doer *ent.Me
 		b = append(b, `{"id":`...)
 		b = appendUUID(b, c.ID)
 		b = append(b, `,"text":`...)
-		b = appendString(b, c.Text)
+		b = jsontext.AppendString(b, c.Text)
 		b = append(b, `,"createdAt":`...)
 		b = appendTime(b, c.CreatedAt)
 		b = append(b, '}')
@@ -118,7 +118,7 @@ func appendRef(b []byte, id uuid.UUID, name string) []byte {
 	b = append(b, `{"id":`...)
 	b = appendUUID(b, id)
 	b = append(b, `,"name":`...)
-	return appendString(b, name)
+	return jsontext.AppendString(b, name)
 }
 
 // appendUUID appends id as a JSON string in its canonical form.
@@ -145,7 +145,7 @@ func appendOptString(b []byte, s *string) []byte {
 	if s == nil {
 		return append(b, "null"...)
 	}
-	return appendString(b, *s)
+	return jsontext.AppendString(b, *s)
 }
 
 // appendFloat appends f as encoding/json does: ES6 number formatting,
@@ -169,70 +169,4 @@ func appendFloat(b []byte, f float64) ([]byte, error) {
 		}
 	}
 	return b, nil
-}
-
-// plain marks the ASCII bytes appendString copies as they are.
-var plain = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// appendString appends s as a JSON string the way middleware.WriteJSON's
-// encoder does (HTML characters left alone): quotes, backslashes and control
-// characters escaped, invalid UTF-8 replaced by U+FFFD, U+2028 and U+2029
-// escaped. It is not graph/internal/inline's AppendString, which writes
-// gqlgen's escaping for GraphQL responses (upper-case hex, invalid UTF-8 and
-// U+2028 passed through): REST's bodies match encoding/json's.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if plain[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -183,14 +183,3 @@ func TestAppendProcedureRefusesWhatEncodingJSONRefuses(t *testing.T) {
 		}
 	}
 }
-
-func FuzzAppendString(f *testing.F) {
-	f.Add(hostileText)
-	f.Add("")
-	f.Add("plain")
-	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := appendString(nil, s), encodeLikeWriteJSON(t, s); !bytes.Equal(got, want) {
-			t.Fatalf("appendString(%q) = %s, encoding/json writes %s", s, got, want)
-		}
-	})
-}

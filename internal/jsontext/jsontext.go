@@ -4,7 +4,8 @@
 // after decoding a replaced character cannot be told from a real U+FFFD, so
 // the check must run on the raw bytes. Both faces share it: REST on its JSON
 // bodies, GraphQL on its request body and on the string literals of its
-// documents (CheckGraphQL).
+// documents (CheckGraphQL). It also writes JSON strings for both faces'
+// hand-written encoders, one way (AppendString, append.go).
 package jsontext
 
 import (

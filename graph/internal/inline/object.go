@@ -1,12 +1,18 @@
 // Package inline writes the JSON of the objects that procsvc's gqlgen plugin
 // (graph/internal/gqlgen) marshals inline: their plain fields (struct fields
 // of String, ID, Time, Boolean, Int, Float and enum types) are written
-// straight into the object's buffer when the object is resolved, in the
-// bytes gqlgen's own marshalers write, instead of each through gqlgen's
-// per-field machinery (a field context, closures, a boxed result and a
-// marshaler: some ten allocations per field, ~1 750 fields per list page).
-// Fields resolved the gqlgen way are kept as marshalers, written in their
-// place when the response is.
+// straight into the object's buffer when the object is resolved, instead of
+// each through gqlgen's per-field machinery (a field context, closures, a
+// boxed result and a marshaler: some ten allocations per field, ~1 750
+// fields per list page). Fields resolved the gqlgen way are kept as
+// marshalers, written in their place when the response is.
+//
+// Each field is written in the bytes gqlgen's own marshaler writes, except
+// strings: jsontext.AppendString writes them as REST's bodies do, as
+// encoding/json escapes them. gqlgen's MarshalString would pass bytes that
+// are not UTF-8 and U+2028/U+2029 through (a body that is not UTF-8, a
+// string JavaScript cannot hold raw) and spell control characters \u0008
+// and \u001F where encoding/json writes \b and \u001f: the same text.
 package inline
 
 import (
@@ -22,6 +28,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/procsvc/procsvc/graph/scalar"
+	"github.com/procsvc/procsvc/internal/jsontext"
 )
 
 // Object is an object's JSON in the making, then its marshaler.
@@ -125,7 +132,7 @@ func (o *Object) String(alias, s string) {
 	if o.spent {
 		return
 	}
-	o.buf.Write(appendString(o.key(alias), s))
+	o.buf.Write(jsontext.AppendString(o.key(alias), s))
 	if len(s) >= bigString {
 		o.count()
 	}
@@ -241,39 +248,4 @@ func (o *Object) MarshalGQL(w io.Writer) {
 		start = p.end
 	}
 	_, _ = w.Write(b[start:])
-}
-
-// appendString appends s quoted as gqlgen's graphql.MarshalString writes it:
-// ", \ and control characters escaped, every other byte (invalid UTF-8
-// included) as it is. It is not rest's appendString, which writes what
-// encoding/json writes (invalid UTF-8 replaced, U+2028 escaped): each face
-// keeps the bytes of its own encoder.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789ABCDEF" // gqlgen's case
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '\\' && c != '"' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\\':
-			b = append(b, '\\', '\\')
-		case '"':
-			b = append(b, '\\', '"')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

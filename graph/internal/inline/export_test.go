@@ -1,4 +1,0 @@
-package inline
-
-// AppendString is appendString, for the fuzz test comparing it with gqlgen.
-var AppendString = appendString
