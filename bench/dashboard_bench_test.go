@@ -104,7 +104,7 @@ func graphQLPost(h *apitest.Lists, body []byte) *http.Request {
 
 // serve runs req through the handler and fails b unless it answered 200,
 // without errors, and not from the response cache.
-func serve(b *testing.B, h *apitest.Lists, req *http.Request) *httptest.ResponseRecorder {
+func serve(b testing.TB, h *apitest.Lists, req *http.Request) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
 	h.Handler.ServeHTTP(rec, req)
 	// gqlgen writes "errors" first when there are any.
@@ -122,7 +122,7 @@ type priorityWriter struct{ shortIDs []string }
 // (set by newPriorityWriter), every write changes it.
 var rotation = []string{"MEDIUM", "HIGH", "LOW"}
 
-func newPriorityWriter(b *testing.B, dashboard []byte) *priorityWriter {
+func newPriorityWriter(b testing.TB, dashboard []byte) *priorityWriter {
 	var out struct {
 		Data struct {
 			Projects struct {
@@ -148,7 +148,7 @@ func newPriorityWriter(b *testing.B, dashboard []byte) *priorityWriter {
 }
 
 // setup sets every procedure's priority to LOW, the rotation's start.
-func (w *priorityWriter) setup(b *testing.B, h *apitest.Lists) {
+func (w *priorityWriter) setup(b testing.TB, h *apitest.Lists) {
 	for _, id := range w.shortIDs {
 		w.update(b, h, id, "LOW")
 	}
@@ -156,7 +156,7 @@ func (w *priorityWriter) setup(b *testing.B, h *apitest.Lists) {
 
 // write changes the priority of procedure i mod n, to the next of rotation
 // (the first round starting from what setup left).
-func (w *priorityWriter) write(b *testing.B, h *apitest.Lists, i int) {
+func (w *priorityWriter) write(b testing.TB, h *apitest.Lists, i int) {
 	if i == 0 {
 		w.setup(b, h)
 	}
@@ -164,7 +164,7 @@ func (w *priorityWriter) write(b *testing.B, h *apitest.Lists, i int) {
 	w.update(b, h, w.shortIDs[i%n], rotation[(i/n)%len(rotation)])
 }
 
-func (w *priorityWriter) update(b *testing.B, h *apitest.Lists, shortID, priority string) {
+func (w *priorityWriter) update(b testing.TB, h *apitest.Lists, shortID, priority string) {
 	body, _ := json.Marshal(map[string]any{
 		"query":     `mutation U($id: ID!, $in: UpdateProcedureInput!) { updateProcedure(id: $id, input: $in) { priority } }`,
 		"variables": map[string]any{"id": shortID, "in": map[string]any{"priority": priority}},

@@ -7,14 +7,12 @@ package core
 // webhooks all read it.
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
 
-	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/ent"
@@ -211,9 +209,10 @@ func tokenFields(t *ent.Token) fields {
 	return fields{{"name", t.Name}, {"memberId", t.MemberID.String()}, {"expiresAt", t.ExpiresAt}, {"revokedAt", t.RevokedAt}}
 }
 
-// logged is one event to append: what was written, and the procedure and
-// project it belongs to (for history and webhook filters).
-type logged struct {
+// logEntry is one entry of the change log, as a write describes it: what
+// it wrote, and the procedure and project it belongs to (for history and
+// webhook filters). entryRow makes it a row.
+type logEntry struct {
 	kind        EventKind
 	entityID    uuid.UUID
 	procedureID *uuid.UUID
@@ -225,48 +224,22 @@ type logged struct {
 	facets *eventFacets
 }
 
-// eventFacets are the facets a procedure event logs.
+// eventFacets are the facets a procedure's entry logs.
 type eventFacets struct {
 	Before *Facets `json:"before,omitempty"`
 	After  *Facets `json:"after,omitempty"`
 }
 
-// logEvent appends e to the change log, in tx, at version: one INSERT,
-// the only statement the log adds to a write. me is the acting viewer (its
-// member and token are the actor; the operator's commands act as none).
-func logEvent(ctx context.Context, tx *ent.Tx, me *viewer.Viewer, version int64, e logged) error {
-	fc, err := changes(e.before, e.after)
-	if err != nil {
-		return err
-	}
-	changed, err := json.Marshal(fc)
-	if err != nil {
-		return err
-	}
-	create := tx.Event.Create().SetWorkspaceID(me.WorkspaceID).SetVersion(version).SetKind(string(e.kind)).
-		SetEntityID(e.entityID).SetNillableProcedureID(e.procedureID).SetNillableProjectID(e.projectID).
-		SetChanges(string(changed))
-	if me.MemberID != uuid.Nil {
-		create.SetActorMemberID(me.MemberID)
-	}
-	if me.TokenID != uuid.Nil {
-		create.SetActorTokenID(me.TokenID)
-	}
-	if e.facets != nil {
-		facets, err := json.Marshal(e.facets)
-		if err != nil {
-			return err
-		}
-		create.SetFacets(string(facets))
-	}
-	return create.Exec(ctx)
-}
-
-// eventInsert is logEvent's INSERT as SQL, for a statement that knows the
-// version only as an expression (the bump of fieldsChanged): it writes
-// "INSERT INTO events (…) VALUES (…, <version>, …)" with the same values
-// logEvent would store.
-func eventInsert(me *viewer.Viewer, e logged) (func(b *sql.Builder, version string), error) {
+// entryRow is the change log's row of e, written by me at version: one
+// value for each column of the table, in event.Columns' order (nil:
+// NULL), whichever statement writes it (insertEntry, or sharedFinish's,
+// where version is SQL). Its id and created_at are the schema's defaults
+// (ent's event.DefaultID, event.DefaultCreatedAt), never restated here. A
+// column the table has and entryRow does not fill is an error, so that a
+// column added to the schema fails every write until it is written here.
+// me's member and token are the actor (the operator's commands act as
+// none).
+func entryRow(me *viewer.Viewer, e logEntry, version any) ([]any, error) {
 	fc, err := changes(e.before, e.after)
 	if err != nil {
 		return nil, err
@@ -275,71 +248,69 @@ func eventInsert(me *viewer.Viewer, e logged) (func(b *sql.Builder, version stri
 	if err != nil {
 		return nil, err
 	}
-	var facets *string
+	var facets any
 	if e.facets != nil {
 		raw, err := json.Marshal(e.facets)
 		if err != nil {
 			return nil, err
 		}
-		facets = new(string)
-		*facets = string(raw)
+		facets = string(raw)
 	}
-	optional := func(id uuid.UUID) *uuid.UUID {
-		if id == uuid.Nil {
-			return nil
-		}
-		return &id
+	values := map[string]any{
+		event.FieldID:            event.DefaultID(),
+		event.FieldWorkspaceID:   me.WorkspaceID,
+		event.FieldVersion:       version,
+		event.FieldKind:          string(e.kind),
+		event.FieldEntityID:      e.entityID,
+		event.FieldProcedureID:   idColumn(e.procedureID),
+		event.FieldProjectID:     idColumn(e.projectID),
+		event.FieldActorMemberID: actorColumn(me.MemberID),
+		event.FieldActorTokenID:  actorColumn(me.TokenID),
+		event.FieldCreatedAt:     event.DefaultCreatedAt(),
+		event.FieldChanges:       string(changed),
+		event.FieldFacets:        facets,
 	}
-	values := []any{ids.New(ids.KindEvent), me.WorkspaceID, nil, string(e.kind), e.entityID, e.procedureID, e.projectID,
-		optional(me.MemberID), optional(me.TokenID), time.Now().UTC().Truncate(time.Microsecond), string(changed), facets}
-	columns := []string{event.FieldID, event.FieldWorkspaceID, event.FieldVersion, event.FieldKind, event.FieldEntityID,
-		event.FieldProcedureID, event.FieldProjectID, event.FieldActorMemberID, event.FieldActorTokenID,
-		event.FieldCreatedAt, event.FieldChanges, event.FieldFacets}
-	return func(b *sql.Builder, version string) {
-		b.WriteString(`INSERT INTO "` + event.Table + `" (`)
-		for i, c := range columns {
-			if i > 0 {
-				b.Comma()
-			}
-			b.Ident(c)
-		}
-		// VALUES, not SELECT: its arguments take their columns' types.
-		b.WriteString(") VALUES (")
-		for i, v := range values {
-			if i > 0 {
-				b.Comma()
-			}
-			if columns[i] == event.FieldVersion {
-				b.WriteString(version)
-				continue
-			}
-			b.Arg(nullable(v))
-		}
-		b.WriteString(")")
-	}, nil
+	return tableRow(event.Columns, values)
 }
 
-// nullable turns a nil pointer into an untyped nil argument.
-func nullable(v any) any {
-	switch p := v.(type) {
-	case *uuid.UUID:
-		if p == nil {
-			return nil
+// tableRow is values (column → value) as a row of a table of columns, in
+// their order. Errors: a column values lacks, or a value for a column the
+// table lacks.
+func tableRow(columns []string, values map[string]any) ([]any, error) {
+	row := make([]any, len(columns))
+	for i, col := range columns {
+		v, ok := values[col]
+		if !ok {
+			return nil, fmt.Errorf("core: entryRow does not fill the change log's column %q", col)
 		}
-		return *p
-	case *string:
-		if p == nil {
-			return nil
-		}
-		return *p
+		row[i] = v
 	}
-	return v
+	if len(values) != len(columns) {
+		return nil, fmt.Errorf("core: entryRow fills %d columns, the change log has %d", len(values), len(columns))
+	}
+	return row, nil
 }
 
-// procedureLogged is the event of a procedure write (before nil: created;
+// idColumn is an optional id as a column's value: nil (NULL) or the id.
+func idColumn(id *uuid.UUID) any {
+	if id == nil {
+		return nil
+	}
+	return *id
+}
+
+// actorColumn is an id of which uuid.Nil means none, as a column's value.
+func actorColumn(id uuid.UUID) any {
+	if id == uuid.Nil {
+		return nil
+	}
+	return id
+}
+
+// procedureEntry is the entry of a procedure write (before nil: created;
 // after nil: deleted).
-func procedureLogged(kind EventKind, c Change, before, after *ent.Procedure) logged {
-	e := logged{kind: kind, before: procedureFields(before), after: procedureFields(after),
+func procedureEntry(kind EventKind, c Change, before, after *ent.Procedure) logEntry {
+	e := logEntry{kind: kind, before: procedureFields(before), after: procedureFields(after),
 		facets: &eventFacets{Before: c.Before, After: c.After}}
 	id := c.ProcedureID
 	e.entityID, e.procedureID = id, &id
@@ -352,30 +323,21 @@ func procedureLogged(kind EventKind, c Change, before, after *ent.Procedure) log
 	return e
 }
 
-// recordLogged is the event of a write of a record that belongs to no
+// recordEntry is the entry of a write of a record that belongs to no
 // procedure (a project, a category, a member, a token).
-func recordLogged(kind EventKind, id uuid.UUID, before, after fields) logged {
-	e := logged{kind: kind, entityID: id, before: before, after: after}
+func recordEntry(kind EventKind, id uuid.UUID, before, after fields) logEntry {
+	e := logEntry{kind: kind, entityID: id, before: before, after: after}
 	if ids.KindOf(id) == ids.KindProject {
 		e.projectID = &id
 	}
 	return e
 }
 
-// written logs e at the version of the exclusive write me acts in.
-func written[T any](ctx context.Context, tx *ent.Tx, me *viewer.Viewer, rec T, e logged) (T, error) {
-	if err := logEvent(ctx, tx, me, me.WorkspaceVersion, e); err != nil {
-		var none T
-		return none, err
-	}
-	return rec, nil
-}
-
-// commentLogged is the event of a comment write on c's procedure (before
+// commentEntry is the entry of a comment write on c's procedure (before
 // nil: added; after nil: deleted). project is the procedure's, when the
 // write read it (an edit or a delete does not: its event has no project).
-func commentLogged(kind EventKind, c Change, project *uuid.UUID, before, after *ent.Comment) logged {
-	e := logged{kind: kind, procedureID: &c.ProcedureID, projectID: project,
+func commentEntry(kind EventKind, c Change, project *uuid.UUID, before, after *ent.Comment) logEntry {
+	e := logEntry{kind: kind, procedureID: &c.ProcedureID, projectID: project,
 		before: commentFields(before), after: commentFields(after), facets: &eventFacets{Before: c.Before, After: c.After}}
 	if after != nil {
 		e.entityID = after.ID
@@ -414,7 +376,7 @@ type EventActor struct {
 }
 
 // EventOf renders a logged event. Errors: a row whose changes are not the
-// JSON logEvent writes.
+// JSON entryRow writes.
 func EventOf(e *ent.Event) (Event, error) {
 	out := Event{ID: e.ID.String(), Type: EventKind(e.Kind), WorkspaceID: e.WorkspaceID.String(), Version: e.Version,
 		CreatedAt: timefmt.Format(e.CreatedAt), Entity: EventEntity{Type: entityType(EventKind(e.Kind)), ID: e.EntityID.String()},

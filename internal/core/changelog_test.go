@@ -31,7 +31,7 @@ import (
 
 // productionService is the service as a server wires it for db: on
 // PostgreSQL, field updates share the workspace's lock and log their event
-// from their bump statement (eventInsert), so that both ways of logging
+// from their bump statement (sharedFinish), so that both ways of logging
 // are tested.
 func productionService(db *database.DB) *core.Service {
 	opts := []core.Option{core.WithClock(func() time.Time { return clock })}

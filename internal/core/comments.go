@@ -43,10 +43,7 @@ func (s *Service) AddComment(ctx context.Context, procedureID, body string) (*en
 			return nil, err
 		}
 		c := Change{WorkspaceID: v.WorkspaceID, Kind: ProcedureCommented, ProcedureID: p.ID, After: facetsOf(p)}
-		if err := logEvent(ctx, tx, me, me.WorkspaceVersion, commentLogged(EventCommentCreated, c, &p.ProjectID, nil, created)); err != nil {
-			return nil, err
-		}
-		return created, s.announce(ctx, tx, c)
+		return created, s.finishWith(tx, commentFinish(EventCommentCreated, c, &p.ProjectID, nil, created))
 	})
 }
 
@@ -98,10 +95,7 @@ func (s *Service) UpdateComment(ctx context.Context, id, body string) (*ent.Comm
 			updated = updated.Unwrap()
 		}
 		change := Change{WorkspaceID: v.WorkspaceID, Kind: ProcedureCommented, ProcedureID: c.ProcedureID}
-		if err := logEvent(ctx, tx, me, me.WorkspaceVersion, commentLogged(EventCommentUpdated, change, nil, c, updated)); err != nil {
-			return err
-		}
-		return s.announce(ctx, tx, change)
+		return s.finishWith(tx, commentFinish(EventCommentUpdated, change, nil, c, updated))
 	})
 	if err != nil {
 		return nil, err
@@ -155,9 +149,6 @@ func (s *Service) DeleteComment(ctx context.Context, id string) error {
 			return apperr.NotFoundf("comment")
 		}
 		change := Change{WorkspaceID: v.WorkspaceID, Kind: ProcedureCommented, ProcedureID: c.ProcedureID}
-		if err := logEvent(ctx, tx, me, me.WorkspaceVersion, commentLogged(EventCommentDeleted, change, nil, c, nil)); err != nil {
-			return err
-		}
-		return s.announce(ctx, tx, change)
+		return s.finishWith(tx, commentFinish(EventCommentDeleted, change, nil, c, nil))
 	})
 }

@@ -6,8 +6,10 @@
 // A call checks the viewer's role first (access.go), validates its input
 // (validation.go and each entity's file), then writes in one transaction
 // that takes the workspace's lock, bumps its version and re-checks the
-// acting member (transaction.go), and announces what it changed
-// (events.go).
+// acting member (transaction.go), and ends with the write's finish: its
+// change-log entry, its tallies and the announcement of what it changed,
+// described once and written the same way by every lock path on both
+// databases (finish.go).
 //
 // Tenancy is enforced here too, by one rule (internal/tenancy): ent applies
 // it to every query and mutation core builds, and the statements core

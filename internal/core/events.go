@@ -1,8 +1,7 @@
 package core
 
 // What a committed write changed, and how it is announced: the Change and
-// its Facets, the Announcer, and the tallies kept with each procedure
-// write.
+// its Facets, and the Announcer (finish.go announces them).
 
 import (
 	"context"
@@ -13,9 +12,6 @@ import (
 
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/procedure"
-	"github.com/procsvc/procsvc/ent/workspace"
-	"github.com/procsvc/procsvc/internal/apperr"
-	"github.com/procsvc/procsvc/internal/viewer"
 )
 
 // ChangeKind says what a committed write did.
@@ -104,26 +100,19 @@ func changeOf(workspaceID uuid.UUID, kind ChangeKind, before, after *ent.Procedu
 // and on the others (internal/events).
 type Announcer interface {
 	// Announce is called inside the write's transaction, after its last
-	// change and under the workspace lock. It must make the change known
-	// if and only if tx commits, with the workspace's version as of it.
+	// change and under the workspace lock (finishWrite). It must make the
+	// change known if and only if tx commits, with the workspace's version
+	// as of it.
 	Announce(ctx context.Context, tx *ent.Tx, c Change) error
 }
 
 // WithAnnouncer sets the announcer of committed changes.
 func WithAnnouncer(a Announcer) Option { return func(s *Service) { s.announcer = a } }
 
-// announce hands c to the announcer, if there is one.
-func (s *Service) announce(ctx context.Context, tx *ent.Tx, c Change) error {
-	if s.announcer == nil {
-		return nil
-	}
-	return s.announcer.Announce(ctx, tx, c)
-}
-
 // A StatementAnnouncer can also announce a change from inside a statement
-// core runs anyway: the version bump that ends a field update (lockShared),
-// so that the announcement costs no round trip of its own while the
-// workspace is held. SharedFieldUpdates requires one (WithLockPolicy). Its
+// core runs anyway: the version bump that ends a field update (lockShared,
+// sharedFinish), so that the announcement costs no round trip of its own
+// while the workspace is held. SharedFieldUpdates requires one (WithLockPolicy). Its
 // notification is PostgreSQL SQL, inside a statement only PostgreSQL runs:
 // only a PostgreSQL deployment may be given one.
 type StatementAnnouncer interface {
@@ -137,64 +126,10 @@ type StatementAnnouncer interface {
 	Notification(c Change) (notify func(b *sql.Builder, version string), announced func(tx *ent.Tx, version int64), err error)
 }
 
-// procedureChanged keeps the tallies, logs and announces a procedure write
-// made under the exclusive lock, in its transaction: before is the row as
-// of the lock (nil for a create), after the row stored (nil for a delete).
-func (s *Service) procedureChanged(ctx context.Context, tx *ent.Tx, me *viewer.Viewer, kind ChangeKind, before, after *ent.Procedure) error {
-	c, tallies := changeOf(me.WorkspaceID, kind, before, after)
-	if err := tallies.apply(ctx, tx, me.WorkspaceID); err != nil {
-		return err
-	}
-	if err := logEvent(ctx, tx, me, me.WorkspaceVersion, procedureLogged(procedureEventKinds[kind], c, before, after)); err != nil {
-		return err
-	}
-	return s.announce(ctx, tx, c)
-}
-
-// procedureEventKinds are the logged kinds of procedure changes.
-var procedureEventKinds = map[ChangeKind]EventKind{
+// procedureEntryKinds are the logged kinds of procedure changes.
+var procedureEntryKinds = map[ChangeKind]EventKind{
 	ProcedureCreated: EventProcedureCreated,
 	ProcedureUpdated: EventProcedureUpdated,
 	ProcedureMoved:   EventProcedureMoved,
 	ProcedureDeleted: EventProcedureDeleted,
-}
-
-// fieldsChanged ends a field update (lockShared) of before into after, on
-// PostgreSQL: one statement bumps the workspace's version, keeps the
-// tallies and announces the change through s.statements, so that the only
-// round trips a field update makes while it holds the workspace
-// exclusively are that statement and its commit.
-func (s *Service) fieldsChanged(ctx context.Context, tx *ent.Tx, me *viewer.Viewer, before, after *ent.Procedure) error {
-	workspaceID := me.WorkspaceID
-	c, tallies := changeOf(workspaceID, ProcedureUpdated, before, after)
-	notify, announced, err := s.statements.Notification(c)
-	if err != nil {
-		return err
-	}
-	logged, err := eventInsert(me, procedureLogged(EventProcedureUpdated, c, before, after))
-	if err != nil {
-		return err
-	}
-	finish, keys := bumpStatement(workspaceID, tallies, notify, logged)
-	var rows []struct {
-		Version  int64  `json:"version"`
-		Tallied  int64  `json:"tallied"`
-		Notified []byte `json:"notified"` // pg_notify returns void
-	}
-	if err := tx.Workspace.Query().Where(workspace.ID(workspaceID)).Modify(finish).Scan(ctx, &rows); err != nil {
-		return err
-	}
-	if len(rows) != 1 {
-		return apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
-	}
-	if rows[0].Tallied != int64(keys) {
-		// The workspace lacks some of its tally rows (see tallyChange.apply).
-		if err := repairTallies(ctx, tx.Client(), workspaceID, tallies.keys()); err != nil {
-			return err
-		}
-	}
-	version := rows[0].Version
-	announced(tx, version)
-	committedAt(ctx, tx, version)
-	return nil
 }

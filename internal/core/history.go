@@ -57,7 +57,7 @@ var eventColumns = []string{event.FieldID, event.FieldWorkspaceID, event.FieldVe
 func (k EventKind) EntityType() string { return entityType(k) }
 
 // EventChanges are the fields e changed, as logged (an empty list for
-// none). Errors: a row whose changes are not the JSON logEvent writes.
+// none). Errors: a row whose changes are not the JSON entryRow writes.
 func EventChanges(e *ent.Event) ([]FieldChange, error) {
 	var out []FieldChange
 	if err := json.Unmarshal([]byte(e.Changes), &out); err != nil {

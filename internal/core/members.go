@@ -129,7 +129,7 @@ func (s *Service) AddMember(ctx context.Context, in MemberInput) (*ent.Member, e
 		if err != nil {
 			return nil, err
 		}
-		return written(ctx, tx, me, added, recordLogged(EventMemberAdded, added.ID, nil, memberFields(added)))
+		return added, s.finishWith(tx, recordFinish(EventMemberAdded, added.ID, nil, memberFields(added)))
 	})
 }
 
@@ -203,15 +203,15 @@ func (s *Service) UpdateMember(ctx context.Context, id string, in MemberInput) (
 				return nil, err
 			}
 			u.SetRole(member.Role(role))
-			if err := s.announce(ctx, tx, Change{WorkspaceID: v.WorkspaceID, Kind: AccessChanged}); err != nil {
-				return nil, err
-			}
 		}
 		updated, err := u.Save(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return written(ctx, tx, me, updated, recordLogged(EventMemberUpdated, m.ID, memberFields(m), memberFields(updated)))
+		if updated.Role != m.Role {
+			return updated, s.finishWith(tx, accessFinish(v.WorkspaceID, EventMemberUpdated, m.ID, memberFields(m), memberFields(updated)))
+		}
+		return updated, s.finishWith(tx, recordFinish(EventMemberUpdated, m.ID, memberFields(m), memberFields(updated)))
 	})
 }
 
@@ -242,10 +242,7 @@ func (s *Service) RemoveMember(ctx context.Context, id string) (*ent.Member, err
 		if err != nil {
 			return nil, err
 		}
-		if err := logEvent(ctx, tx, me, me.WorkspaceVersion, recordLogged(EventMemberRemoved, m.ID, memberFields(m), nil)); err != nil {
-			return nil, err
-		}
-		return removed, s.announce(ctx, tx, Change{WorkspaceID: v.WorkspaceID, Kind: AccessChanged})
+		return removed, s.finishWith(tx, accessFinish(v.WorkspaceID, EventMemberRemoved, m.ID, memberFields(m), nil))
 	})
 }
 
@@ -294,7 +291,7 @@ func (s *Service) CreateToken(ctx context.Context, in TokenInput) (*ent.Token, s
 		if err != nil {
 			return nil, err
 		}
-		return written(ctx, tx, me, issued, recordLogged(EventTokenCreated, issued.ID, nil, tokenFields(issued)))
+		return issued, s.finishWith(tx, recordFinish(EventTokenCreated, issued.ID, nil, tokenFields(issued)))
 	})
 	if err != nil {
 		return nil, "", err
@@ -352,9 +349,6 @@ func (s *Service) RevokeToken(ctx context.Context, id string) (*ent.Token, error
 			// Revoked meanwhile, by a write that logged and announced it.
 			return revoked, nil
 		}
-		if err := logEvent(ctx, tx, me, me.WorkspaceVersion, recordLogged(EventTokenRevoked, t.ID, tokenFields(t), tokenFields(revoked))); err != nil {
-			return nil, err
-		}
-		return revoked, s.announce(ctx, tx, Change{WorkspaceID: v.WorkspaceID, Kind: AccessChanged})
+		return revoked, s.finishWith(tx, accessFinish(v.WorkspaceID, EventTokenRevoked, t.ID, tokenFields(t), tokenFields(revoked)))
 	})
 }

@@ -185,10 +185,7 @@ func (s *Service) UpdateProcedure(ctx context.Context, id string, in UpdateProce
 		if err != nil {
 			return nil, err
 		}
-		if mode == lockShared {
-			return updated, s.fieldsChanged(ctx, tx, me, p, updated)
-		}
-		return updated, s.procedureChanged(ctx, tx, me, ProcedureUpdated, p, updated)
+		return updated, s.finishWith(tx, procedureFinish(me.WorkspaceID, ProcedureUpdated, p, updated))
 	})
 }
 
@@ -246,7 +243,7 @@ func (s *Service) MoveProcedure(ctx context.Context, id string, state *string, a
 		if err != nil {
 			return nil, err
 		}
-		return moved, s.procedureChanged(ctx, tx, me, ProcedureMoved, p, moved)
+		return moved, s.finishWith(tx, procedureFinish(me.WorkspaceID, ProcedureMoved, p, moved))
 	})
 }
 
@@ -281,7 +278,7 @@ func (s *Service) DeleteProcedure(ctx context.Context, id string, conds ...Preco
 		if n == 0 {
 			return apperr.NotFoundf("procedure")
 		}
-		return s.procedureChanged(ctx, tx, me, ProcedureDeleted, p, nil)
+		return s.finishWith(tx, procedureFinish(me.WorkspaceID, ProcedureDeleted, p, nil))
 	})
 }
 

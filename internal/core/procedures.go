@@ -120,7 +120,7 @@ func (s *Service) CreateProcedure(ctx context.Context, in CreateProcedureInput) 
 		if err != nil {
 			return err
 		}
-		return s.procedureChanged(ctx, tx, me, ProcedureCreated, nil, created)
+		return s.finishWith(tx, procedureFinish(me.WorkspaceID, ProcedureCreated, nil, created))
 	})
 	if err != nil {
 		return nil, err

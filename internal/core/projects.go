@@ -80,7 +80,7 @@ func (s *Service) CreateProject(ctx context.Context, in ProjectInput) (*ent.Proj
 		if err != nil {
 			return nil, err
 		}
-		return written(ctx, tx, me, created, recordLogged(EventProjectCreated, created.ID, nil, projectFields(created)))
+		return created, s.finishWith(tx, recordFinish(EventProjectCreated, created.ID, nil, projectFields(created)))
 	})
 }
 
@@ -162,7 +162,7 @@ func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput,
 		if err != nil {
 			return nil, err
 		}
-		return written(ctx, tx, me, updated, recordLogged(EventProjectUpdated, p.ID, projectFields(p), projectFields(updated)))
+		return updated, s.finishWith(tx, recordFinish(EventProjectUpdated, p.ID, projectFields(p), projectFields(updated)))
 	})
 }
 
@@ -195,7 +195,7 @@ func (s *Service) DeleteProject(ctx context.Context, id string, conds ...Precond
 		}
 		// A delete's event names the record without its fields: reading
 		// them would cost the write a statement (docs/api.md, "Events").
-		return logEvent(ctx, tx, me, me.WorkspaceVersion, recordLogged(EventProjectDeleted, pid, nil, nil))
+		return s.finishWith(tx, recordFinish(EventProjectDeleted, pid, nil, nil))
 	})
 }
 
@@ -240,7 +240,7 @@ func (s *Service) CreateCategory(ctx context.Context, name string) (*ent.Categor
 		if err != nil {
 			return nil, err
 		}
-		return written(ctx, tx, me, created, recordLogged(EventCategoryCreated, created.ID, nil, categoryFields(created)))
+		return created, s.finishWith(tx, recordFinish(EventCategoryCreated, created.ID, nil, categoryFields(created)))
 	})
 }
 
@@ -289,7 +289,7 @@ func (s *Service) UpdateCategory(ctx context.Context, id string, name Optional[s
 		if err != nil {
 			return nil, err
 		}
-		return written(ctx, tx, me, updated, recordLogged(EventCategoryUpdated, c.ID, categoryFields(c), categoryFields(updated)))
+		return updated, s.finishWith(tx, recordFinish(EventCategoryUpdated, c.ID, categoryFields(c), categoryFields(updated)))
 	})
 }
 
@@ -319,6 +319,6 @@ func (s *Service) DeleteCategory(ctx context.Context, id string, conds ...Precon
 		if err != nil {
 			return err
 		}
-		return logEvent(ctx, tx, me, me.WorkspaceVersion, recordLogged(EventCategoryDeleted, cid, nil, nil))
+		return s.finishWith(tx, recordFinish(EventCategoryDeleted, cid, nil, nil))
 	})
 }

@@ -20,6 +20,8 @@ type Service struct {
 	// update: set, from the announcer, only under SharedFieldUpdates.
 	statements StatementAnnouncer
 	locks      LockPolicy
+	// writes are the write transactions running (finish.go).
+	writes openWrites
 	// privateWebhooks: webhook URLs may name private hosts
 	// (WithPrivateWebhookAddresses).
 	privateWebhooks bool

@@ -117,26 +117,27 @@ func (c tallyChange) keys() []string {
 	return keys
 }
 
-// apply adds c to the workspace's tallies in one statement, inside the
-// write's transaction (the tenancy hook scopes it to the viewer's
-// workspace). A workspace without its tally rows (created before tallies
-// existed, on a SQLite file upgraded in place) has them rebuilt here from
-// its rows: the workspace lock makes that count exact.
-func (c tallyChange) apply(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID) error {
-	keys := c.keys()
-	if len(keys) == 0 {
-		return nil
+// count writes the SQL of a tally row's count after c: its count plus
+// c's change of its key. Both ways a write's finish updates the tallies
+// (apply, sharedFinish) set it, over keys (c.keys()).
+func (c tallyChange) count(b *sql.Builder, keys []string) {
+	b.Ident(proceduretally.FieldCount).WriteString(" + CASE ").Ident(proceduretally.FieldKey)
+	for _, k := range keys {
+		b.WriteString(" WHEN ").Arg(k).WriteString(" THEN ").Arg(c[k])
 	}
+	b.WriteString(" ELSE 0 END")
+}
+
+// apply adds c to the workspace's tallies of keys (c.keys()) in one
+// statement, inside the write's transaction (the tenancy hook scopes it to
+// the viewer's workspace). A workspace without its tally rows (created
+// before tallies existed, on a SQLite file upgraded in place) has them
+// rebuilt here from its rows: the workspace lock makes that count exact.
+func (c tallyChange) apply(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, keys []string) error {
 	n, err := tx.ProcedureTally.Update().
 		Where(proceduretally.WorkspaceID(workspaceID), proceduretally.KeyIn(keys...)).
 		Modify(func(u *sql.UpdateBuilder) {
-			u.Set(proceduretally.FieldCount, sql.ExprFunc(func(b *sql.Builder) {
-				b.Ident(proceduretally.FieldCount).WriteString(" + CASE ").Ident(proceduretally.FieldKey)
-				for _, k := range keys {
-					b.WriteString(" WHEN ").Arg(k).WriteString(" THEN ").Arg(c[k])
-				}
-				b.WriteString(" ELSE 0 END")
-			}))
+			u.Set(proceduretally.FieldCount, sql.ExprFunc(func(b *sql.Builder) { c.count(b, keys) }))
 		}).
 		Save(ctx)
 	if err != nil {

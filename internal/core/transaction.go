@@ -15,7 +15,6 @@ import (
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/predicate"
-	"github.com/procsvc/procsvc/ent/proceduretally"
 	"github.com/procsvc/procsvc/ent/token"
 	"github.com/procsvc/procsvc/ent/workspace"
 	"github.com/procsvc/procsvc/internal/apperr"
@@ -59,7 +58,7 @@ import (
 // time the lock is granted.
 func (s *Service) inTx(ctx context.Context, v *viewer.Viewer, min viewer.Role, fn func(tx *ent.Tx, me *viewer.Viewer) error) error {
 	return s.lockedTx(ctx, v, lockExclusive,
-		func(tx *ent.Tx) (*viewer.Viewer, error) { return actingViewer(ctx, tx, v, min) },
+		func(tx *ent.Tx, _ *openWrite) (*viewer.Viewer, error) { return actingViewer(ctx, tx, v, min) },
 		func(tx *ent.Tx, me *viewer.Viewer) error { return fn(tx, me) })
 }
 
@@ -96,7 +95,7 @@ func unwrapped[T interface{ Unwrap() T }](run func(keep func(T, error) error) er
 func (s *Service) inNumberingTx(ctx context.Context, v *viewer.Viewer, min viewer.Role, fn func(tx *ent.Tx, me *viewer.Viewer, ws *ent.Workspace) error) error {
 	var ws *ent.Workspace
 	return s.lockedTx(ctx, v, lockNumbering,
-		func(tx *ent.Tx) (me *viewer.Viewer, err error) {
+		func(tx *ent.Tx, _ *openWrite) (me *viewer.Viewer, err error) {
 			q := tx.Workspace.Query().Where(workspace.ID(v.WorkspaceID))
 			q.Select(workspace.FieldKey, workspace.FieldProcedureSeq).Modify(withActingRole(v))
 			if ws, err = q.Only(ctx); err != nil {
@@ -112,13 +111,18 @@ func (s *Service) inNumberingTx(ctx context.Context, v *viewer.Viewer, min viewe
 // re-checks the acting member together (actingProcedure), and fn receives
 // both as of the workspace lock, taken as mode says (lockExclusive, or
 // lockShared for UpdateProcedure's field updates, which then lock the
-// procedure's row too and must end with fieldsChanged).
+// procedure's row too and must declare their finish: sharedFinish).
 // Errors: those of inTx, then not_found.
 func (s *Service) inProcedureTx(ctx context.Context, v *viewer.Viewer, mode lockMode, where predicate.Procedure,
 	fn func(tx *ent.Tx, me *viewer.Viewer, p *ent.Procedure) error) error {
 	var p *ent.Procedure
 	return s.lockedTx(ctx, v, mode,
-		func(tx *ent.Tx) (me *viewer.Viewer, err error) {
+		func(tx *ent.Tx, w *openWrite) (me *viewer.Viewer, err error) {
+			if mode == lockShared {
+				if err := w.take(lockProcedureRow); err != nil {
+					return nil, err
+				}
+			}
 			me, p, err = actingProcedure(ctx, tx, v, viewer.RoleMember, where, mode == lockShared)
 			return me, err
 		},
@@ -151,47 +155,51 @@ const (
 	// procedure at the end of a column). It holds the workspace's lock
 	// shared — excluding every exclusive write but not other shared ones —
 	// then locks its procedure's row, and bumps the version only in its
-	// last statement (fieldsChanged), so shared writes of a workspace queue
+	// last statement (sharedFinish), so shared writes of a workspace queue
 	// for each other only from there to their commit.
 	lockShared
 )
 
-// lockedTx runs a write's transaction: the lock statement (see lockMode),
-// then acting, which must re-read the acting member in the transaction's
-// next statement (see inTx) and returns the viewer as of the lock, then fn.
-// It commits only if both succeed. A request sent with an Idempotency-Key
-// has its key commit with the write (database.BeforeCommit runs the
-// request's step, idempotency's Claim.BeforeCommit: one more
-// statement, last, and a commit whose outcome is unknown is resolved from
-// the key before lockedTx returns); an unkeyed one sends nothing more.
+// lockedTx runs a write's transaction, in the one order every write
+// follows: the lock statement (see lockMode), then acting, which must
+// re-read the acting member in the transaction's next statement (see
+// inTx) and returns the viewer as of the lock, then fn, then the finish fn
+// declared (finishWrite: the change log, the tallies, the announcement,
+// and a shared write's version bump), then the Idempotency-Key's row. It
+// commits only if all succeed. A request sent with an Idempotency-Key has
+// its key commit with the write (database.BeforeCommit runs the request's
+// step, idempotency's Claim.BeforeCommit: one more statement, last, and a
+// commit whose outcome is unknown is resolved from the key before lockedTx
+// returns); an unkeyed one sends nothing more.
 //
-// Deadlock-free: an exclusive write holds the workspace's lock before any
-// row and excludes every other write; shared writes hold the lock shared,
-// then at most one procedure row, then (the bump) the workspace row, which
-// one of them holds at a time, and then the tally rows, which nothing takes
-// first. The token bookkeeping (internal/auth) takes only the workspace
-// row, then its token's.
+// Deadlock-free: the locks a write takes are taken in lockStep's order,
+// which openWrite.take checks as they are taken.
 func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, mode lockMode,
-	acting func(tx *ent.Tx) (*viewer.Viewer, error), fn func(tx *ent.Tx, me *viewer.Viewer) error) error {
+	acting func(tx *ent.Tx, w *openWrite) (*viewer.Viewer, error), fn func(tx *ent.Tx, me *viewer.Viewer) error) error {
 	tx, err := s.client.Tx(ctx)
 	if err != nil {
 		return apperr.Map(err)
 	}
+	w := s.writes.open(tx, mode)
+	defer s.writes.close(tx)
 	err = func() error {
-		if err := lockWorkspace(ctx, tx, v.WorkspaceID, mode); err != nil {
+		if err := lockWorkspace(ctx, tx, v.WorkspaceID, w); err != nil {
 			return err
 		}
-		me, err := acting(tx)
+		me, err := acting(tx, w)
 		if err != nil {
 			return err
 		}
 		if mode != lockShared {
 			// Read after the bump, under the exclusive lock: the
-			// version this write commits (fieldsChanged reports a
+			// version this write commits (sharedFinish reports a
 			// shared write's).
 			committedAt(ctx, tx, me.WorkspaceVersion)
 		}
 		if err := fn(tx, me); err != nil {
+			return err
+		}
+		if err := s.finishWrite(ctx, tx, me, w); err != nil {
 			return err
 		}
 		return database.BeforeCommit(ctx, tx)
@@ -206,9 +214,9 @@ func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, mode lockMode,
 	return nil
 }
 
-// lockWorkspace takes the workspace's lock as mode says, in a write
+// lockWorkspace takes the workspace's lock as w's mode says, in a write
 // transaction's first statement, which also bumps its version unless mode
-// is lockShared (whose last statement bumps it: fieldsChanged). A missing
+// is lockShared (whose last statement bumps it: sharedFinish). A missing
 // workspace answers disconnected.
 //
 // On PostgreSQL the lock is a transaction-level advisory lock keyed by the
@@ -223,8 +231,12 @@ func (s *Service) lockedTx(ctx context.Context, v *viewer.Viewer, mode lockMode,
 // The bump takes that row, which orders the bumps of field updates and of
 // the token bookkeeping (internal/auth). On SQLite the transaction's BEGIN
 // IMMEDIATE is the lock.
-func lockWorkspace(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, mode lockMode) error {
+func lockWorkspace(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, w *openWrite) error {
 	key := database.WorkspaceLockKey(workspaceID)
+	mode := w.mode
+	if err := w.take(lockWorkspaceLock); err != nil {
+		return err
+	}
 	if mode == lockShared {
 		var rows []struct {
 			ID     uuid.UUID `json:"id"`
@@ -246,6 +258,9 @@ func lockWorkspace(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, mode 
 		}
 		return nil
 	}
+	if err := w.take(lockWorkspaceRow); err != nil {
+		return err
+	}
 	bump := tx.Workspace.Update().Where(workspace.ID(workspaceID)).AddVersion(1)
 	if mode == lockNumbering {
 		bump.AddProcedureSeq(1)
@@ -266,65 +281,6 @@ func lockWorkspace(ctx context.Context, tx *ent.Tx, workspaceID uuid.UUID, mode 
 		return apperr.New(apperr.Disconnected, apperr.DisconnectedMessage)
 	}
 	return nil
-}
-
-// bumpStatement makes a read of the workspace fieldsChanged's statement on
-// PostgreSQL: the version bump, then the tallies' update, joined to the
-// bump's row so that no tally row is locked before the workspace's (see
-// lockedTx), then notify over the new version, once. The statement returns
-// one row (none if the workspace is gone): version, tallied (the tally rows
-// it updated, of talliesWanted) and notified.
-//
-// The read keeps its predicates (the tenancy interceptor's, and the
-// caller's workspace), so it returns the bump's row only for a workspace
-// the viewer may see; the writes in its WITH clause are past the
-// interceptor, so they confine themselves to workspaceID (internal/tenancy).
-func bumpStatement(workspaceID uuid.UUID, tallies tallyChange, notify func(b *sql.Builder, version string),
-	logged func(b *sql.Builder, version string)) (finish func(*sql.Selector), talliesWanted int) {
-	keys := tallies.keys()
-	with := sql.ExprFunc(func(b *sql.Builder) {
-		b.WriteString(`WITH "bumped" AS (UPDATE "` + workspace.Table + `" SET "` + workspace.FieldVersion + `" = COALESCE("` +
-			workspace.FieldVersion + `", 0) + 1 WHERE `)
-		tenancy.WriteWhere(b, "", tenancy.WorkspacesColumn, workspaceID).
-			WriteString(` RETURNING "` + workspace.FieldVersion + `")`)
-		// The change log's INSERT (logEvent's, as SQL): a data-modifying
-		// CTE runs whether or not the query reads it.
-		b.WriteString(`, "logged" AS (`)
-		logged(b, `(SELECT "`+workspace.FieldVersion+`" FROM "bumped")`)
-		b.WriteString(`)`)
-		if len(keys) == 0 {
-			return
-		}
-		t := `"` + proceduretally.Table + `".`
-		b.WriteString(`, "tallied" AS (UPDATE "` + proceduretally.Table + `" SET "` + proceduretally.FieldCount + `" = ` +
-			t + `"` + proceduretally.FieldCount + `" + CASE ` + t + `"` + proceduretally.FieldKey + `"`)
-		for _, k := range keys {
-			b.WriteString(" WHEN ").Arg(k).WriteString(" THEN ").Arg(tallies[k])
-		}
-		b.WriteString(` ELSE 0 END FROM "bumped" WHERE `)
-		tenancy.WriteWhere(b, proceduretally.Table, tenancy.Column, workspaceID).
-			WriteString(` AND ` + t + `"` + proceduretally.FieldKey + `" IN (`)
-		for i, k := range keys {
-			if i > 0 {
-				b.Comma()
-			}
-			b.Arg(k)
-		}
-		b.WriteString(`) RETURNING 1)`)
-	})
-	return func(s *sql.Selector) {
-		s.Prefix(with).AppendFromExpr(sql.Expr(`"bumped"`))
-		version := `"bumped"."` + workspace.FieldVersion + `"`
-		s.Select(version)
-		s.AppendSelectExprAs(sql.ExprFunc(func(b *sql.Builder) {
-			if len(keys) == 0 {
-				b.WriteString("0")
-				return
-			}
-			b.WriteString(`(SELECT count(*) FROM "tallied")`)
-		}), "tallied")
-		s.AppendSelectExprAs(sql.ExprFunc(func(b *sql.Builder) { notify(b, version) }), "notified")
-	}, len(keys)
 }
 
 // actingViewer re-reads v's member (and token, when v has one) inside a
