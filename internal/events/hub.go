@@ -74,7 +74,7 @@ type Hub struct {
 // Observe has every event published from now on (not Refetch) handed to
 // observe as well, in publication order, under the hub's lock: observe
 // must be quick and must not call the hub. The response cache keeps its
-// change log this way (internal/respcache).
+// recent writes this way (internal/respcache, recent_writes.go).
 func (h *Hub) Observe(observe func(Event)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
