@@ -100,7 +100,7 @@ func (a *API) Register(mux *http.ServeMux, authenticate func(http.Handler) http.
 			if rt.Method == http.MethodGet {
 				// No GET writes: its edges may come from what other
 				// reads of the workspace's version loaded.
-				loader.ReadOnly(r.Context())
+				loader.SharedMode(r.Context())
 				respcache.MarkCacheable(r.Context(), rt.Path)
 				if rt.footprinted {
 					respcache.MarkFootprinted(r.Context())

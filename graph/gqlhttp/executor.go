@@ -98,7 +98,7 @@ func NewExecutor(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, lv *li
 				// with its workspace's version: its edges may come from
 				// what other reads of that version loaded. A WebSocket's
 				// or a stream's viewer is as old as its connection.
-				loader.ReadOnly(ctx)
+				loader.SharedMode(ctx)
 			}
 		}
 		return next(ctx)
