@@ -19,7 +19,8 @@ import (
 // edges the response shows) or what the schema's arguments cannot (a page by
 // number, core's sort). Generated methods that return procedures read the
 // operation's selection (requestedEdges, PrimeList) and so run only inside a
-// GraphQL operation: REST reaches procedures through the *Showing entries.
+// GraphQL operation: REST reaches procedures through the *WithEdges entries
+// (edges primed).
 type Resolver struct {
 	Service *core.Service
 	// MaxResponseBytes bounds the bytes of each response, GraphQL's and
@@ -35,14 +36,14 @@ func NewResolver(svc *core.Service) *Resolver { return &Resolver{Service: svc} }
 // selects (requestedEdges), REST passes what its fixed shapes embed
 // (loader.AllEdges).
 
-// ProcedureShowing returns the procedure id names with edges primed.
-func (r *Resolver) ProcedureShowing(ctx context.Context, id string, edges loader.Edges) (*ent.Procedure, error) {
+// ProcedureWithEdges returns the procedure id names with edges primed.
+func (r *Resolver) ProcedureWithEdges(ctx context.Context, id string, edges loader.Edges) (*ent.Procedure, error) {
 	return prime(ctx, edges)(r.Service.Procedure(ctx, id))
 }
 
-// ProceduresShowing returns the page w selects of the procedures f matches,
+// ProceduresWithEdges returns the page w selects of the procedures f matches,
 // sorted by o, with edges primed for all of them at once.
-func (r *Resolver) ProceduresShowing(ctx context.Context, f core.ProcedureFilter, o core.ProcedureOrder, w core.Window, edges loader.Edges) (*core.ProcedureList, error) {
+func (r *Resolver) ProceduresWithEdges(ctx context.Context, f core.ProcedureFilter, o core.ProcedureOrder, w core.Window, edges loader.Edges) (*core.ProcedureList, error) {
 	list, err := r.Service.FindProcedures(ctx, f, o, w)
 	if err != nil {
 		return nil, err
@@ -53,9 +54,9 @@ func (r *Resolver) ProceduresShowing(ctx context.Context, f core.ProcedureFilter
 	return list, nil
 }
 
-// CreateProcedureShowing creates a procedure from input and returns it with
+// CreateProcedureWithEdges creates a procedure from input and returns it with
 // edges primed.
-func (r *Resolver) CreateProcedureShowing(ctx context.Context, input model.CreateProcedureInput, edges loader.Edges) (*ent.Procedure, error) {
+func (r *Resolver) CreateProcedureWithEdges(ctx context.Context, input model.CreateProcedureInput, edges loader.Edges) (*ent.Procedure, error) {
 	return prime(ctx, edges)(r.Service.CreateProcedure(ctx, core.CreateProcedureInput{
 		Name:              input.Name,
 		Priority:          string(input.Priority),
@@ -75,10 +76,10 @@ func (r *Resolver) CreateProcedureShowing(ctx context.Context, input model.Creat
 	}))
 }
 
-// UpdateProcedureShowing changes the fields input sets on the procedure id
+// UpdateProcedureWithEdges changes the fields input sets on the procedure id
 // names (if it was last updated at ifUpdatedAt, when given) and returns it
 // with edges primed.
-func (r *Resolver) UpdateProcedureShowing(ctx context.Context, id string, input model.UpdateProcedureInput, ifUpdatedAt *time.Time, edges loader.Edges) (*ent.Procedure, error) {
+func (r *Resolver) UpdateProcedureWithEdges(ctx context.Context, id string, input model.UpdateProcedureInput, ifUpdatedAt *time.Time, edges loader.Edges) (*ent.Procedure, error) {
 	return prime(ctx, edges)(r.Service.UpdateProcedure(ctx, id, core.UpdateProcedureInput{
 		Name:            optional(input.Name),
 		Priority:        optionalString(input.Priority),
