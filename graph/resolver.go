@@ -7,6 +7,7 @@ import (
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/graph/model"
 	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/internal/loader"
 	"github.com/procsvc/procsvc/internal/respcache"
 )
@@ -30,6 +31,15 @@ type Resolver struct {
 
 // NewResolver returns a Resolver over svc.
 func NewResolver(svc *core.Service) *Resolver { return &Resolver{Service: svc} }
+
+// ResponseBytes is the bound on the bytes of each response r renders, on
+// both faces: MaxResponseBytes, else limits.ResponseBytes.
+func (r *Resolver) ResponseBytes() int {
+	if r.MaxResponseBytes > 0 {
+		return r.MaxResponseBytes
+	}
+	return limits.ResponseBytes
+}
 
 // The entries both faces share. Each primes, for the procedures it returns,
 // the edges the response shows: GraphQL's resolvers pass what the operation

@@ -2,7 +2,7 @@ package graph
 
 // Webhook endpoints (webhooks.graphqls): the entries both faces share and
 // the conversions of their arguments. The rules are core's
-// (internal/core/webhooks.go); docs/api.md, "Webhooks", has them.
+// (internal/core/webhook_endpoints.go); docs/api.md, "Webhooks", has them.
 
 import (
 	"context"
