@@ -224,7 +224,7 @@ func (g *group) form(ctx context.Context, exec graphql.GraphExecutor, oc *graphq
 // (r) unless a subscriber must first check its credential (a REFETCH, an
 // access change), or the error that ends their subscriptions.
 type streamEvent struct {
-	e   events.Event
+	e   events.Notification
 	r   *rendered
 	err error
 }
@@ -267,7 +267,7 @@ func (g *group) fan() {
 // prepare turns e into what g's subscribers are handed: rendered, unless a
 // subscriber must check its credential first; send is false when the
 // filter leaves e out.
-func (g *group) prepare(e events.Event) (se streamEvent, send bool) {
+func (g *group) prepare(e events.Notification) (se streamEvent, send bool) {
 	if e.Refetch || e.Kind == core.AccessChanged {
 		return streamEvent{e: e}, true
 	}
@@ -496,7 +496,7 @@ type renderKey struct {
 // deliver returns a REFETCH as g's subscribers are sent it, rendered once
 // for all of them: by the first subscriber to ask while the others wait.
 // version is the workspace version it shows when the event carries none.
-func (g *group) deliver(ctx context.Context, e events.Event, version int64) (*rendered, error) {
+func (g *group) deliver(ctx context.Context, e events.Notification, version int64) (*rendered, error) {
 	return g.live.renders.get(ctx, renderKey{group: g.id, seq: e.Seq}, func() (*rendered, int64, error) {
 		r, err := g.render(e, version, e.Version)
 		if err != nil {
@@ -512,7 +512,7 @@ func (g *group) deliver(ctx context.Context, e events.Event, version int64) (*re
 // the renderings cache keeps it. Its procedure is read once per such read
 // of the log, however many of its events are replayed: a replayed event
 // shows its procedure as it is when replayed.
-func (g *group) replay(ctx context.Context, e events.Event, floor int64) (*rendered, error) {
+func (g *group) replay(ctx context.Context, e events.Notification, floor int64) (*rendered, error) {
 	return g.live.renders.get(ctx, renderKey{group: g.id, version: e.Version, floor: floor}, func() (*rendered, int64, error) {
 		r, err := g.render(e, e.Version, floor)
 		if err != nil {
@@ -524,7 +524,7 @@ func (g *group) replay(ctx context.Context, e events.Event, floor int64) (*rende
 
 // render renders e for g, nil payload when g's subscribers are not sent
 // it; its procedure is read as of readAt (see read).
-func (g *group) render(e events.Event, version, readAt int64) (*rendered, error) {
+func (g *group) render(e events.Notification, version, readAt int64) (*rendered, error) {
 	ev, access, err := g.event(e, version, readAt)
 	if err != nil || ev == nil {
 		return &rendered{}, err
@@ -575,7 +575,7 @@ func (g *group) respond(ev *model.ProcedureEvent) (resp *graphql.Response, err e
 // event builds what e shows g's subscribers, reading its procedure when
 // they select it or their filter needs it; nil when the filter leaves it
 // out.
-func (g *group) event(e events.Event, version, readAt int64) (ev *model.ProcedureEvent, access int64, err error) {
+func (g *group) event(e events.Notification, version, readAt int64) (ev *model.ProcedureEvent, access int64, err error) {
 	if e.Refetch {
 		return &model.ProcedureEvent{Kind: model.ProcedureEventKindRefetch, WorkspaceVersion: int(version)}, 0, nil
 	}
@@ -634,7 +634,7 @@ type eventRead struct {
 // edges some subscriber selects are read: a subscriber selecting `kind`
 // alone reads nothing, and one that does not select comments never holds
 // them.
-func (g *group) read(e events.Event, at int64) (*eventRead, error) {
+func (g *group) read(e events.Notification, at int64) (*eventRead, error) {
 	key := readKey{e.WorkspaceID, e.ProcedureID, at, g.edges}
 	return g.live.reads.get(g.ctx, key, func() (*eventRead, int64, error) {
 		// Not cancelled with the subscriber that reads (the others wait

@@ -115,7 +115,7 @@ func (s *stream) replayFrom(ctx context.Context, version int64) error {
 		return err
 	}
 	if pruned || len(logged) > limit {
-		s.pending = []events.Event{{Change: core.Change{WorkspaceID: s.v.WorkspaceID}, Refetch: true}}
+		s.pending = []events.Notification{{Change: core.Change{WorkspaceID: s.v.WorkspaceID}, Refetch: true}}
 		return nil
 	}
 	s.floor = version
@@ -126,7 +126,7 @@ func (s *stream) replayFrom(ctx context.Context, version int64) error {
 		}
 		s.floor = row.Version
 		if ok {
-			s.pending = append(s.pending, events.Event{Change: c, Version: row.Version})
+			s.pending = append(s.pending, events.Notification{Change: c, Version: row.Version})
 		}
 	}
 	return nil

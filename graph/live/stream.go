@@ -45,7 +45,7 @@ type stream struct {
 	// pending are the events a resumed subscription replays before its
 	// live ones (resume.go); floor is the last version the log gave: live
 	// events at or below it were replayed already.
-	pending []events.Event
+	pending []events.Notification
 	floor   int64
 }
 

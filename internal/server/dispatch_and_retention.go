@@ -62,7 +62,7 @@ func startWebhooks(cfg config.Webhooks, db *database.DB, hub *events.Hub, m *met
 			}
 			return float64(n)
 		})
-	hub.Observe(func(events.Event) { d.Notify() })
+	hub.Observe(func(events.Notification) { d.Notify() })
 	d.Start()
 	if cfg.AllowPrivate {
 		log.Warn("webhooks: deliveries may connect to private addresses (--webhook-allow-private-addresses)")
