@@ -52,9 +52,15 @@ type group struct {
 	ready chan struct{}
 	err   gqlerror.List
 
+	// resumeVar is the variable afterVersion takes that the key leaves out
+	// ("" for none; resumeVariable).
+	resumeVar string
+
 	// Set while the group forms, read-only after ready.
 	svc    *core.Service
 	filter eventFilter
+	// after is the afterVersion the resolver was passed (resumeVersion).
+	after *int
 	// reads says what an event's rendering reads: nothing when the
 	// operation does not select the procedure (and no filter needs it);
 	// edges which of its edges.
@@ -93,10 +99,10 @@ type groupKey struct {
 	operation [sha256.Size]byte
 }
 
-func newGroupKey(v *viewer.Viewer, oc *graphql.OperationContext) (groupKey, error) {
+func newGroupKey(v *viewer.Viewer, oc *graphql.OperationContext, resumeVar string) (groupKey, error) {
 	// json.Marshal writes a map's keys in order: equal variables, equal
 	// bytes.
-	vars, err := json.Marshal(groupVariables(oc))
+	vars, err := json.Marshal(groupVariables(oc, resumeVar))
 	if err != nil {
 		return groupKey{}, err
 	}
@@ -120,7 +126,8 @@ func groupFrom(ctx context.Context) *group {
 // it is the first. Errors: the operation's errors, already presented (a
 // filter that does not parse, say).
 func (l *Live) join(ctx context.Context, exec graphql.GraphExecutor, oc *graphql.OperationContext, v *viewer.Viewer) (*group, gqlerror.List) {
-	key, err := newGroupKey(v, oc)
+	resumeVar := resumeVariable(oc)
+	key, err := newGroupKey(v, oc, resumeVar)
 	if err != nil {
 		return nil, gqlerror.List{l.present(ctx, err)}
 	}
@@ -134,7 +141,7 @@ func (l *Live) join(ctx context.Context, exec graphql.GraphExecutor, oc *graphql
 				"this workspace's subscriptions run %d distinct operations on this server, the most allowed: subscribe with one of those (the same document and variables)", l.opts.OperationsPerWorkspace))}
 		}
 		l.workspaceOps[key.workspace]++
-		g = &group{key: key, id: l.groupIDs.Add(1), live: l, ready: make(chan struct{})}
+		g = &group{key: key, id: l.groupIDs.Add(1), live: l, ready: make(chan struct{}), resumeVar: resumeVar}
 		l.groups[key] = g
 	}
 	g.members++
@@ -385,10 +392,12 @@ type EventSelection struct {
 }
 
 // ProcedureEvents is the procedureEvents resolver's work. It runs once per
-// group, as the group forms, and hands the executor the group's feed.
+// group, as the group forms, and hands the executor the group's feed;
+// afterVersion is the resolver's argument, the version the group's
+// subscribers resume after (group.resumeVersion), checked as each opens.
 // Errors: validation_failed (the filter); bad_request outside a
 // subscription stream (a subscription sent as a plain POST or GET).
-func ProcedureEvents(ctx context.Context, svc *core.Service, f *model.ProcedureEventFilter, sel EventSelection) (<-chan *model.ProcedureEvent, error) {
+func ProcedureEvents(ctx context.Context, svc *core.Service, f *model.ProcedureEventFilter, afterVersion *int, sel EventSelection) (<-chan *model.ProcedureEvent, error) {
 	g := groupFrom(ctx)
 	if g == nil {
 		return nil, apperr.New(apperr.BadRequest, "subscriptions need a WebSocket (graphql-transport-ws) or Server-Sent Events (POST with Accept: text/event-stream)")
@@ -397,7 +406,7 @@ func ProcedureEvents(ctx context.Context, svc *core.Service, f *model.ProcedureE
 	if err != nil {
 		return nil, err
 	}
-	g.svc, g.filter, g.started = svc, filter, true
+	g.svc, g.filter, g.after, g.started = svc, filter, afterVersion, true
 	g.reads, g.edges = sel.Procedure, sel.Edges
 	if !filter.empty() {
 		// Comment events do not say which column they are in: the

@@ -14,7 +14,6 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
-	"regexp"
 	"strconv"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -46,18 +45,108 @@ func resumeField(oc *graphql.OperationContext) *ast.Argument {
 	return fields[0].Arguments.ForName(resumeArgument)
 }
 
-// resumeVersion returns the version oc resumes after; ok is false when it
-// does not resume. Errors: validation_failed (a negative version).
-func resumeVersion(oc *graphql.OperationContext) (version int64, ok bool, err error) {
+// resumeVariable is the variable oc's afterVersion takes when the document
+// uses it nowhere else, "" otherwise (a literal, no argument, or a variable
+// that also feeds another argument). The group's key leaves that variable
+// out, so that subscribers resuming from different versions share their
+// group's renderings, and each reads its version from its own variables
+// (group.resumeVersion). Uses are counted in the parsed document, never in
+// its text.
+func resumeVariable(oc *graphql.OperationContext) string {
 	arg := resumeField(oc)
-	if arg == nil {
-		return 0, false, nil
+	if arg == nil || arg.Value.Kind != ast.Variable {
+		return ""
 	}
-	raw, err := arg.Value.Value(oc.Variables)
-	if err != nil || raw == nil {
-		return 0, false, err
+	if variableUses(oc, arg.Value.Raw) != 1 { // afterVersion's own use only
+		return ""
+	}
+	return arg.Value.Raw
+}
+
+// variableUses counts the uses of the variable name in oc's operation and
+// in every fragment of its document: in arguments, directives and the
+// values nested in them.
+func variableUses(oc *graphql.OperationContext, name string) int {
+	n := 0
+	var value func(v *ast.Value)
+	value = func(v *ast.Value) {
+		if v == nil {
+			return
+		}
+		if v.Kind == ast.Variable && v.Raw == name {
+			n++
+		}
+		for _, c := range v.Children {
+			value(c.Value)
+		}
+	}
+	directives := func(ds ast.DirectiveList) {
+		for _, d := range ds {
+			for _, a := range d.Arguments {
+				value(a.Value)
+			}
+		}
+	}
+	var selections func(ss ast.SelectionSet)
+	selections = func(ss ast.SelectionSet) {
+		for _, sel := range ss {
+			switch s := sel.(type) {
+			case *ast.Field:
+				for _, a := range s.Arguments {
+					value(a.Value)
+				}
+				directives(s.Directives)
+				selections(s.SelectionSet)
+			case *ast.InlineFragment:
+				directives(s.Directives)
+				selections(s.SelectionSet)
+			case *ast.FragmentSpread:
+				directives(s.Directives) // its definition is counted below
+			}
+		}
+	}
+	directives(oc.Operation.Directives)
+	for _, d := range oc.Operation.VariableDefinitions {
+		directives(d.Directives)
+	}
+	selections(oc.Operation.SelectionSet)
+	if oc.Doc != nil {
+		for _, f := range oc.Doc.Fragments {
+			directives(f.Directives)
+			selections(f.SelectionSet)
+		}
+	}
+	return n
+}
+
+// groupVariables are oc's variables as its group's key counts them:
+// without resumeVar, the variable resumeVariable found ("" for none).
+func groupVariables(oc *graphql.OperationContext, resumeVar string) map[string]any {
+	if resumeVar == "" {
+		return oc.Variables
+	}
+	vars := maps.Clone(oc.Variables)
+	delete(vars, resumeVar)
+	return vars
+}
+
+// resumeVersion returns the version a subscriber of g running oc resumes
+// after; ok is false when it does not resume. It is the afterVersion the
+// procedureEvents resolver was passed when g formed (g.after): the same for
+// every subscriber, whose documents and variables are the group's, except
+// the variable the key leaves out (g.resumeVar), which each subscriber
+// gives its own value. Errors: validation_failed (a negative version).
+func (g *group) resumeVersion(oc *graphql.OperationContext) (version int64, ok bool, err error) {
+	var raw any
+	if g.after != nil {
+		raw = int64(*g.after)
+	}
+	if g.resumeVar != "" {
+		raw = oc.Variables[g.resumeVar]
 	}
 	switch n := raw.(type) {
+	case nil:
+		return 0, false, nil
 	case int64:
 		version = n
 	case int:
@@ -75,24 +164,6 @@ func resumeVersion(oc *graphql.OperationContext) (version int64, ok bool, err er
 		return 0, false, apperr.Invalid(resumeArgument, "must be 0 or more")
 	}
 	return version, true, nil
-}
-
-// groupVariables are oc's variables as its group's key counts them:
-// without the variable afterVersion takes, when the document uses it
-// nowhere else, so that subscribers resuming from different versions share
-// their group's renderings.
-func groupVariables(oc *graphql.OperationContext) map[string]any {
-	arg := resumeField(oc)
-	if arg == nil || arg.Value.Kind != ast.Variable {
-		return oc.Variables
-	}
-	uses := regexp.MustCompile(`\$`+regexp.QuoteMeta(arg.Value.Raw)+`\b`).FindAllStringIndex(oc.RawQuery, 3)
-	if len(uses) != 2 { // its definition and afterVersion's use
-		return oc.Variables
-	}
-	vars := maps.Clone(oc.Variables)
-	delete(vars, arg.Value.Raw)
-	return vars
 }
 
 // replayFrom reads what s replays: the events after version, or one

@@ -96,7 +96,7 @@ func (l *Live) open(ctx context.Context, exec graphql.GraphExecutor, oc *graphql
 		return nil, gqlerror.List{l.present(ctx, err)}
 	}
 	s.setViewer(v)
-	after, resumes, err := resumeVersion(oc)
+	after, resumes, err := g.resumeVersion(oc)
 	if err == nil && resumes {
 		err = s.replayFrom(ctx, after)
 	}
