@@ -41,6 +41,7 @@ import (
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/idempotencykey"
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/periodic"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -514,34 +515,18 @@ func (s *Store) StartPurger(ctx context.Context, every time.Duration) (stop func
 	if every <= 0 {
 		every = DefaultPurgeEvery
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			n, err := s.Purge(ctx, DefaultPurgeBatch)
-			switch {
-			case err != nil && ctx.Err() == nil:
-				s.log.WarnContext(ctx, "idempotency: purge of expired keys failed", "error", err.Error(), "deleted", n)
-			case n > 0:
-				s.log.InfoContext(ctx, "idempotency: purged expired keys", "deleted", n)
-			}
-			if s.purged != nil {
-				s.purged(n, err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
+	return periodic.Start(ctx, every, func(ctx context.Context) {
+		n, err := s.Purge(ctx, DefaultPurgeBatch)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.WarnContext(ctx, "idempotency: purge of expired keys failed", "error", err.Error(), "deleted", n)
+		case n > 0:
+			s.log.InfoContext(ctx, "idempotency: purged expired keys", "deleted", n)
 		}
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
+		if s.purged != nil {
+			s.purged(n, err)
+		}
+	})
 }
 
 func newOwner() string {
