@@ -41,6 +41,7 @@ import (
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/idempotencykey"
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/defaults"
 	"github.com/procsvc/procsvc/internal/periodic"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
@@ -114,18 +115,10 @@ type Store struct {
 func New(client *ent.Client, o Options) *Store {
 	s := &Store{client: client, ttl: o.TTL, lockTimeout: o.LockTimeout, maxBody: o.MaxBody, workspaceBytes: o.WorkspaceBytes,
 		log: o.Log, purged: o.Purged, deferred: o.Deferred, holdsSecret: o.HoldsSecret}
-	if s.maxBody <= 0 {
-		s.maxBody = MaxStoredBody
-	}
-	if s.workspaceBytes <= 0 {
-		s.workspaceBytes = DefaultWorkspaceBytes
-	}
-	if s.ttl <= 0 {
-		s.ttl = DefaultTTL
-	}
-	if s.lockTimeout <= 0 {
-		s.lockTimeout = DefaultLockTimeout
-	}
+	defaults.Positive(&s.maxBody, MaxStoredBody)
+	defaults.Positive(&s.workspaceBytes, DefaultWorkspaceBytes)
+	defaults.Positive(&s.ttl, DefaultTTL)
+	defaults.Positive(&s.lockTimeout, DefaultLockTimeout)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
