@@ -19,6 +19,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/procsvc/procsvc/graph/gqlrequest"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/events"
@@ -63,59 +64,15 @@ func resumeVariable(oc *graphql.OperationContext) string {
 	return arg.Value.Raw
 }
 
-// variableUses counts the uses of the variable name in oc's operation and
-// in every fragment of its document: in arguments, directives and the
-// values nested in them.
+// variableUses counts the uses of the variable name in oc's document: in
+// arguments, directives and the values nested in them.
 func variableUses(oc *graphql.OperationContext, name string) int {
 	n := 0
-	var value func(v *ast.Value)
-	value = func(v *ast.Value) {
-		if v == nil {
-			return
-		}
+	gqlrequest.WalkDocument(oc.Doc, gqlrequest.Visitor{Value: func(v *ast.Value) {
 		if v.Kind == ast.Variable && v.Raw == name {
 			n++
 		}
-		for _, c := range v.Children {
-			value(c.Value)
-		}
-	}
-	directives := func(ds ast.DirectiveList) {
-		for _, d := range ds {
-			for _, a := range d.Arguments {
-				value(a.Value)
-			}
-		}
-	}
-	var selections func(ss ast.SelectionSet)
-	selections = func(ss ast.SelectionSet) {
-		for _, sel := range ss {
-			switch s := sel.(type) {
-			case *ast.Field:
-				for _, a := range s.Arguments {
-					value(a.Value)
-				}
-				directives(s.Directives)
-				selections(s.SelectionSet)
-			case *ast.InlineFragment:
-				directives(s.Directives)
-				selections(s.SelectionSet)
-			case *ast.FragmentSpread:
-				directives(s.Directives) // its definition is counted below
-			}
-		}
-	}
-	directives(oc.Operation.Directives)
-	for _, d := range oc.Operation.VariableDefinitions {
-		directives(d.Directives)
-	}
-	selections(oc.Operation.SelectionSet)
-	if oc.Doc != nil {
-		for _, f := range oc.Doc.Fragments {
-			directives(f.Directives)
-			selections(f.SelectionSet)
-		}
-	}
+	}})
 	return n
 }
 
