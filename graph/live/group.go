@@ -51,9 +51,7 @@ type group struct {
 	// could (the operation's errors, presented, as a refusal).
 	ready chan struct{}
 	err   gqlerror.List
-
-	// resumeVar is the variable afterVersion takes that the key leaves out
-	// ("" for none; resumeVariable).
+	// resumeVar is afterVersion's variable the key leaves out (resumeVariable).
 	resumeVar string
 
 	// Set while the group forms, read-only after ready.
@@ -392,9 +390,8 @@ type EventSelection struct {
 }
 
 // ProcedureEvents is the procedureEvents resolver's work. It runs once per
-// group, as the group forms, and hands the executor the group's feed;
-// afterVersion is the resolver's argument, the version the group's
-// subscribers resume after (group.resumeVersion), checked as each opens.
+// group, as the group forms, and hands the executor the group's feed and
+// afterVersion, the version its subscribers resume after (resumeVersion).
 // Errors: validation_failed (the filter); bad_request outside a
 // subscription stream (a subscription sent as a plain POST or GET).
 func ProcedureEvents(ctx context.Context, svc *core.Service, f *model.ProcedureEventFilter, afterVersion *int, sel EventSelection) (<-chan *model.ProcedureEvent, error) {
