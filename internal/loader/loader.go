@@ -162,9 +162,9 @@ type Loaders struct {
 	// commentText is what this request (or, for a mutation, this root
 	// field) has read of comment text; made afresh by Reset.
 	commentText *textBudget
-	// readOnly is set by ReadOnly: where primed categories, members and
+	// sharedMode is set by SharedMode: where primed categories, members and
 	// projects may come from the shared cache.
-	readOnly *at
+	sharedMode *at
 	// nested holds the nested lists, by question (nested.go).
 	nested map[string]*nestedBatch
 }
@@ -216,7 +216,7 @@ func Reset(ctx context.Context) {
 	l.nested = nil
 	// A write follows: the version the request read is no longer its
 	// workspace's.
-	l.readOnly = nil
+	l.sharedMode = nil
 }
 
 // Category returns the category with id (nil when the viewer cannot see it).

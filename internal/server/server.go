@@ -119,8 +119,8 @@ func NewHandler(d Deps) *Handler {
 	}
 	if cache != nil && d.Hub != nil {
 		// The hub hears every committed change (this replica's at once,
-		// the others' through LISTEN): the cache's change log.
-		d.Hub.Observe(func(e events.Event) { cache.Observe(e.Change, e.Version) })
+		// the others' through LISTEN): the cache's recent writes.
+		d.Hub.Observe(func(e events.Notification) { cache.Observe(e.Change, e.Version) })
 	}
 	cached := cache.Middleware(func(ctx context.Context, route string) { middleware.Info(ctx).Route = route })
 	// GraphQL POSTs are keyed as the GraphQL face says (only mutations,
