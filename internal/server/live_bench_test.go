@@ -24,14 +24,32 @@ import (
 func BenchmarkLiveFanOut(b *testing.B) {
 	for _, subscribers := range []int{1, 100, 500} {
 		b.Run(fmt.Sprintf("subscribers=%d", subscribers), func(b *testing.B) {
-			benchFanOut(b, subscribers)
+			benchFanOut(b, subscribers, live.Options{})
 		})
 	}
 }
 
-func benchFanOut(b *testing.B, subscribers int) {
+// BenchmarkLiveCaches weighs the live reads and renderings
+// (graph/live: flights.go, --live-cache-mb; docs/caching.md) on
+// BenchmarkLiveFanOut's 100 subscribers: state=on is the default bound,
+// state=off a bound of one byte, which keeps nothing once computed (a
+// computation still in flight is still shared).
+func BenchmarkLiveCaches(b *testing.B) {
+	for _, state := range []string{"on", "off"} {
+		b.Run("cache=live/state="+state, func(b *testing.B) {
+			var opts live.Options
+			if state == "off" {
+				opts.CacheBytes = 1
+			}
+			benchFanOut(b, 100, opts)
+		})
+	}
+}
+
+func benchFanOut(b *testing.B, subscribers int, opts live.Options) {
 	db := dbtest.Open(b, "sqlite")
-	s := startLive(b, db, liveConfig{live: live.Options{MaxPerToken: subscribers}})
+	opts.MaxPerToken = subscribers
+	s := startLive(b, db, liveConfig{live: opts})
 	ws := s.NewWorkspace(b, "Fan", "FAN")
 	id := createProcedure(b, s, ws, ws.MemberToken, "Fan", "")
 
