@@ -24,29 +24,35 @@ import (
 func BenchmarkLiveFanOut(b *testing.B) {
 	for _, subscribers := range []int{1, 100, 500} {
 		b.Run(fmt.Sprintf("subscribers=%d", subscribers), func(b *testing.B) {
-			benchFanOut(b, subscribers, live.Options{})
+			benchFanOut(b, subscribers, live.Options{}, false)
 		})
 	}
 }
 
-// BenchmarkLiveCaches weighs the live reads and renderings
-// (graph/live: flights.go, --live-cache-mb; docs/caching.md) on
-// BenchmarkLiveFanOut's 100 subscribers: state=on is the default bound,
-// state=off a bound of one byte, which keeps nothing once computed (a
-// computation still in flight is still shared).
+// BenchmarkLiveCaches weighs the live reads, renderings and credential
+// checks kept (graph/live: flights.go, --live-cache-mb; docs/caching.md)
+// on BenchmarkLiveFanOut's 100 subscribers, of one operation
+// (operations=one: one group) or each of its own (operations=distinct: 100
+// groups, whose reads of the event and checks of the token may be shared
+// across groups): state=on is the default bound, state=off a bound of one
+// byte, which keeps nothing once computed (a computation still in flight
+// is still shared).
 func BenchmarkLiveCaches(b *testing.B) {
-	for _, state := range []string{"on", "off"} {
-		b.Run("cache=live/state="+state, func(b *testing.B) {
-			var opts live.Options
-			if state == "off" {
-				opts.CacheBytes = 1
-			}
-			benchFanOut(b, 100, opts)
-		})
+	for _, ops := range []string{"one", "distinct"} {
+		for _, state := range []string{"on", "off"} {
+			b.Run("cache=live/operations="+ops+"/state="+state, func(b *testing.B) {
+				var opts live.Options
+				if state == "off" {
+					opts.CacheBytes = 1
+				}
+				benchFanOut(b, 100, opts, ops == "distinct")
+			})
+		}
 	}
 }
 
-func benchFanOut(b *testing.B, subscribers int, opts live.Options) {
+// benchFanOut: distinct gives each subscriber an operation of its own.
+func benchFanOut(b *testing.B, subscribers int, opts live.Options, distinct bool) {
 	db := dbtest.Open(b, "sqlite")
 	opts.MaxPerToken = subscribers
 	s := startLive(b, db, liveConfig{live: opts})
@@ -57,8 +63,12 @@ func benchFanOut(b *testing.B, subscribers int, opts live.Options) {
 	var readers sync.WaitGroup
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() { cancel(); readers.Wait() }()
-	query := mustJSON(map[string]any{"query": `subscription { procedureEvents { kind workspaceVersion procedure { id name state doer { name } } } }`})
-	for range subscribers {
+	for n := range subscribers {
+		alias := "state"
+		if distinct {
+			alias = fmt.Sprintf("s%d: state", n)
+		}
+		query := mustJSON(map[string]any{"query": `subscription { procedureEvents { kind workspaceVersion procedure { id name ` + alias + ` doer { name } } } }`})
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/graphql", bytes.NewReader(query))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "text/event-stream")
@@ -87,6 +97,7 @@ func benchFanOut(b *testing.B, subscribers int, opts live.Options) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	start := db.Statements()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
@@ -101,4 +112,5 @@ func benchFanOut(b *testing.B, subscribers int, opts live.Options) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*subscribers), "ns/delivery")
+	b.ReportMetric(float64(db.Statements()-start)/float64(b.N), "stmts/op")
 }
