@@ -84,6 +84,11 @@ func MaxCommentText(n int) Option {
 	}
 }
 
+// WithoutShared turns off the shared edges (shared.go): every request
+// reads its categories, members and projects itself. Only the benchmarks
+// that weigh the cache use it (docs/caching.md).
+func WithoutShared() Option { return func(f *fetchers) { f.shared = nil } }
+
 func newFetchers(db *database.DB, opts ...Option) *fetchers {
 	client := db.Client
 	// names read by hand (named.go), as are comments (comments.go).
@@ -396,6 +401,9 @@ func (l *Loaders) primeNamed(ctx context.Context, k namedKeys) error {
 		return nil
 	}
 	a := l.sharedAt(ctx)
+	if a != nil && l.fetch.shared == nil {
+		a = nil // WithoutShared
+	}
 	if a != nil {
 		if k = l.fetch.shared.take(a, l, k); k.empty() {
 			return nil

@@ -80,6 +80,9 @@ type Deps struct {
 	// GraphQL documents (parsed, and persisted queries) the replica keeps,
 	// and one workspace's share of them (0: gqlhttp's defaults).
 	DocumentCacheBytes, DocumentCacheWorkspaceBytes int64
+	// Loader tunes the loaders (loader.WithoutShared: the benchmarks that
+	// weigh the shared edges, docs/caching.md).
+	Loader []loader.Option
 }
 
 // Announcer returns the announcer that makes db's committed changes known
@@ -107,7 +110,7 @@ func NewHandler(d Deps) *Handler {
 		d.Metrics = metrics.New(d.DB.SQL)
 	}
 	authn := auth.New(d.DB, append([]auth.Option{auth.WithLogger(d.Log)}, d.Auth...)...)
-	source := loader.New(d.DB, loader.MaxCommentText(d.MaxResponseBytes))
+	source := loader.New(d.DB, append([]loader.Option{loader.MaxCommentText(d.MaxResponseBytes)}, d.Loader...)...)
 	loaders := source.Middleware
 	resolver := graph.NewResolver(d.Service)
 	resolver.MaxResponseBytes = d.MaxResponseBytes
