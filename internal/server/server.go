@@ -233,21 +233,32 @@ func NewHandler(d Deps) *Handler {
 
 // registerLiveMetrics exposes what live updates hold.
 func registerLiveMetrics(m *metrics.Metrics, l *live.Live) {
-	stat := func(f func(live.Stats) float64) func() float64 { return func() float64 { return f(l.Stats()) } }
-	m.Gauge("procsvc_live_connections", "Open WebSockets and Server-Sent Events streams (at most --max-live-connections).",
-		stat(func(s live.Stats) float64 { return float64(s.Connections) }))
-	m.Gauge("procsvc_live_subscriptions", "Open subscriptions.",
-		stat(func(s live.Stats) float64 { return float64(s.Subscriptions) }))
-	m.Gauge("procsvc_live_groups", "Distinct operations the open subscriptions run; each event is rendered once per group.",
-		stat(func(s live.Stats) float64 { return float64(s.Groups) }))
-	m.Gauge("procsvc_live_cache_bytes", "Bytes of events' reads and renderings kept for subscribers (at most --live-cache-mb).",
-		stat(func(s live.Stats) float64 { return float64(s.CachedBytes) }))
-	m.Counter("procsvc_live_renders_total", "Events rendered for subscribers, once per event and group.",
-		stat(func(s live.Stats) float64 { return float64(s.Rendered) }))
-	m.Gauge("procsvc_live_memory_bytes", "Bytes of renderings held for subscribers until they write them, live and replayed (at most --live-memory-mb).",
-		stat(func(s live.Stats) float64 { return float64(s.HeldBytes) }))
-	m.Counter("procsvc_live_memory_refused_total", "Renderings refused for want of room in --live-memory-mb or a workspace's share of it; their subscriptions ended with unavailable.",
-		stat(func(s live.Stats) float64 { return float64(s.RefusedRenderings) }))
+	for _, g := range []struct {
+		name, help string
+		counter    bool
+		value      func(live.Stats) int64
+	}{
+		{"procsvc_live_connections", "Open WebSockets and Server-Sent Events streams (at most --max-live-connections).", false,
+			func(s live.Stats) int64 { return int64(s.Connections) }},
+		{"procsvc_live_subscriptions", "Open subscriptions.", false, func(s live.Stats) int64 { return int64(s.Subscriptions) }},
+		{"procsvc_live_groups", "Distinct operations the open subscriptions run; each event is rendered once per group.", false,
+			func(s live.Stats) int64 { return int64(s.Groups) }},
+		{"procsvc_live_cache_bytes", "Bytes of events' reads and renderings kept for subscribers (at most --live-cache-mb).", false,
+			func(s live.Stats) int64 { return int64(s.CachedBytes) }},
+		{"procsvc_live_renders_total", "Events rendered for subscribers, once per event and group.", true,
+			func(s live.Stats) int64 { return int64(s.Rendered) }},
+		{"procsvc_live_memory_bytes", "Bytes of renderings held for subscribers until they write them, live and replayed (at most --live-memory-mb).", false,
+			func(s live.Stats) int64 { return int64(s.HeldBytes) }},
+		{"procsvc_live_memory_refused_total", "Renderings refused for want of room in --live-memory-mb or a workspace's share of it; their subscriptions ended with unavailable.", true,
+			func(s live.Stats) int64 { return int64(s.RefusedRenderings) }},
+	} {
+		read := func() float64 { return float64(g.value(l.Stats())) }
+		if g.counter {
+			m.Counter(g.name, g.help, read)
+		} else {
+			m.Gauge(g.name, g.help, read)
+		}
+	}
 }
 
 func registerDocumentMetrics(m *metrics.Metrics, docs *gqlhttp.Documents) {
