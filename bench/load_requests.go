@@ -133,11 +133,17 @@ func (c *client) listShape(ctx context.Context, i int) error {
 	if c.cfg.API != "graphql" {
 		return c.do(ctx, http.MethodGet, "/procedures?limit="+strconv.Itoa(c.cfg.PageSize)+restShapes[i], nil, nil)
 	}
-	vars := map[string]any{"first": c.cfg.PageSize}
+	return c.graphql(ctx, loadShapeQuery, shapeVars(i, c.cfg.PageSize, c.page2), nil)
+}
+
+// shapeVars are loadShapeQuery's variables for list shape i (0..4) of
+// restShapes in pages of first; page2 is the second page's cursor.
+func shapeVars(i, first int, page2 string) map[string]any {
+	vars := map[string]any{"first": first}
 	switch i {
 	case 1:
-		if c.page2 != "" {
-			vars["after"] = c.page2
+		if page2 != "" {
+			vars["after"] = page2
 		}
 	case 2:
 		vars["filter"] = map[string]any{"state": "IN_PROGRESS"}
@@ -146,7 +152,7 @@ func (c *client) listShape(ctx context.Context, i int) error {
 	case 4:
 		vars["filter"] = map[string]any{"priority": "HIGH"}
 	}
-	return c.graphql(ctx, loadShapeQuery, vars, nil)
+	return vars
 }
 
 // secondPage returns the GraphQL cursor after the first page of PageSize.

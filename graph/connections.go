@@ -70,23 +70,42 @@ func (r *Resolver) nestedProcedures(ctx context.Context, edge core.Parent, paren
 			if err != nil {
 				return nil, err
 			}
-			var all []*ent.Procedure
-			for _, p := range pages {
-				if p.List != nil {
-					all = append(all, p.List.Items...)
-				}
-			}
+			all := pagesItems(pages, func(p core.NestedPage) *core.ProcedureList { return p.List })
 			return pages, loader.PrimeProcedures(ctx, all, edges)
 		})
+	list, err := nestedList(page.List, page.Err, err, func() error { return fmt.Errorf("graph: no list read for %s %s", edge, parent) })
+	if err != nil {
+		return nil, err
+	}
+	return procedureConnection(ctx, list), nil
+}
+
+// pagesItems are the items of every page of a nested list read at once
+// (loader.Nested), to prime their edges together.
+func pagesItems[P, T any](pages map[uuid.UUID]P, list func(P) *core.List[T]) []*T {
+	var all []*T
+	for _, p := range pages {
+		if l := list(p); l != nil {
+			all = append(all, l.Items...)
+		}
+	}
+	return all
+}
+
+// nestedList is one parent's page of a nested list as loader.Nested
+// answered it: the read's error (err), else the page's own (pageErr: a
+// cursor of another parent), else its list; missing is the error of a
+// parent the read left out.
+func nestedList[T any](list *core.List[T], pageErr, err error, missing func() error) (*core.List[T], error) {
 	switch {
 	case err != nil:
 		return nil, err
-	case page.Err != nil:
-		return nil, page.Err
-	case page.List == nil:
-		return nil, fmt.Errorf("graph: no list read for %s %s", edge, parent)
+	case pageErr != nil:
+		return nil, pageErr
+	case list == nil:
+		return nil, missing()
 	}
-	return procedureConnection(ctx, page.List), nil
+	return list, nil
 }
 
 // nestedQuestion names a nested field of one parent type in the

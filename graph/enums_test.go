@@ -12,7 +12,7 @@ import (
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
-	"github.com/procsvc/procsvc/internal/generation"
+	"github.com/procsvc/procsvc/internal/genchoice"
 )
 
 // generationFields are createProcedure's generation choices: the input
@@ -20,12 +20,12 @@ import (
 // generator is asked for.
 var generationFields = []struct {
 	field, enum string
-	choices     []generation.Choice
+	choices     []genchoice.Choice
 	asked       func(core.GenerateRequest) string
 }{
-	{"contentType", "ContentType", generation.ContentTypeChoices, func(r core.GenerateRequest) string { return r.ContentType }},
-	{"docStyle", "DocStyle", generation.DocStyleChoices, func(r core.GenerateRequest) string { return r.DocStyle }},
-	{"language", "Language", generation.LanguageChoices, func(r core.GenerateRequest) string { return r.Language }},
+	{"contentType", "ContentType", genchoice.ContentTypeChoices, func(r core.GenerateRequest) string { return r.ContentType }},
+	{"docStyle", "DocStyle", genchoice.DocStyleChoices, func(r core.GenerateRequest) string { return r.DocStyle }},
+	{"language", "Language", genchoice.LanguageChoices, func(r core.GenerateRequest) string { return r.Language }},
 }
 
 // TestGenerationEnumsOnBothFaces: GraphQL spells ContentType, DocStyle and

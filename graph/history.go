@@ -94,23 +94,13 @@ func (r *Resolver) procedureHistory(ctx context.Context, p *ent.Procedure, first
 			if err != nil || !actors {
 				return pages, err
 			}
-			var all []*ent.Event
-			for _, pg := range pages {
-				if pg.List != nil {
-					all = append(all, pg.List.Items...)
-				}
-			}
-			return pages, primeActors(ctx, all)
+			return pages, primeActors(ctx, pagesItems(pages, func(pg core.HistoryPage) *core.EventList { return pg.List }))
 		})
-	switch {
-	case err != nil:
+	list, err := nestedList(page.List, page.Err, err, func() error { return fmt.Errorf("graph: no history read for procedure %s", p.ID) })
+	if err != nil {
 		return nil, err
-	case page.Err != nil:
-		return nil, page.Err
-	case page.List == nil:
-		return nil, fmt.Errorf("graph: no history read for procedure %s", p.ID)
 	}
-	return eventConnection(ctx, page.List)
+	return eventConnection(ctx, list)
 }
 
 // announceHistory announces, for each history field sel (selected on

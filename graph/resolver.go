@@ -7,6 +7,7 @@ import (
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/graph/model"
 	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/internal/loader"
 	"github.com/procsvc/procsvc/internal/respcache"
 )
@@ -19,7 +20,8 @@ import (
 // edges the response shows) or what the schema's arguments cannot (a page by
 // number, core's sort). Generated methods that return procedures read the
 // operation's selection (requestedEdges, PrimeList) and so run only inside a
-// GraphQL operation: REST reaches procedures through the *Showing entries.
+// GraphQL operation: REST reaches procedures through the *WithEdges entries
+// (edges primed).
 type Resolver struct {
 	Service *core.Service
 	// MaxResponseBytes bounds the bytes of each response, GraphQL's and
@@ -30,19 +32,28 @@ type Resolver struct {
 // NewResolver returns a Resolver over svc.
 func NewResolver(svc *core.Service) *Resolver { return &Resolver{Service: svc} }
 
+// ResponseBytes is the bound on the bytes of each response r renders, on
+// both faces: MaxResponseBytes, else limits.ResponseBytes.
+func (r *Resolver) ResponseBytes() int {
+	if r.MaxResponseBytes > 0 {
+		return r.MaxResponseBytes
+	}
+	return limits.ResponseBytes
+}
+
 // The entries both faces share. Each primes, for the procedures it returns,
 // the edges the response shows: GraphQL's resolvers pass what the operation
 // selects (requestedEdges), REST passes what its fixed shapes embed
 // (loader.AllEdges).
 
-// ProcedureShowing returns the procedure id names with edges primed.
-func (r *Resolver) ProcedureShowing(ctx context.Context, id string, edges loader.Edges) (*ent.Procedure, error) {
+// ProcedureWithEdges returns the procedure id names with edges primed.
+func (r *Resolver) ProcedureWithEdges(ctx context.Context, id string, edges loader.Edges) (*ent.Procedure, error) {
 	return prime(ctx, edges)(r.Service.Procedure(ctx, id))
 }
 
-// ProceduresShowing returns the page w selects of the procedures f matches,
+// ProceduresWithEdges returns the page w selects of the procedures f matches,
 // sorted by o, with edges primed for all of them at once.
-func (r *Resolver) ProceduresShowing(ctx context.Context, f core.ProcedureFilter, o core.ProcedureOrder, w core.Window, edges loader.Edges) (*core.ProcedureList, error) {
+func (r *Resolver) ProceduresWithEdges(ctx context.Context, f core.ProcedureFilter, o core.ProcedureOrder, w core.Window, edges loader.Edges) (*core.ProcedureList, error) {
 	list, err := r.Service.FindProcedures(ctx, f, o, w)
 	if err != nil {
 		return nil, err
@@ -53,9 +64,9 @@ func (r *Resolver) ProceduresShowing(ctx context.Context, f core.ProcedureFilter
 	return list, nil
 }
 
-// CreateProcedureShowing creates a procedure from input and returns it with
+// CreateProcedureWithEdges creates a procedure from input and returns it with
 // edges primed.
-func (r *Resolver) CreateProcedureShowing(ctx context.Context, input model.CreateProcedureInput, edges loader.Edges) (*ent.Procedure, error) {
+func (r *Resolver) CreateProcedureWithEdges(ctx context.Context, input model.CreateProcedureInput, edges loader.Edges) (*ent.Procedure, error) {
 	return prime(ctx, edges)(r.Service.CreateProcedure(ctx, core.CreateProcedureInput{
 		Name:              input.Name,
 		Priority:          string(input.Priority),
@@ -75,10 +86,10 @@ func (r *Resolver) CreateProcedureShowing(ctx context.Context, input model.Creat
 	}))
 }
 
-// UpdateProcedureShowing changes the fields input sets on the procedure id
+// UpdateProcedureWithEdges changes the fields input sets on the procedure id
 // names (if it was last updated at ifUpdatedAt, when given) and returns it
 // with edges primed.
-func (r *Resolver) UpdateProcedureShowing(ctx context.Context, id string, input model.UpdateProcedureInput, ifUpdatedAt *time.Time, edges loader.Edges) (*ent.Procedure, error) {
+func (r *Resolver) UpdateProcedureWithEdges(ctx context.Context, id string, input model.UpdateProcedureInput, ifUpdatedAt *time.Time, edges loader.Edges) (*ent.Procedure, error) {
 	return prime(ctx, edges)(r.Service.UpdateProcedure(ctx, id, core.UpdateProcedureInput{
 		Name:            optional(input.Name),
 		Priority:        optionalString(input.Priority),

@@ -43,12 +43,12 @@ func (r *memberResolver) AssignedProcedures(ctx context.Context, obj *ent.Member
 
 // CreateProcedure is the resolver for the createProcedure field.
 func (r *mutationResolver) CreateProcedure(ctx context.Context, input model.CreateProcedureInput) (*ent.Procedure, error) {
-	return r.CreateProcedureShowing(ctx, input, requestedEdges(ctx))
+	return r.CreateProcedureWithEdges(ctx, input, requestedEdges(ctx))
 }
 
 // UpdateProcedure is the resolver for the updateProcedure field.
 func (r *mutationResolver) UpdateProcedure(ctx context.Context, id string, input model.UpdateProcedureInput, ifUpdatedAt *time.Time) (*ent.Procedure, error) {
-	return r.UpdateProcedureShowing(ctx, id, input, ifUpdatedAt, requestedEdges(ctx))
+	return r.UpdateProcedureWithEdges(ctx, id, input, ifUpdatedAt, requestedEdges(ctx))
 }
 
 // MoveProcedure is the resolver for the moveProcedure field.
@@ -214,7 +214,7 @@ func (r *queryResolver) Workspace(ctx context.Context) (*ent.Workspace, error) {
 
 // Procedure is the resolver for the procedure field.
 func (r *queryResolver) Procedure(ctx context.Context, id string) (*ent.Procedure, error) {
-	return r.ProcedureShowing(ctx, id, requestedEdges(ctx))
+	return r.ProcedureWithEdges(ctx, id, requestedEdges(ctx))
 }
 
 // Procedures is the resolver for the procedures field.
@@ -223,7 +223,7 @@ func (r *queryResolver) Procedures(ctx context.Context, first *int, after *strin
 	if err != nil {
 		return nil, err
 	}
-	list, err := r.ProceduresShowing(ctx, f, procedureOrder(orderBy), window(first, after, last, before), connectionEdges(ctx))
+	list, err := r.ProceduresWithEdges(ctx, f, procedureOrder(orderBy), window(first, after, last, before), connectionEdges(ctx))
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ func (r *procedureEventResolver) Procedure(ctx context.Context, obj *model.Proce
 
 // ProcedureEvents is the resolver for the procedureEvents field.
 func (r *subscriptionResolver) ProcedureEvents(ctx context.Context, filter *model.ProcedureEventFilter, afterVersion *int) (<-chan *model.ProcedureEvent, error) {
-	return live.ProcedureEvents(ctx, r.Service, filter, eventSelection(graphql.GetOperationContext(ctx)))
+	return live.ProcedureEvents(ctx, r.Service, filter, afterVersion, eventSelection(graphql.GetOperationContext(ctx)))
 }
 
 // ProcedureEvent returns generated.ProcedureEventResolver implementation.

@@ -52,7 +52,7 @@ func (r *queryResolver) Webhooks(ctx context.Context) ([]*ent.WebhookEndpoint, e
 
 // Webhook is the resolver for the webhook field.
 func (r *queryResolver) Webhook(ctx context.Context, id string) (*ent.WebhookEndpoint, error) {
-	return r.WebhookShowing(ctx, id)
+	return r.WebhookByID(ctx, id)
 }
 
 // Kinds is the resolver for the kinds field.

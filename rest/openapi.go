@@ -11,7 +11,7 @@ import (
 	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/core"
-	"github.com/procsvc/procsvc/internal/generation"
+	"github.com/procsvc/procsvc/internal/genchoice"
 	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/internal/middleware"
 )
@@ -137,9 +137,9 @@ func schemas() obj {
 			"dueAt": timeInput, "categoryId": str, "doerId": str, "projectId": str,
 			"content":           obj{"description": "a string, any JSON value (stored as its JSON text), or null"},
 			"generateProcedure": boolean,
-			"contentType":       enum(generation.ContentTypes...),
-			"docStyle":          enum(generation.DocStyles...),
-			"language":          enum(generation.Languages...),
+			"contentType":       enum(genchoice.ContentTypes...),
+			"docStyle":          enum(genchoice.DocStyles...),
+			"language":          enum(genchoice.Languages...),
 			"captureId":         nullable(str), "displayVideo": boolean, "isFineTunedData": boolean,
 		}, "position", "workspaceId")),
 		"UpdateProcedure": object(nil, readOnly(obj{

@@ -116,7 +116,7 @@ func (a *API) listProcedures(w http.ResponseWriter, r *http.Request) error {
 	if err := p.finish(); err != nil {
 		return err
 	}
-	list, err := a.r.ProceduresShowing(r.Context(), filter, order, window, loader.AllEdges)
+	list, err := a.r.ProceduresWithEdges(r.Context(), filter, order, window, loader.AllEdges)
 	if err != nil {
 		return err
 	}
@@ -225,12 +225,12 @@ func (a *API) createProcedure(w http.ResponseWriter, r *http.Request) error {
 	if err := b.finish(); err != nil {
 		return err
 	}
-	p, err := a.r.CreateProcedureShowing(r.Context(), in, loader.AllEdges)
+	p, err := a.r.CreateProcedureWithEdges(r.Context(), in, loader.AllEdges)
 	return a.writeProcedure(w, r, p, err)
 }
 
 func (a *API) getProcedure(w http.ResponseWriter, r *http.Request) error {
-	p, err := a.r.ProcedureShowing(r.Context(), r.PathValue("id"), loader.AllEdges)
+	p, err := a.r.ProcedureWithEdges(r.Context(), r.PathValue("id"), loader.AllEdges)
 	return a.writeProcedure(w, r, p, err)
 }
 
@@ -254,7 +254,7 @@ func (a *API) updateProcedure(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := a.r.UpdateProcedureShowing(r.Context(), r.PathValue("id"), in, ifMatch, loader.AllEdges)
+	p, err := a.r.UpdateProcedureWithEdges(r.Context(), r.PathValue("id"), in, ifMatch, loader.AllEdges)
 	return a.writeProcedure(w, r, p, err)
 }
 

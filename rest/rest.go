@@ -6,7 +6,7 @@
 // shapes. No business rule lives here.
 //
 // Files: rest.go routes and registers the endpoints; procedures.go,
-// resources.go, events.go and webhooks.go are the handlers; params.go and decode.go
+// resources.go, events.go and webhook_routes.go are the handlers; params.go and decode.go
 // read query strings and bodies; encode.go, shapes.go and etag.go write
 // responses; openapi.go is the OpenAPI document.
 package rest
@@ -100,7 +100,7 @@ func (a *API) Register(mux *http.ServeMux, authenticate func(http.Handler) http.
 			if rt.Method == http.MethodGet {
 				// No GET writes: its edges may come from what other
 				// reads of the workspace's version loaded.
-				loader.ReadOnly(r.Context())
+				loader.SharedMode(r.Context())
 				respcache.MarkCacheable(r.Context(), rt.Path)
 				if rt.footprinted {
 					respcache.MarkFootprinted(r.Context())

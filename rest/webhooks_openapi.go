@@ -1,6 +1,6 @@
 package rest
 
-// The webhook endpoints in the OpenAPI document (webhooks.go): their
+// The webhook endpoints in the OpenAPI document (webhook_routes.go): their
 // schemas and operations, merged into the document by Document.
 
 import (

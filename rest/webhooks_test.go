@@ -1,6 +1,6 @@
 package rest_test
 
-// The webhook endpoints over REST (rest/webhooks.go): an admin's whole
+// The webhook endpoints over REST (rest/webhook_routes.go): an admin's whole
 // round with its status codes (201, 200, 204, 202), the secret answered
 // only by POST /webhooks and POST /webhooks/{id}/secret, the delivery log
 // by cursor, bodies and parameters refused naming the field, another

@@ -19,7 +19,7 @@ import (
 // that, so that nested lists multiply and a list costs its page size. A
 // scalar or enum field costs nothing beyond its object: it is a column of a
 // row already read, and what the fields of a page add up to in bytes is
-// the response bound's to limit (response_bound.go). The most elements of a list
+// the response bound's to limit (bound_responses.go). The most elements of a list
 // are:
 //
 //   - a connection's edges and nodes: its page size, first or last, else its

@@ -44,7 +44,7 @@ func (e directExec) DispatchOperation(ctx context.Context, oc *graphql.Operation
 	return func(ctx context.Context) *graphql.Response {
 		resp := next(ctx)
 		if resp != nil && len(resp.Data) == 0 && len(resp.Errors) > 0 && isTooLarge(resp.Errors[0]) && !e.w.written {
-			// A response over its bound (response_bound.go) is an error of the
+			// A response over its bound (bound_responses.go) is an error of the
 			// request as a whole, answered with its code's status.
 			e.w.WriteHeader(middleware.HTTPStatus(apperr.PayloadTooLarge))
 			return resp

@@ -4,7 +4,7 @@
 // negotiation (negotiate.go), the executor over graph's resolvers with its
 // extensions (executor.go): the document limits (limits.go), complexity
 // (complexity.go) and its rate-limit cost (cost.go), the Idempotency-Key
-// claim (idempotency.go), the response bound (response_bound.go), the
+// claim (idempotency.go), the response bound (bound_responses.go), the
 // response-cache footprint (footprint.go); the check of every input value,
 // inline or in variables, before anything runs (input_values.go,
 // input_fields.go, input_variables.go); one error shape for every failure

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/procsvc/procsvc/graph/gqlrequest"
 	"github.com/procsvc/procsvc/internal/memory"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
@@ -275,69 +276,22 @@ func persistedSize(hash, query string) int64 {
 // the text; counted even when it did not).
 func documentBytes(doc *ast.QueryDocument) int64 {
 	n := int64(bytesPerSelection)
-	var value func(v *ast.Value)
-	value = func(v *ast.Value) {
-		if v == nil {
-			return
-		}
-		n += bytesPerValue
-		if v.Kind == ast.StringValue || v.Kind == ast.BlockValue {
-			// An eighth more: the allocator rounds a copy up to its
-			// size class (a large one to whole pages).
-			n += int64(len(v.Raw) + len(v.Raw)/8)
-		}
-		for _, c := range v.Children {
+	node := func(bytes int64) func() { return func() { n += bytes } }
+	gqlrequest.WalkDocument(doc, gqlrequest.Visitor{
+		Definition: func(description string) { n += bytesPerSelection + int64(len(description)) },
+		Variable:   node(bytesPerSelection),
+		Selection:  node(bytesPerSelection),
+		Directive:  node(bytesPerValue),
+		Argument:   node(bytesPerValue),
+		Child:      node(bytesPerValue),
+		Value: func(v *ast.Value) {
 			n += bytesPerValue
-			value(c.Value)
-		}
-	}
-	arguments := func(args ast.ArgumentList) {
-		for _, a := range args {
-			n += bytesPerValue
-			value(a.Value)
-		}
-	}
-	directives := func(ds ast.DirectiveList) {
-		for _, d := range ds {
-			n += bytesPerValue
-			arguments(d.Arguments)
-		}
-	}
-	variables := func(vs ast.VariableDefinitionList) {
-		for _, v := range vs {
-			n += bytesPerSelection
-			value(v.DefaultValue)
-			directives(v.Directives)
-		}
-	}
-	var selections func(set ast.SelectionSet)
-	selections = func(set ast.SelectionSet) {
-		for _, sel := range set {
-			n += bytesPerSelection
-			switch s := sel.(type) {
-			case *ast.Field:
-				arguments(s.Arguments)
-				directives(s.Directives)
-				selections(s.SelectionSet)
-			case *ast.InlineFragment:
-				directives(s.Directives)
-				selections(s.SelectionSet)
-			case *ast.FragmentSpread:
-				directives(s.Directives)
+			if v.Kind == ast.StringValue || v.Kind == ast.BlockValue {
+				// An eighth more: the allocator rounds a copy up to its
+				// size class (a large one to whole pages).
+				n += int64(len(v.Raw) + len(v.Raw)/8)
 			}
-		}
-	}
-	for _, op := range doc.Operations {
-		n += bytesPerSelection + int64(len(op.Description))
-		variables(op.VariableDefinitions)
-		directives(op.Directives)
-		selections(op.SelectionSet)
-	}
-	for _, f := range doc.Fragments {
-		n += bytesPerSelection + int64(len(f.Description))
-		variables(f.VariableDefinition)
-		directives(f.Directives)
-		selections(f.SelectionSet)
-	}
+		},
+	})
 	return n
 }

@@ -98,7 +98,7 @@ func NewExecutor(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, lv *li
 				// with its workspace's version: its edges may come from
 				// what other reads of that version loaded. A WebSocket's
 				// or a stream's viewer is as old as its connection.
-				loader.ReadOnly(ctx)
+				loader.SharedMode(ctx)
 			}
 		}
 		return next(ctx)
@@ -112,7 +112,7 @@ func NewExecutor(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, lv *li
 		return gerr
 	}
 	srv.SetErrorPresenter(present)
-	// Every response within its bound in bytes (response_bound.go).
+	// Every response within its bound in bytes (bound_responses.go).
 	srv.AroundResponses(boundResponses(r.ResponseBytes(), present))
 	// A response to writes says the workspace version they committed, for
 	// read-your-writes on standbys (docs/api.md, "Reading your writes").

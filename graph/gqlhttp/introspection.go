@@ -1,6 +1,7 @@
 package gqlhttp
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -231,28 +232,15 @@ func (w *introspectionWalk) children(v any, f *ast.Field) *gqlerror.Error {
 			return err
 		}
 	}
-	for i := range types {
-		if err := w.object(&types[i], f.SelectionSet); err != nil {
-			return err
-		}
-	}
-	for i := range fields {
-		if err := w.object(&fields[i], f.SelectionSet); err != nil {
-			return err
-		}
-	}
-	for i := range inputs {
-		if err := w.object(&inputs[i], f.SelectionSet); err != nil {
-			return err
-		}
-	}
-	for i := range enums {
-		if err := w.object(&enums[i], f.SelectionSet); err != nil {
-			return err
-		}
-	}
-	for i := range dirs {
-		if err := w.object(&dirs[i], f.SelectionSet); err != nil {
+	// f returns one kind of list at most: the others are empty.
+	return cmp.Or(objects(w, types, f.SelectionSet), objects(w, fields, f.SelectionSet),
+		objects(w, inputs, f.SelectionSet), objects(w, enums, f.SelectionSet), objects(w, dirs, f.SelectionSet))
+}
+
+// objects walks each element of list as an object selected by set.
+func objects[T any](w *introspectionWalk, list []T, set ast.SelectionSet) *gqlerror.Error {
+	for i := range list {
+		if err := w.object(&list[i], set); err != nil {
 			return err
 		}
 	}

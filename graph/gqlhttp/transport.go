@@ -51,16 +51,12 @@ func (decoded) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExec
 		contentType = mediaGraphQLResponse
 	}
 	w.Header().Set("Content-Type", contentType)
-	req, err := gqlrequest.Of(r, middleware.MaxBodyBytes)
+	oc, errs, err := gqlrequest.Operation(ctx, r, middleware.MaxBodyBytes, exec, start)
 	if err != nil {
 		w.WriteHeader(middleware.HTTPStatus(apperr.CodeOf(err)))
 		writeResponse(w, exec.DispatchError(ctx, gqlrequest.Refusal(err)))
 		return
 	}
-	params := req.Params()
-	params.Headers = r.Header
-	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
-	oc, errs := exec.CreateOperationContext(ctx, params)
 	if errs != nil {
 		// As gqlgen's transports answer: a request refused before it ran
 		// (statusMapper turns 422 into 400).

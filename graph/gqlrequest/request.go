@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -216,6 +217,22 @@ func Of(r *http.Request, maxBody int64) (*Request, error) {
 func Refusal(err error) gqlerror.List {
 	ae := apperr.From(err)
 	return gqlerror.List{{Message: ae.Message, Extensions: map[string]any{"code": string(ae.Code)}}}
+}
+
+// Operation is r's request (Of, within maxBody bytes) as exec's operation
+// context, its reading timed from start: what an HTTP transport runs.
+// When the request cannot be read, err says why (answer Refusal(err));
+// when exec refuses it, errs are its errors and oc what exec made of it.
+func Operation(ctx context.Context, r *http.Request, maxBody int64, exec graphql.GraphExecutor, start time.Time) (oc *graphql.OperationContext, errs gqlerror.List, err error) {
+	req, err := Of(r, maxBody)
+	if err != nil {
+		return nil, nil, err
+	}
+	params := req.Params()
+	params.Headers = r.Header
+	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
+	oc, errs = exec.CreateOperationContext(ctx, params)
+	return oc, errs, nil
 }
 
 type ctxKey struct{}

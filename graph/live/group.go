@@ -51,10 +51,14 @@ type group struct {
 	// could (the operation's errors, presented, as a refusal).
 	ready chan struct{}
 	err   gqlerror.List
+	// resumeVar is afterVersion's variable the key leaves out (resumeVariable).
+	resumeVar string
 
 	// Set while the group forms, read-only after ready.
 	svc    *core.Service
 	filter eventFilter
+	// after is the afterVersion the resolver was passed (resumeVersion).
+	after *int
 	// reads says what an event's rendering reads: nothing when the
 	// operation does not select the procedure (and no filter needs it);
 	// edges which of its edges.
@@ -93,10 +97,10 @@ type groupKey struct {
 	operation [sha256.Size]byte
 }
 
-func newGroupKey(v *viewer.Viewer, oc *graphql.OperationContext) (groupKey, error) {
+func newGroupKey(v *viewer.Viewer, oc *graphql.OperationContext, resumeVar string) (groupKey, error) {
 	// json.Marshal writes a map's keys in order: equal variables, equal
 	// bytes.
-	vars, err := json.Marshal(groupVariables(oc))
+	vars, err := json.Marshal(groupVariables(oc, resumeVar))
 	if err != nil {
 		return groupKey{}, err
 	}
@@ -120,7 +124,8 @@ func groupFrom(ctx context.Context) *group {
 // it is the first. Errors: the operation's errors, already presented (a
 // filter that does not parse, say).
 func (l *Live) join(ctx context.Context, exec graphql.GraphExecutor, oc *graphql.OperationContext, v *viewer.Viewer) (*group, gqlerror.List) {
-	key, err := newGroupKey(v, oc)
+	resumeVar := resumeVariable(oc)
+	key, err := newGroupKey(v, oc, resumeVar)
 	if err != nil {
 		return nil, gqlerror.List{l.present(ctx, err)}
 	}
@@ -134,7 +139,7 @@ func (l *Live) join(ctx context.Context, exec graphql.GraphExecutor, oc *graphql
 				"this workspace's subscriptions run %d distinct operations on this server, the most allowed: subscribe with one of those (the same document and variables)", l.opts.OperationsPerWorkspace))}
 		}
 		l.workspaceOps[key.workspace]++
-		g = &group{key: key, id: l.groupIDs.Add(1), live: l, ready: make(chan struct{})}
+		g = &group{key: key, id: l.groupIDs.Add(1), live: l, ready: make(chan struct{}), resumeVar: resumeVar}
 		l.groups[key] = g
 	}
 	g.members++
@@ -224,7 +229,7 @@ func (g *group) form(ctx context.Context, exec graphql.GraphExecutor, oc *graphq
 // (r) unless a subscriber must first check its credential (a REFETCH, an
 // access change), or the error that ends their subscriptions.
 type streamEvent struct {
-	e   events.Event
+	e   events.Notification
 	r   *rendered
 	err error
 }
@@ -267,7 +272,7 @@ func (g *group) fan() {
 // prepare turns e into what g's subscribers are handed: rendered, unless a
 // subscriber must check its credential first; send is false when the
 // filter leaves e out.
-func (g *group) prepare(e events.Event) (se streamEvent, send bool) {
+func (g *group) prepare(e events.Notification) (se streamEvent, send bool) {
 	if e.Refetch || e.Kind == core.AccessChanged {
 		return streamEvent{e: e}, true
 	}
@@ -385,10 +390,11 @@ type EventSelection struct {
 }
 
 // ProcedureEvents is the procedureEvents resolver's work. It runs once per
-// group, as the group forms, and hands the executor the group's feed.
+// group, as the group forms, and hands the executor the group's feed and
+// afterVersion, the version its subscribers resume after (resumeVersion).
 // Errors: validation_failed (the filter); bad_request outside a
 // subscription stream (a subscription sent as a plain POST or GET).
-func ProcedureEvents(ctx context.Context, svc *core.Service, f *model.ProcedureEventFilter, sel EventSelection) (<-chan *model.ProcedureEvent, error) {
+func ProcedureEvents(ctx context.Context, svc *core.Service, f *model.ProcedureEventFilter, afterVersion *int, sel EventSelection) (<-chan *model.ProcedureEvent, error) {
 	g := groupFrom(ctx)
 	if g == nil {
 		return nil, apperr.New(apperr.BadRequest, "subscriptions need a WebSocket (graphql-transport-ws) or Server-Sent Events (POST with Accept: text/event-stream)")
@@ -397,7 +403,7 @@ func ProcedureEvents(ctx context.Context, svc *core.Service, f *model.ProcedureE
 	if err != nil {
 		return nil, err
 	}
-	g.svc, g.filter, g.started = svc, filter, true
+	g.svc, g.filter, g.after, g.started = svc, filter, afterVersion, true
 	g.reads, g.edges = sel.Procedure, sel.Edges
 	if !filter.empty() {
 		// Comment events do not say which column they are in: the
@@ -496,7 +502,7 @@ type renderKey struct {
 // deliver returns a REFETCH as g's subscribers are sent it, rendered once
 // for all of them: by the first subscriber to ask while the others wait.
 // version is the workspace version it shows when the event carries none.
-func (g *group) deliver(ctx context.Context, e events.Event, version int64) (*rendered, error) {
+func (g *group) deliver(ctx context.Context, e events.Notification, version int64) (*rendered, error) {
 	return g.live.renders.get(ctx, renderKey{group: g.id, seq: e.Seq}, func() (*rendered, int64, error) {
 		r, err := g.render(e, version, e.Version)
 		if err != nil {
@@ -512,7 +518,7 @@ func (g *group) deliver(ctx context.Context, e events.Event, version int64) (*re
 // the renderings cache keeps it. Its procedure is read once per such read
 // of the log, however many of its events are replayed: a replayed event
 // shows its procedure as it is when replayed.
-func (g *group) replay(ctx context.Context, e events.Event, floor int64) (*rendered, error) {
+func (g *group) replay(ctx context.Context, e events.Notification, floor int64) (*rendered, error) {
 	return g.live.renders.get(ctx, renderKey{group: g.id, version: e.Version, floor: floor}, func() (*rendered, int64, error) {
 		r, err := g.render(e, e.Version, floor)
 		if err != nil {
@@ -524,7 +530,7 @@ func (g *group) replay(ctx context.Context, e events.Event, floor int64) (*rende
 
 // render renders e for g, nil payload when g's subscribers are not sent
 // it; its procedure is read as of readAt (see read).
-func (g *group) render(e events.Event, version, readAt int64) (*rendered, error) {
+func (g *group) render(e events.Notification, version, readAt int64) (*rendered, error) {
 	ev, access, err := g.event(e, version, readAt)
 	if err != nil || ev == nil {
 		return &rendered{}, err
@@ -575,7 +581,7 @@ func (g *group) respond(ev *model.ProcedureEvent) (resp *graphql.Response, err e
 // event builds what e shows g's subscribers, reading its procedure when
 // they select it or their filter needs it; nil when the filter leaves it
 // out.
-func (g *group) event(e events.Event, version, readAt int64) (ev *model.ProcedureEvent, access int64, err error) {
+func (g *group) event(e events.Notification, version, readAt int64) (ev *model.ProcedureEvent, access int64, err error) {
 	if e.Refetch {
 		return &model.ProcedureEvent{Kind: model.ProcedureEventKindRefetch, WorkspaceVersion: int(version)}, 0, nil
 	}
@@ -634,7 +640,7 @@ type eventRead struct {
 // edges some subscriber selects are read: a subscriber selecting `kind`
 // alone reads nothing, and one that does not select comments never holds
 // them.
-func (g *group) read(e events.Event, at int64) (*eventRead, error) {
+func (g *group) read(e events.Notification, at int64) (*eventRead, error) {
 	key := readKey{e.WorkspaceID, e.ProcedureID, at, g.edges}
 	return g.live.reads.get(g.ctx, key, func() (*eventRead, int64, error) {
 		// Not cancelled with the subscriber that reads (the others wait

@@ -13,6 +13,7 @@ import (
 
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/auth"
+	"github.com/procsvc/procsvc/internal/defaults"
 	"github.com/procsvc/procsvc/internal/events"
 	"github.com/procsvc/procsvc/internal/idempotency"
 	"github.com/procsvc/procsvc/internal/memory"
@@ -176,21 +177,21 @@ type Live struct {
 
 // New returns the live updates of opts.
 func New(opts Options) *Live {
-	orDefault(&opts.MaxPerToken, DefaultSubscriptionsPerToken)
-	orDefault(&opts.Buffer, events.DefaultBuffer)
-	orDefault(&opts.QueueBytes, DefaultQueueBytes)
-	orDefault(&opts.WebSocketsPerToken, DefaultWebSocketsPerToken)
-	orDefault(&opts.MaxConnections, DefaultMaxConnections)
-	orDefault(&opts.OperationsPerWorkspace, DefaultOperationsPerWorkspace)
-	orDefault(&opts.OperationsPerSocket, DefaultOperationsPerSocket)
-	orDefault(&opts.Recheck, DefaultRecheck)
-	orDefault(&opts.KeepAlive, DefaultKeepAlive)
-	orDefault(&opts.WriteTimeout, DefaultWriteTimeout)
-	orDefault(&opts.InitTimeout, DefaultInitTimeout)
-	orDefault(&opts.CacheBytes, DefaultCacheBytes)
-	orDefault(&opts.ReplayLimit, DefaultReplayLimit)
-	orDefault(&opts.MemoryBytes, DefaultMemoryBytes)
-	orDefault(&opts.WorkspaceMemoryBytes, max(opts.MemoryBytes/2, 1))
+	defaults.Positive(&opts.MaxPerToken, DefaultSubscriptionsPerToken)
+	defaults.Positive(&opts.Buffer, events.DefaultBuffer)
+	defaults.Positive(&opts.QueueBytes, DefaultQueueBytes)
+	defaults.Positive(&opts.WebSocketsPerToken, DefaultWebSocketsPerToken)
+	defaults.Positive(&opts.MaxConnections, DefaultMaxConnections)
+	defaults.Positive(&opts.OperationsPerWorkspace, DefaultOperationsPerWorkspace)
+	defaults.Positive(&opts.OperationsPerSocket, DefaultOperationsPerSocket)
+	defaults.Positive(&opts.Recheck, DefaultRecheck)
+	defaults.Positive(&opts.KeepAlive, DefaultKeepAlive)
+	defaults.Positive(&opts.WriteTimeout, DefaultWriteTimeout)
+	defaults.Positive(&opts.InitTimeout, DefaultInitTimeout)
+	defaults.Positive(&opts.CacheBytes, DefaultCacheBytes)
+	defaults.Positive(&opts.ReplayLimit, DefaultReplayLimit)
+	defaults.Positive(&opts.MemoryBytes, DefaultMemoryBytes)
+	defaults.Positive(&opts.WorkspaceMemoryBytes, max(opts.MemoryBytes/2, 1))
 	opts.WorkspaceMemoryBytes = min(opts.WorkspaceMemoryBytes, opts.MemoryBytes)
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
@@ -219,13 +220,6 @@ func New(opts Options) *Live {
 // anything.
 func (l *Live) SetErrorPresenter(present func(ctx context.Context, err error) *gqlerror.Error) {
 	l.present = present
-}
-
-// orDefault sets *v to def when it is not positive: an option left zero.
-func orDefault[T int | int64 | time.Duration](v *T, def T) {
-	if *v <= 0 {
-		*v = def
-	}
 }
 
 // Why a subscription ends on its own, besides its credential.

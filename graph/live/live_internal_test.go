@@ -269,7 +269,7 @@ func TestAccessChecksThatCannotBeMade(t *testing.T) {
 	var seq uint64
 	changed := func(kind core.ChangeKind) streamEvent {
 		seq++
-		return streamEvent{e: events.Event{Change: core.Change{WorkspaceID: v.WorkspaceID, Kind: kind}, Seq: seq}}
+		return streamEvent{e: events.Notification{Change: core.Change{WorkspaceID: v.WorkspaceID, Kind: kind}, Seq: seq}}
 	}
 	if r, err := s.handle(ctx, changed(core.AccessChanged), true); r != nil || err != nil {
 		t.Fatalf("an access change checked: %v %v, want nothing to send", r, err)
@@ -305,12 +305,12 @@ func TestRecordsReadAfterAnAccessChange(t *testing.T) {
 	})
 	ctx := context.Background()
 	s := &stream{live: l, credential: "Bearer t", v: v}
-	before := streamEvent{e: events.Event{Change: core.Change{WorkspaceID: v.WorkspaceID, Kind: core.ProcedureUpdated}, Version: 9, Seq: 1},
+	before := streamEvent{e: events.Notification{Change: core.Change{WorkspaceID: v.WorkspaceID, Kind: core.ProcedureUpdated}, Version: 9, Seq: 1},
 		r: &rendered{frame: []byte("x"), payload: []byte("x"), access: 8}}
 	if r, err := s.handle(ctx, before, true); r == nil || err != nil || lookups.Load() != 0 {
 		t.Fatalf("records read before any newer access change: %v %v, %d lookups; want sent without one", r, err, lookups.Load())
 	}
-	after := streamEvent{e: events.Event{Change: core.Change{WorkspaceID: v.WorkspaceID, Kind: core.ProcedureUpdated}, Version: 11, Seq: 2},
+	after := streamEvent{e: events.Notification{Change: core.Change{WorkspaceID: v.WorkspaceID, Kind: core.ProcedureUpdated}, Version: 11, Seq: 2},
 		r: &rendered{frame: []byte("y"), payload: []byte("y"), access: 12}}
 	r, err := s.handle(ctx, after, true)
 	if r != nil || apperr.CodeOf(err) != apperr.Disconnected || lookups.Load() != 1 {

@@ -14,12 +14,12 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
-	"regexp"
 	"strconv"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/procsvc/procsvc/graph/gqlrequest"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/events"
@@ -46,18 +46,64 @@ func resumeField(oc *graphql.OperationContext) *ast.Argument {
 	return fields[0].Arguments.ForName(resumeArgument)
 }
 
-// resumeVersion returns the version oc resumes after; ok is false when it
-// does not resume. Errors: validation_failed (a negative version).
-func resumeVersion(oc *graphql.OperationContext) (version int64, ok bool, err error) {
+// resumeVariable is the variable oc's afterVersion takes when the document
+// uses it nowhere else, "" otherwise (a literal, no argument, or a variable
+// that also feeds another argument). The group's key leaves that variable
+// out, so that subscribers resuming from different versions share their
+// group's renderings, and each reads its version from its own variables
+// (group.resumeVersion). Uses are counted in the parsed document, never in
+// its text.
+func resumeVariable(oc *graphql.OperationContext) string {
 	arg := resumeField(oc)
-	if arg == nil {
-		return 0, false, nil
+	if arg == nil || arg.Value.Kind != ast.Variable {
+		return ""
 	}
-	raw, err := arg.Value.Value(oc.Variables)
-	if err != nil || raw == nil {
-		return 0, false, err
+	if variableUses(oc, arg.Value.Raw) != 1 { // afterVersion's own use only
+		return ""
+	}
+	return arg.Value.Raw
+}
+
+// variableUses counts the uses of the variable name in oc's document: in
+// arguments, directives and the values nested in them.
+func variableUses(oc *graphql.OperationContext, name string) int {
+	n := 0
+	gqlrequest.WalkDocument(oc.Doc, gqlrequest.Visitor{Value: func(v *ast.Value) {
+		if v.Kind == ast.Variable && v.Raw == name {
+			n++
+		}
+	}})
+	return n
+}
+
+// groupVariables are oc's variables as its group's key counts them:
+// without resumeVar, the variable resumeVariable found ("" for none).
+func groupVariables(oc *graphql.OperationContext, resumeVar string) map[string]any {
+	if resumeVar == "" {
+		return oc.Variables
+	}
+	vars := maps.Clone(oc.Variables)
+	delete(vars, resumeVar)
+	return vars
+}
+
+// resumeVersion returns the version a subscriber of g running oc resumes
+// after; ok is false when it does not resume. It is the afterVersion the
+// procedureEvents resolver was passed when g formed (g.after): the same for
+// every subscriber, whose documents and variables are the group's, except
+// the variable the key leaves out (g.resumeVar), which each subscriber
+// gives its own value. Errors: validation_failed (a negative version).
+func (g *group) resumeVersion(oc *graphql.OperationContext) (version int64, ok bool, err error) {
+	var raw any
+	if g.after != nil {
+		raw = int64(*g.after)
+	}
+	if g.resumeVar != "" {
+		raw = oc.Variables[g.resumeVar]
 	}
 	switch n := raw.(type) {
+	case nil:
+		return 0, false, nil
 	case int64:
 		version = n
 	case int:
@@ -75,24 +121,6 @@ func resumeVersion(oc *graphql.OperationContext) (version int64, ok bool, err er
 		return 0, false, apperr.Invalid(resumeArgument, "must be 0 or more")
 	}
 	return version, true, nil
-}
-
-// groupVariables are oc's variables as its group's key counts them:
-// without the variable afterVersion takes, when the document uses it
-// nowhere else, so that subscribers resuming from different versions share
-// their group's renderings.
-func groupVariables(oc *graphql.OperationContext) map[string]any {
-	arg := resumeField(oc)
-	if arg == nil || arg.Value.Kind != ast.Variable {
-		return oc.Variables
-	}
-	uses := regexp.MustCompile(`\$`+regexp.QuoteMeta(arg.Value.Raw)+`\b`).FindAllStringIndex(oc.RawQuery, 3)
-	if len(uses) != 2 { // its definition and afterVersion's use
-		return oc.Variables
-	}
-	vars := maps.Clone(oc.Variables)
-	delete(vars, arg.Value.Raw)
-	return vars
 }
 
 // replayFrom reads what s replays: the events after version, or one
@@ -115,7 +143,7 @@ func (s *stream) replayFrom(ctx context.Context, version int64) error {
 		return err
 	}
 	if pruned || len(logged) > limit {
-		s.pending = []events.Event{{Change: core.Change{WorkspaceID: s.v.WorkspaceID}, Refetch: true}}
+		s.pending = []events.Notification{{Change: core.Change{WorkspaceID: s.v.WorkspaceID}, Refetch: true}}
 		return nil
 	}
 	s.floor = version
@@ -126,7 +154,7 @@ func (s *stream) replayFrom(ctx context.Context, version int64) error {
 		}
 		s.floor = row.Version
 		if ok {
-			s.pending = append(s.pending, events.Event{Change: c, Version: row.Version})
+			s.pending = append(s.pending, events.Notification{Change: c, Version: row.Version})
 		}
 	}
 	return nil

@@ -37,15 +37,11 @@ func (t sse) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecut
 	// The transport guard has read, decoded and checked the body: the
 	// stream runs that request, decoded once for every transport
 	// (gqlrequest), never the body decoded again by other rules.
-	req, err := gqlrequest.Of(r, middleware.MaxBodyBytes)
+	oc, errs, err := gqlrequest.Operation(ctx, r, middleware.MaxBodyBytes, exec, start)
 	if err != nil {
 		writeErrors(w, exec.DispatchError(ctx, gqlrequest.Refusal(err)))
 		return
 	}
-	params := req.Params()
-	params.Headers = r.Header
-	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
-	oc, errs := exec.CreateOperationContext(ctx, params)
 	if errs != nil {
 		writeErrors(w, exec.DispatchError(graphql.WithOperationContext(ctx, oc), errs))
 		return

@@ -45,7 +45,7 @@ type stream struct {
 	// pending are the events a resumed subscription replays before its
 	// live ones (resume.go); floor is the last version the log gave: live
 	// events at or below it were replayed already.
-	pending []events.Event
+	pending []events.Notification
 	floor   int64
 }
 
@@ -96,7 +96,7 @@ func (l *Live) open(ctx context.Context, exec graphql.GraphExecutor, oc *graphql
 		return nil, gqlerror.List{l.present(ctx, err)}
 	}
 	s.setViewer(v)
-	after, resumes, err := resumeVersion(oc)
+	after, resumes, err := g.resumeVersion(oc)
 	if err == nil && resumes {
 		err = s.replayFrom(ctx, after)
 	}
@@ -244,23 +244,9 @@ func (s *stream) handle(ctx context.Context, se streamEvent, open bool) (*render
 	// A REFETCH or an access change: after a REFETCH an access change may
 	// have been missed too. Every subscription of a token hears it: the
 	// token is looked up once for all of them.
-	v, err := s.live.checks.get(ctx, checkKey{credential: s.credential, seq: se.e.Seq}, func() (*viewer.Viewer, int64, error) {
-		// Not cancelled with this subscriber: the token's other
-		// subscriptions take its answer, and a lookup cut short would keep
-		// the previous viewer for all of them. Bounded as a request is.
-		cctx := context.WithoutCancel(ctx)
-		if t := s.live.opts.RequestTimeout; t > 0 {
-			var cancel context.CancelFunc
-			cctx, cancel = context.WithTimeout(cctx, t)
-			defer cancel()
-		}
-		v, err := s.live.reauthenticate(cctx, s.credential, s.v, true)
-		return v, 256 + int64(len(s.credential)), err
-	})
-	if err != nil {
+	if err := s.sharedCheck(ctx, checkKey{credential: s.credential, seq: se.e.Seq}); err != nil {
 		return nil, err
 	}
-	s.setViewer(v)
 	e := se.e
 	if e.Kind == core.AccessChanged && !e.Refetch {
 		return nil, nil
@@ -281,20 +267,14 @@ func (s *stream) handle(ctx context.Context, se streamEvent, open bool) (*render
 	return r, nil
 }
 
-// checkAccess checks the subscription's credential again before it is
-// sent r, if r shows records read after a write that may have taken
-// someone's access away (r.access, core.AccessVersion) committed later
-// than the credential was last checked: an event committed before a
-// member's removal, but rendered from records read after it, must not
-// show that member what was written since. One lookup per token and such
-// write, however many subscriptions the token holds (the checks cache).
-// Errors: disconnected and the like (access lost), unavailable (the check
-// could not be made).
-func (s *stream) checkAccess(ctx context.Context, r *rendered) error {
-	if r.access <= s.v.WorkspaceVersion {
-		return nil
-	}
-	v, err := s.live.checks.get(ctx, checkKey{credential: s.credential, access: r.access}, func() (*viewer.Viewer, int64, error) {
+// sharedCheck checks the subscription's credential again, once for every
+// subscription of its token that asks under key (the checks cache), and
+// keeps the viewer it answers.
+func (s *stream) sharedCheck(ctx context.Context, key checkKey) error {
+	v, err := s.live.checks.get(ctx, key, func() (*viewer.Viewer, int64, error) {
+		// Not cancelled with this subscriber: the token's other
+		// subscriptions take its answer, and a lookup cut short would keep
+		// the previous viewer for all of them. Bounded as a request is.
 		cctx := context.WithoutCancel(ctx)
 		if t := s.live.opts.RequestTimeout; t > 0 {
 			var cancel context.CancelFunc
@@ -308,6 +288,25 @@ func (s *stream) checkAccess(ctx context.Context, r *rendered) error {
 		return err
 	}
 	s.setViewer(v)
+	return nil
+}
+
+// checkAccess checks the subscription's credential again before it is
+// sent r, if r shows records read after a write that may have taken
+// someone's access away (r.access, core.AccessVersion) committed later
+// than the credential was last checked: an event committed before a
+// member's removal, but rendered from records read after it, must not
+// show that member what was written since. One lookup per token and such
+// write, however many subscriptions the token holds (the checks cache).
+// Errors: disconnected and the like (access lost), unavailable (the check
+// could not be made).
+func (s *stream) checkAccess(ctx context.Context, r *rendered) error {
+	if r.access <= s.v.WorkspaceVersion {
+		return nil
+	}
+	if err := s.sharedCheck(ctx, checkKey{credential: s.credential, access: r.access}); err != nil {
+		return err
+	}
 	return nil
 }
 

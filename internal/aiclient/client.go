@@ -5,7 +5,7 @@
 // and connection errors (after Retry-After when the server sends one), a
 // validated, size-capped reply, and the classification of every failure.
 //
-// What to ask is the caller's business: internal/generate writes the
+// What to ask is the caller's business: internal/contentgen writes the
 // prompts. Every failure is an *apperr.Error with code generation_failed
 // whose message says what went wrong; no message or cause ever contains the
 // API key.

@@ -8,3 +8,9 @@ func (a *Authenticator) Tracked() (addresses, refused int) {
 	}
 	return addresses, a.refused.len()
 }
+
+// WithoutRefusedSecrets remembers no refusal: every refused secret is
+// looked up again (BenchmarkRefusedFlood's state=off).
+func WithoutRefusedSecrets() Option {
+	return func(a *Authenticator) { a.refused = &refusedSecrets{} }
+}

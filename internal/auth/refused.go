@@ -33,18 +33,27 @@ func newRefusedSecrets(size int) *refusedSecrets {
 
 // reason returns why the secret of hash sum was refused, if it was.
 func (r *refusedSecrets) reason(sum [32]byte) (apperr.Reason, bool) {
+	if r.hashes == nil { // remembers nothing (the benchmark without it)
+		return "", false
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.hashes.Get(sum)
 }
 
 func (r *refusedSecrets) add(sum [32]byte, reason apperr.Reason) {
+	if r.hashes == nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.hashes.Add(sum, reason)
 }
 
 func (r *refusedSecrets) len() int {
+	if r.hashes == nil {
+		return 0
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.hashes.Len()

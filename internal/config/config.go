@@ -16,7 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/procsvc/procsvc/internal/generate"
+	"github.com/procsvc/procsvc/internal/contentgen"
 	"github.com/procsvc/procsvc/internal/limits"
 )
 
@@ -46,7 +46,7 @@ type Config struct {
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
-	AI                generate.Config
+	AI                contentgen.Config
 	RateLimit         RateLimit
 	AuthFailures      AuthFailures
 	// ClientIPHeader names the header a trusted reverse proxy sets to the
@@ -203,7 +203,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
-		AI:                generate.Config{Provider: generate.ProviderTemplate, Timeout: generate.DefaultTimeout, MaxRetries: generate.DefaultMaxRetries},
+		AI:                contentgen.Config{Provider: contentgen.ProviderTemplate, Timeout: contentgen.DefaultTimeout, MaxRetries: contentgen.DefaultMaxRetries},
 		RateLimit:         RateLimit{Rate: 50, Burst: 200},
 		AuthFailures:      AuthFailures{Rate: 5, Burst: 100},
 		Live: Live{SubscriptionsPerToken: 20, Buffer: 64, ReplayLimit: 1000, WebSocketsPerToken: 20, MaxConnections: 10_000,
@@ -274,7 +274,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		str(&c.AI.Model, "ai-model", "PROCSVC_AI_MODEL", "openai: model name"),
 		str(&c.AI.APIKey, "ai-api-key", "PROCSVC_AI_API_KEY", "openai: API key, optional for local servers (prefer the environment variable)"),
 		dur(&c.AI.Timeout, "ai-timeout", "PROCSVC_AI_TIMEOUT", "openai: timeout of one attempt"),
-		num(&c.AI.MaxRetries, "ai-max-retries", "PROCSVC_AI_MAX_RETRIES", fmt.Sprintf("openai: retries on 429, 5xx and connection errors (0 to %d)", generate.MaxMaxRetries)),
+		num(&c.AI.MaxRetries, "ai-max-retries", "PROCSVC_AI_MAX_RETRIES", fmt.Sprintf("openai: retries on 429, 5xx and connection errors (0 to %d)", contentgen.MaxMaxRetries)),
 		float(&c.RateLimit.Rate, "rate-limit", "PROCSVC_RATE_LIMIT", "per-token rate limit: tokens per second refilling each API token's bucket, in this replica's memory; a REST request costs 1, a GraphQL operation ceil(complexity/100) (0 turns rate limiting off)"),
 		num(&c.RateLimit.Burst, "rate-burst", "PROCSVC_RATE_BURST", "per-token rate limit: size of each API token's bucket, the most it spends at once"),
 		float(&c.AuthFailures.Rate, "auth-failure-rate", "PROCSVC_AUTH_FAILURE_RATE", "failed authentications per second refilling each client address's bucket of failures, in this replica's memory; an address whose bucket is empty is refused 429 before any token lookup (0 turns the limit off)"),
@@ -329,8 +329,8 @@ func (c *Config) validate() error {
 	if c.AI.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--ai-timeout must be positive, got %s (PROCSVC_AI_TIMEOUT)", c.AI.Timeout))
 	}
-	if c.AI.MaxRetries < 0 || c.AI.MaxRetries > generate.MaxMaxRetries {
-		errs = append(errs, fmt.Errorf("invalid retry count %d: use 0 to %d (--ai-max-retries, PROCSVC_AI_MAX_RETRIES)", c.AI.MaxRetries, generate.MaxMaxRetries))
+	if c.AI.MaxRetries < 0 || c.AI.MaxRetries > contentgen.MaxMaxRetries {
+		errs = append(errs, fmt.Errorf("invalid retry count %d: use 0 to %d (--ai-max-retries, PROCSVC_AI_MAX_RETRIES)", c.AI.MaxRetries, contentgen.MaxMaxRetries))
 	}
 	if c.ResponseCacheMB < 0 || c.ResponseCacheMB > 1<<16 {
 		errs = append(errs, fmt.Errorf("invalid response cache size %d MB: use 0 to 65536 (--response-cache-mb, PROCSVC_RESPONSE_CACHE_MB)", c.ResponseCacheMB))

@@ -9,7 +9,7 @@ import (
 	"encoding/json"
 
 	"github.com/procsvc/procsvc/internal/apperr"
-	"github.com/procsvc/procsvc/internal/generation"
+	"github.com/procsvc/procsvc/internal/genchoice"
 )
 
 // contentText normalises create's content: a string is kept, null is no
@@ -58,7 +58,7 @@ func contentText(val *apperr.Validation, v any) *string {
 
 func validContent(val *apperr.Validation, s string) { bounded(val, "content", s, MaxContentLen) }
 
-// Generator produces a procedure's content at creation (see internal/generate).
+// Generator produces a procedure's content at creation (see internal/contentgen).
 type Generator interface {
 	Generate(ctx context.Context, req GenerateRequest) (string, error)
 }
@@ -79,7 +79,7 @@ func (s *Service) generate(ctx context.Context, name string, content *string, in
 	if s.generator == nil {
 		return "", apperr.New(apperr.GenerationFailed, "content generation is not configured on this server")
 	}
-	req := GenerateRequest{Name: name, ContentType: generation.DefaultContentType, DocStyle: generation.DefaultDocStyle, Language: generation.DefaultLanguage}
+	req := GenerateRequest{Name: name, ContentType: genchoice.DefaultContentType, DocStyle: genchoice.DefaultDocStyle, Language: genchoice.DefaultLanguage}
 	if content != nil {
 		req.Content = *content
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/procsvc/procsvc/ent/predicate"
 	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/internal/apperr"
-	"github.com/procsvc/procsvc/internal/generation"
+	"github.com/procsvc/procsvc/internal/genchoice"
 	"github.com/procsvc/procsvc/internal/ids"
 	"github.com/procsvc/procsvc/internal/limits"
 	"github.com/procsvc/procsvc/internal/viewer"
@@ -61,13 +61,13 @@ func (s *Service) CreateProcedure(ctx context.Context, in CreateProcedureInput) 
 	projectID := requiredID(val, "projectId", in.ProjectID)
 	content := contentText(val, in.Content)
 	if in.ContentType != nil {
-		oneOf(val, "contentType", *in.ContentType, generation.ContentTypes...)
+		oneOf(val, "contentType", *in.ContentType, genchoice.ContentTypes...)
 	}
 	if in.DocStyle != nil {
-		oneOf(val, "docStyle", *in.DocStyle, generation.DocStyles...)
+		oneOf(val, "docStyle", *in.DocStyle, genchoice.DocStyles...)
 	}
 	if in.Language != nil {
-		oneOf(val, "language", *in.Language, generation.Languages...)
+		oneOf(val, "language", *in.Language, genchoice.Languages...)
 	}
 	if in.CaptureID != nil {
 		validCaptureID(val, *in.CaptureID)

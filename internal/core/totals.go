@@ -31,6 +31,11 @@ type totalKey struct {
 // totalsSize bounds the cache: about 100 bytes an entry.
 const totalsSize = 50_000
 
+// WithoutTotalsCache turns the totals cache off: every total is counted
+// (or summed from tallies) on every read. Only the benchmarks that weigh
+// the cache use it (docs/caching.md).
+func WithoutTotalsCache() Option { return func(s *Service) { s.totals = nil } }
+
 func newTotals() *totals {
 	c, err := lru.New[totalKey, int](totalsSize)
 	if err != nil {
@@ -44,7 +49,7 @@ func newTotals() *totals {
 // always count.
 func (t *totals) get(ctx context.Context, list, key string, count func() (int, error)) (int, error) {
 	v := viewer.FromContext(ctx)
-	if v == nil || !v.VersionKnown {
+	if t == nil || v == nil || !v.VersionKnown {
 		return count()
 	}
 	k := totalKey{workspace: v.WorkspaceID, version: v.WorkspaceVersion, list: list, key: key}
@@ -79,7 +84,7 @@ func (t *totals) put(ctx context.Context, list, key string, n int) {
 // viewer's version was not read with its token.
 func (t *totals) key(ctx context.Context, list, key string) (totalKey, bool) {
 	v := viewer.FromContext(ctx)
-	if v == nil || !v.VersionKnown {
+	if t == nil || v == nil || !v.VersionKnown {
 		return totalKey{}, false
 	}
 	return totalKey{workspace: v.WorkspaceID, version: v.WorkspaceVersion, list: list, key: key}, true

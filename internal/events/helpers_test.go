@@ -120,7 +120,7 @@ func (a *failAfter) Announce(ctx context.Context, tx *ent.Tx, c core.Change) err
 
 // receive returns s's next event, failing t if none comes within d or s
 // ends. d is a guard against a hang, not a synchronisation.
-func receive(t *testing.T, s *Subscription, d time.Duration) Event {
+func receive(t *testing.T, s *Subscription, d time.Duration) Notification {
 	t.Helper()
 	timer := time.NewTimer(d)
 	defer timer.Stop()
@@ -133,16 +133,16 @@ func receive(t *testing.T, s *Subscription, d time.Duration) Event {
 	case <-timer.C:
 		t.Fatalf("no event within %s", d)
 	}
-	return Event{}
+	return Notification{}
 }
 
 // pending returns s's next event if one is buffered already.
-func pending(s *Subscription) (Event, bool) {
+func pending(s *Subscription) (Notification, bool) {
 	select {
 	case e, ok := <-s.Events():
 		return e, ok
 	default:
-		return Event{}, false
+		return Notification{}, false
 	}
 }
 
@@ -154,7 +154,7 @@ func col(p *ent.Project, state string) *core.Facets {
 // columnsOf is e with its facets cut to their column (project and state),
 // which is what these tests follow; TestDecode round-trips whole facets,
 // and internal/core's footprint tests what they mean.
-func columnsOf(e Event) Event {
+func columnsOf(e Notification) Notification {
 	cut := func(f *core.Facets) *core.Facets {
 		if f == nil {
 			return nil

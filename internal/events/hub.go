@@ -1,11 +1,16 @@
-// Package events makes committed writes known to live subscribers: a Hub
-// fans events out to this process's subscriptions, per workspace, and an
-// announcer (core.Announcer) feeds the hubs once a write has committed —
-// directly on a single process (NewLocalAnnouncer), or through PostgreSQL's
-// LISTEN/NOTIFY to the hub of every replica (NewPostgresAnnouncer, Listen).
+// Package events makes committed writes known to live subscribers through
+// notifications (Notification): post-commit announcements that a write
+// happened, not the change log's rows (ent.Event, internal/core's
+// changelog.go) nor GraphQL's ProcedureEvent, which live updates render from
+// them (docs/design.md, "Glossary"). A Hub fans notifications out to this
+// process's subscriptions, per workspace, and an announcer (core.Announcer)
+// feeds the hubs once a write has committed — directly on a single process
+// (NewLocalAnnouncer), or through PostgreSQL's LISTEN/NOTIFY to the hub of
+// every replica (NewPostgresAnnouncer, Listen).
 //
-// Events carry ids only; subscribers read the records themselves, under
-// their own viewer, so an event never leaks content across tenants or roles.
+// Notifications carry ids only; subscribers read the records themselves,
+// under their own viewer, so a notification never leaks content across
+// tenants or roles.
 package events
 
 import (
@@ -17,8 +22,9 @@ import (
 	"github.com/procsvc/procsvc/internal/core"
 )
 
-// Event is what a subscriber receives.
-type Event struct {
+// Notification is what a subscriber receives: one committed write (or a
+// Refetch).
+type Notification struct {
 	core.Change // WorkspaceID, Kind, ProcedureID, Before, After
 	// Version is the workspace's version as of the write's commit. Events of
 	// one workspace arrive in the order their writes committed.
@@ -66,7 +72,7 @@ type Hub struct {
 	subs      map[uuid.UUID][]*Subscription
 	n         int
 	closed    bool
-	observers []func(Event)
+	observers []func(Notification)
 	// seq is the Seq of the last event handed out.
 	seq uint64
 }
@@ -74,8 +80,8 @@ type Hub struct {
 // Observe has every event published from now on (not Refetch) handed to
 // observe as well, in publication order, under the hub's lock: observe
 // must be quick and must not call the hub. The response cache keeps its
-// change log this way (internal/respcache).
-func (h *Hub) Observe(observe func(Event)) {
+// recent writes this way (internal/respcache, recent_writes.go).
+func (h *Hub) Observe(observe func(Notification)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.observers = append(h.observers, observe)
@@ -84,7 +90,7 @@ func (h *Hub) Observe(observe func(Event)) {
 // Record hands e to the observers only, not to subscribers: a replica's
 // own commit, known before PostgreSQL delivers its notification to every
 // replica (which then Publishes it; observers see it twice).
-func (h *Hub) Record(e Event) {
+func (h *Hub) Record(e Notification) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, observe := range h.observers {
@@ -104,7 +110,7 @@ func NewHub(opts HubOptions) *Hub {
 type Subscription struct {
 	hub *Hub
 	ws  uuid.UUID
-	ch  chan Event
+	ch  chan Notification
 
 	// Guarded by hub.mu.
 	i     int // index in hub.subs[ws]
@@ -115,7 +121,7 @@ type Subscription struct {
 // Subscribe opens a subscription to the events of workspaceID. On a closed
 // hub the subscription has already ended, with ErrClosed.
 func (h *Hub) Subscribe(workspaceID uuid.UUID) *Subscription {
-	s := &Subscription{hub: h, ws: workspaceID, ch: make(chan Event, h.buffer)}
+	s := &Subscription{hub: h, ws: workspaceID, ch: make(chan Notification, h.buffer)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -132,7 +138,7 @@ func (h *Hub) Subscribe(workspaceID uuid.UUID) *Subscription {
 
 // Publish hands e to every subscriber of e.WorkspaceID. A subscriber whose
 // buffer is full is closed with ErrTooSlow; the others are not delayed.
-func (h *Hub) Publish(e Event) {
+func (h *Hub) Publish(e Notification) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, observe := range h.observers {
@@ -151,14 +157,14 @@ func (h *Hub) Refetch() {
 	defer h.mu.Unlock()
 	for ws, list := range h.subs {
 		h.seq++
-		h.send(list, Event{Change: core.Change{WorkspaceID: ws}, Refetch: true, Seq: h.seq})
+		h.send(list, Notification{Change: core.Change{WorkspaceID: ws}, Refetch: true, Seq: h.seq})
 	}
 }
 
 // send offers e to each of list without blocking; h.mu is held. It walks
 // the list backwards because end swaps the last subscriber into the slot it
 // frees, and that one has then been served already.
-func (h *Hub) send(list []*Subscription, e Event) {
+func (h *Hub) send(list []*Subscription, e Notification) {
 	for i := len(list) - 1; i >= 0; i-- {
 		s := list[i]
 		select {
@@ -213,7 +219,7 @@ func (h *Hub) end(s *Subscription, err error) {
 
 // Events returns the subscription's events. It is closed when the
 // subscription ends; Err then says why.
-func (s *Subscription) Events() <-chan Event { return s.ch }
+func (s *Subscription) Events() <-chan Notification { return s.ch }
 
 // Err returns why the subscription ended: ErrTooSlow, ErrClosed, or nil
 // (still open, or ended by Close).

@@ -14,8 +14,8 @@ import (
 // hangGuard bounds waits that only a bug would make long.
 const hangGuard = 10 * time.Second
 
-func change(ws uuid.UUID, v int64) Event {
-	return Event{Change: core.Change{WorkspaceID: ws, Kind: core.ProcedureUpdated, ProcedureID: uuid.New()}, Version: v}
+func change(ws uuid.UUID, v int64) Notification {
+	return Notification{Change: core.Change{WorkspaceID: ws, Kind: core.ProcedureUpdated, ProcedureID: uuid.New()}, Version: v}
 }
 
 func TestHubFanOut(t *testing.T) {

@@ -41,7 +41,7 @@ type localAnnouncer struct {
 type batch struct {
 	workspaceID uuid.UUID
 	version     int64
-	events      []Event
+	events      []Notification
 }
 
 // Announce implements core.Announcer. Errors: what reading the workspace's
@@ -65,7 +65,7 @@ func (a *localAnnouncer) Announce(ctx context.Context, tx *ent.Tx, c core.Change
 		}
 		b.workspaceID, b.version = c.WorkspaceID, ws.Version
 	}
-	b.events = append(b.events, Event{Change: c, Version: b.version})
+	b.events = append(b.events, Notification{Change: c, Version: b.version})
 	return nil
 }
 

@@ -67,7 +67,7 @@ func TestLocalAnnouncer(t *testing.T) {
 					t.Fatal("no event by the time the write returned")
 				}
 				e = columnsOf(e)
-				want := Event{Change: core.Change{WorkspaceID: f.ws, Kind: st.kind, ProcedureID: p.ID, Before: st.before, After: st.after},
+				want := Notification{Change: core.Change{WorkspaceID: f.ws, Kind: st.kind, ProcedureID: p.ID, Before: st.before, After: st.after},
 					Version: f.version(t)}
 				if !reflect.DeepEqual(e, want) {
 					t.Fatalf("event = %s; want %s", show(e), show(want))
@@ -163,7 +163,7 @@ func TestLocalAnnouncerAccessChanged(t *testing.T) {
 	if _, err := svc.RemoveMember(f.admin, m.ID.String()); err != nil {
 		t.Fatal(err)
 	}
-	want := Event{Change: core.Change{WorkspaceID: f.ws, Kind: core.AccessChanged}, Version: f.version(t)}
+	want := Notification{Change: core.Change{WorkspaceID: f.ws, Kind: core.AccessChanged}, Version: f.version(t)}
 	if e, ok := pending(sub); !ok || !reflect.DeepEqual(columnsOf(e), want) {
 		t.Fatalf("got %s (%v); want %s", show(e), ok, show(want))
 	}
@@ -172,7 +172,7 @@ func TestLocalAnnouncerAccessChanged(t *testing.T) {
 func strp(s string) *string { return &s }
 
 // show renders an event with its columns, for failure messages.
-func show(e Event) string {
+func show(e Notification) string {
 	c := func(c *core.Facets) string {
 		if c == nil {
 			return "nil"

@@ -75,7 +75,7 @@ func (a postgresAnnouncer) Notification(c core.Change) (notify func(b *sql.Build
 		if a.own == nil {
 			return
 		}
-		e := Event{Change: c, Version: version}
+		e := Notification{Change: c, Version: version}
 		tx.OnCommit(func(next ent.Committer) ent.Committer {
 			return ent.CommitFunc(func(ctx context.Context, tx *ent.Tx) error {
 				if err := next.Commit(ctx, tx); err != nil {
@@ -146,34 +146,34 @@ func (f *facets) core() (*core.Facets, error) {
 // decode turns a notification's payload back into an event. It rejects
 // what no announcer of this version sends, so that a subscriber never sees
 // a kind or state it cannot render (e.g. from a newer replica mid-rollout).
-func decode(raw string) (Event, error) {
+func decode(raw string) (Notification, error) {
 	var p payload
 	if err := json.Unmarshal([]byte(raw), &p); err != nil {
-		return Event{}, err
+		return Notification{}, err
 	}
 	if p.WorkspaceID == uuid.Nil {
-		return Event{}, errors.New("no workspaceId")
+		return Notification{}, errors.New("no workspaceId")
 	}
 	if p.Version <= 0 {
-		return Event{}, errors.New("no version")
+		return Notification{}, errors.New("no version")
 	}
 	switch p.Kind {
 	case core.ProcedureCreated, core.ProcedureUpdated, core.ProcedureMoved, core.ProcedureDeleted, core.ProcedureCommented:
 		if p.ProcedureID == uuid.Nil {
-			return Event{}, fmt.Errorf("%s without procedureId", p.Kind)
+			return Notification{}, fmt.Errorf("%s without procedureId", p.Kind)
 		}
 	case core.AccessChanged:
 	default:
-		return Event{}, fmt.Errorf("unknown kind %q", p.Kind)
+		return Notification{}, fmt.Errorf("unknown kind %q", p.Kind)
 	}
 	before, err := p.Before.core()
 	if err != nil {
-		return Event{}, fmt.Errorf("before: %w", err)
+		return Notification{}, fmt.Errorf("before: %w", err)
 	}
 	after, err := p.After.core()
 	if err != nil {
-		return Event{}, fmt.Errorf("after: %w", err)
+		return Notification{}, fmt.Errorf("after: %w", err)
 	}
-	return Event{Change: core.Change{WorkspaceID: p.WorkspaceID, Kind: p.Kind, ProcedureID: p.ProcedureID,
+	return Notification{Change: core.Change{WorkspaceID: p.WorkspaceID, Kind: p.Kind, ProcedureID: p.ProcedureID,
 		Before: before, After: after, Reworded: p.Reworded, Renamed: p.Renamed}, Version: p.Version}, nil
 }

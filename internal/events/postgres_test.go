@@ -134,7 +134,7 @@ func TestPostgresTwoInstances(t *testing.T) {
 			if err := st.write(); err != nil {
 				t.Fatal(err)
 			}
-			want := Event{Change: core.Change{WorkspaceID: f.ws, Kind: st.kind, ProcedureID: p.ID, Before: st.before, After: st.after},
+			want := Notification{Change: core.Change{WorkspaceID: f.ws, Kind: st.kind, ProcedureID: p.ID, Before: st.before, After: st.after},
 				Version: f.version(t)}
 			for i, s := range subs {
 				if e := columnsOf(receive(t, s, deliveryBound)); !reflect.DeepEqual(e, want) {
@@ -234,7 +234,7 @@ func TestDecode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := (Event{Change: tt.change, Version: 42}); !reflect.DeepEqual(got, want) {
+			if want := (Notification{Change: tt.change, Version: 42}); !reflect.DeepEqual(got, want) {
 				t.Fatalf("decode = %s; want %s", show(got), show(want))
 			}
 		})

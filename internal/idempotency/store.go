@@ -41,6 +41,8 @@ import (
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/idempotencykey"
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/defaults"
+	"github.com/procsvc/procsvc/internal/periodic"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -113,18 +115,10 @@ type Store struct {
 func New(client *ent.Client, o Options) *Store {
 	s := &Store{client: client, ttl: o.TTL, lockTimeout: o.LockTimeout, maxBody: o.MaxBody, workspaceBytes: o.WorkspaceBytes,
 		log: o.Log, purged: o.Purged, deferred: o.Deferred, holdsSecret: o.HoldsSecret}
-	if s.maxBody <= 0 {
-		s.maxBody = MaxStoredBody
-	}
-	if s.workspaceBytes <= 0 {
-		s.workspaceBytes = DefaultWorkspaceBytes
-	}
-	if s.ttl <= 0 {
-		s.ttl = DefaultTTL
-	}
-	if s.lockTimeout <= 0 {
-		s.lockTimeout = DefaultLockTimeout
-	}
+	defaults.Positive(&s.maxBody, MaxStoredBody)
+	defaults.Positive(&s.workspaceBytes, DefaultWorkspaceBytes)
+	defaults.Positive(&s.ttl, DefaultTTL)
+	defaults.Positive(&s.lockTimeout, DefaultLockTimeout)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -514,34 +508,18 @@ func (s *Store) StartPurger(ctx context.Context, every time.Duration) (stop func
 	if every <= 0 {
 		every = DefaultPurgeEvery
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			n, err := s.Purge(ctx, DefaultPurgeBatch)
-			switch {
-			case err != nil && ctx.Err() == nil:
-				s.log.WarnContext(ctx, "idempotency: purge of expired keys failed", "error", err.Error(), "deleted", n)
-			case n > 0:
-				s.log.InfoContext(ctx, "idempotency: purged expired keys", "deleted", n)
-			}
-			if s.purged != nil {
-				s.purged(n, err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
+	return periodic.Start(ctx, every, func(ctx context.Context) {
+		n, err := s.Purge(ctx, DefaultPurgeBatch)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.WarnContext(ctx, "idempotency: purge of expired keys failed", "error", err.Error(), "deleted", n)
+		case n > 0:
+			s.log.InfoContext(ctx, "idempotency: purged expired keys", "deleted", n)
 		}
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
+		if s.purged != nil {
+			s.purged(n, err)
+		}
+	})
 }
 
 func newOwner() string {

@@ -84,6 +84,11 @@ func MaxCommentText(n int) Option {
 	}
 }
 
+// WithoutShared turns off the shared edges (shared.go): every request
+// reads its categories, members and projects itself. Only the benchmarks
+// that weigh the cache use it (docs/caching.md).
+func WithoutShared() Option { return func(f *fetchers) { f.shared = nil } }
+
 func newFetchers(db *database.DB, opts ...Option) *fetchers {
 	client := db.Client
 	// names read by hand (named.go), as are comments (comments.go).
@@ -162,9 +167,9 @@ type Loaders struct {
 	// commentText is what this request (or, for a mutation, this root
 	// field) has read of comment text; made afresh by Reset.
 	commentText *textBudget
-	// readOnly is set by ReadOnly: where primed categories, members and
+	// sharedMode is set by SharedMode: where primed categories, members and
 	// projects may come from the shared cache.
-	readOnly *at
+	sharedMode *at
 	// nested holds the nested lists, by question (nested.go).
 	nested map[string]*nestedBatch
 }
@@ -216,7 +221,7 @@ func Reset(ctx context.Context) {
 	l.nested = nil
 	// A write follows: the version the request read is no longer its
 	// workspace's.
-	l.readOnly = nil
+	l.sharedMode = nil
 }
 
 // Category returns the category with id (nil when the viewer cannot see it).
@@ -396,6 +401,9 @@ func (l *Loaders) primeNamed(ctx context.Context, k namedKeys) error {
 		return nil
 	}
 	a := l.sharedAt(ctx)
+	if a != nil && l.fetch.shared == nil {
+		a = nil // WithoutShared
+	}
 	if a != nil {
 		if k = l.fetch.shared.take(a, l, k); k.empty() {
 			return nil

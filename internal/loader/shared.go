@@ -25,7 +25,7 @@ import (
 // neither use nor fill it. Comments are not kept: they are a page's largest
 // edge and change with most writes.
 //
-// Only requests that declared themselves read-only (ReadOnly) use it: a
+// Only requests that declared themselves read-only (SharedMode) use it: a
 // request that writes has moved its workspace past the version it read, and
 // must see its own write.
 type shared struct {
@@ -73,28 +73,30 @@ type at struct {
 	version   int64
 }
 
-// ReadOnly declares that the request of ctx makes no write: its loaders may
-// then answer categories, members and projects from what other requests of
-// the same workspace read at the same version. It has no effect on a
+// SharedMode puts the loaders of ctx in shared mode (the one other mode is
+// private, every request's start), which declares that the request of ctx
+// makes no write: its loaders may then answer categories, members and
+// projects from what other requests of the same workspace read at the same
+// version. It has no effect on a
 // request whose version was not read with its token (a token's first use
 // in a minute writes), nor after Reset, which a write precedes.
-func ReadOnly(ctx context.Context) {
+func SharedMode(ctx context.Context) {
 	l, _ := ctx.Value(ctxKey{}).(*Loaders)
 	v := viewer.FromContext(ctx)
 	if l == nil || v == nil || !v.VersionKnown || viewer.IsSystem(ctx) {
 		return
 	}
 	l.mu.Lock()
-	l.readOnly = &at{workspace: v.WorkspaceID, version: v.WorkspaceVersion}
+	l.sharedMode = &at{workspace: v.WorkspaceID, version: v.WorkspaceVersion}
 	l.mu.Unlock()
 }
 
 // sharedAt returns where l's reads through ctx may be cached, or nil. The
 // reads of ctx must be scoped to the very workspace and version that
-// ReadOnly recorded: ctx's viewer is what scopes them, and the cache is
+// SharedMode recorded: ctx's viewer is what scopes them, and the cache is
 // keyed by it. The caller holds l.mu.
 func (l *Loaders) sharedAt(ctx context.Context) *at {
-	a := l.readOnly
+	a := l.sharedMode
 	if a == nil || viewer.IsSystem(ctx) {
 		return nil
 	}

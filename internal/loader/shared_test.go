@@ -54,7 +54,7 @@ func TestSharedEdges(t *testing.T) {
 			h(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 				ctx := r.Context()
 				if readOnly {
-					loader.ReadOnly(ctx)
+					loader.SharedMode(ctx)
 				}
 				if between != nil {
 					between(ctx)
@@ -132,7 +132,7 @@ func TestSharedEdges(t *testing.T) {
 				want(t, got, "v11")
 			}
 		})
-		t.Run("NotReadOnlyReadsAfresh", func(t *testing.T) {
+		t.Run("NotSharedModeReadsAfresh", func(t *testing.T) {
 			rename(t, procsA[0], "v11 written")
 			for name, c := range map[string]struct {
 				known, readOnly bool
@@ -170,13 +170,13 @@ func TestSharedEdges(t *testing.T) {
 			want(t, got, "b's own")
 		})
 		t.Run("ReadsAsAnotherViewerAreNotCached", func(t *testing.T) {
-			// ReadOnly recorded a's viewer; reads made through a context
+			// SharedMode recorded a's viewer; reads made through a context
 			// of another viewer (as a subscription's event reads are)
 			// are scoped by that viewer and bypass the cache.
 			ctx := viewer.NewContext(context.Background(), &viewer.Viewer{WorkspaceID: a.WorkspaceID, Role: viewer.RoleViewer,
 				WorkspaceVersion: 11, VersionKnown: true})
 			h(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-				loader.ReadOnly(r.Context())
+				loader.SharedMode(r.Context())
 				other := viewer.NewContext(r.Context(), &viewer.Viewer{WorkspaceID: b.WorkspaceID, Role: viewer.RoleViewer,
 					WorkspaceVersion: 11, VersionKnown: true})
 				before := db.Statements()

@@ -5,11 +5,12 @@
 // token (one statement it pays anyway). A response is stored with the
 // version it was computed at, under (workspace, member, role, request). It is
 // served to a later request that observed the same version, or a newer one
-// when every write in between is known, from the replica's change log, to
+// when every write in between is known, from the replica's recent writes
+// (recent_writes.go: the notifications it heard, not the change log), to
 // leave it alone: the response shows only procedures that core recorded
 // in its footprint (core.Footprint), and none of those writes touched them
-// or the lists they were paged from. Anything else — a version the log has
-// not heard of yet, a write the log does not describe, a response without a
+// or the lists they were paged from. Anything else — a version not heard
+// of yet, a write the notification does not describe, a response without a
 // footprint — is computed afresh. So a response is always exactly what the
 // database would answer, and replicas need no coordination beyond the change
 // feed they already have. docs/performance.md has the rules and the
@@ -61,8 +62,8 @@ type Cache struct {
 	// answered by the newer entry (fresh), or computes its own, which is
 	// not stored below the newest version without a footprint (store).
 	current map[uuid.UUID]*generation
-	// log is the replica's record of recent changes (Observe).
-	log changeLog
+	// recent is the replica's record of recent writes (Observe).
+	recent recentWrites
 }
 
 // generation is the keys a workspace's newest version has stored.
@@ -125,7 +126,7 @@ func New(maxBytes, workspaceBytes int64) *Cache {
 		workspaceBytes = max(maxBytes/4, 1)
 	}
 	c := &Cache{budget: memory.NewBudget[uuid.UUID](maxBytes, min(workspaceBytes, maxBytes)), stored: map[uuid.UUID]*storedKeys{},
-		inFlight: map[string]*flight{}, current: map[uuid.UUID]*generation{}, log: newChangeLog()}
+		inFlight: map[string]*flight{}, current: map[uuid.UUID]*generation{}, recent: newRecentWrites()}
 	entries, err := lru.NewWithEvict[string, *entry](1<<20, func(_ string, e *entry) {
 		c.budget.Release(e.workspace, e.size)
 	})
@@ -277,14 +278,14 @@ func (c *Cache) Middleware(onHit func(ctx context.Context, route string)) func(h
 // workspace at version; c.mu is held. An entry computed at a newer version
 // than the request's is as fresh as the database would be (the request is
 // concurrent with the writes in between). One computed at an older version
-// is current if the log knows every write since and none touches its
+// is current if the recent writes show every write since and none touches its
 // footprint; it is then known current at version, so that the next check
 // starts there.
 func (c *Cache) fresh(e *entry, workspace uuid.UUID, version int64) bool {
 	if e.version >= version {
 		return true
 	}
-	if e.footprint == nil || !c.log.untouched(workspace, e.version, version, e.footprint) {
+	if e.footprint == nil || !c.recent.untouched(workspace, e.version, version, e.footprint) {
 		return false
 	}
 	e.version = version
@@ -423,7 +424,7 @@ func (c *Cache) Observe(change core.Change, version int64) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.log.record(change, version)
+	c.recent.record(change, version)
 }
 
 // cacheKey identifies a response: who asked (workspace, member, role) and

@@ -24,14 +24,38 @@ import (
 func BenchmarkLiveFanOut(b *testing.B) {
 	for _, subscribers := range []int{1, 100, 500} {
 		b.Run(fmt.Sprintf("subscribers=%d", subscribers), func(b *testing.B) {
-			benchFanOut(b, subscribers)
+			benchFanOut(b, subscribers, live.Options{}, false)
 		})
 	}
 }
 
-func benchFanOut(b *testing.B, subscribers int) {
+// BenchmarkLiveCaches weighs the live reads, renderings and credential
+// checks kept (graph/live: flights.go, --live-cache-mb; docs/caching.md)
+// on BenchmarkLiveFanOut's 100 subscribers, of one operation
+// (operations=one: one group) or each of its own (operations=distinct: 100
+// groups, whose reads of the event and checks of the token may be shared
+// across groups): state=on is the default bound, state=off a bound of one
+// byte, which keeps nothing once computed (a computation still in flight
+// is still shared).
+func BenchmarkLiveCaches(b *testing.B) {
+	for _, ops := range []string{"one", "distinct"} {
+		for _, state := range []string{"on", "off"} {
+			b.Run("cache=live/operations="+ops+"/state="+state, func(b *testing.B) {
+				var opts live.Options
+				if state == "off" {
+					opts.CacheBytes = 1
+				}
+				benchFanOut(b, 100, opts, ops == "distinct")
+			})
+		}
+	}
+}
+
+// benchFanOut: distinct gives each subscriber an operation of its own.
+func benchFanOut(b *testing.B, subscribers int, opts live.Options, distinct bool) {
 	db := dbtest.Open(b, "sqlite")
-	s := startLive(b, db, liveConfig{live: live.Options{MaxPerToken: subscribers}})
+	opts.MaxPerToken = subscribers
+	s := startLive(b, db, liveConfig{live: opts})
 	ws := s.NewWorkspace(b, "Fan", "FAN")
 	id := createProcedure(b, s, ws, ws.MemberToken, "Fan", "")
 
@@ -39,8 +63,12 @@ func benchFanOut(b *testing.B, subscribers int) {
 	var readers sync.WaitGroup
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() { cancel(); readers.Wait() }()
-	query := mustJSON(map[string]any{"query": `subscription { procedureEvents { kind workspaceVersion procedure { id name state doer { name } } } }`})
-	for range subscribers {
+	for n := range subscribers {
+		alias := "state"
+		if distinct {
+			alias = fmt.Sprintf("s%d: state", n)
+		}
+		query := mustJSON(map[string]any{"query": `subscription { procedureEvents { kind workspaceVersion procedure { id name ` + alias + ` doer { name } } } }`})
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/graphql", bytes.NewReader(query))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "text/event-stream")
@@ -69,6 +97,7 @@ func benchFanOut(b *testing.B, subscribers int) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	start := db.Statements()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
@@ -83,4 +112,5 @@ func benchFanOut(b *testing.B, subscribers int) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*subscribers), "ns/delivery")
+	b.ReportMetric(float64(db.Statements()-start)/float64(b.N), "stmts/op")
 }

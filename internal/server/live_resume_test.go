@@ -242,6 +242,76 @@ func TestLiveResumeRefused(t *testing.T) {
 	}
 }
 
+// TestLiveResumeVariableOrLiteral: afterVersion given as a variable or as
+// an inline literal resumes alike — the same events replayed, the same
+// refusal of a negative version — and a variable the document also uses
+// elsewhere keeps subscribers with different values apart (it changes
+// what they are sent), while one used by afterVersion alone does not.
+func TestLiveResumeVariableOrLiteral(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		db, dsn := openDB(t, dialect)
+		s := startLive(t, db, liveConfig{dsn: dsn})
+		ws := s.NewWorkspace(t, "Literal", "LIT")
+		id := createProcedure(t, s, ws, ws.MemberToken, "Literal", "")
+		from := workspaceVersion(t, db, ws.ID)
+		for i := range 3 {
+			renameProcedure(t, s, ws.MemberToken, id, fmt.Sprint("rename ", i))
+		}
+		want := procedureEventVersions(t, db, ws.ID, from)
+		last := want[len(want)-1]
+		literal := func(after int64) string {
+			return fmt.Sprintf(`subscription { procedureEvents(afterVersion: %d) { kind procedureId workspaceVersion } }`, after)
+		}
+
+		// Each subscriber on a socket of its own: one socket's events of
+		// several subscriptions interleave.
+		subscribe := func(id, query string, vars map[string]any) *wsClient {
+			c := openWS(t, s, ws.ViewToken)
+			c.subscribe(id, query, vars)
+			return c
+		}
+		expect := func(c *wsClient, id string, after int64, want []int64) {
+			t.Helper()
+			if got := receiveVersions(t, c, id, last); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%s, afterVersion %d: sent %v; want %v", id, after, got, want)
+			}
+		}
+		expect(subscribe("variable", resumeEvents, map[string]any{"after": from}), "variable", from, want)
+		expect(subscribe("literal", literal(from), nil), "literal", from, want)
+		expect(subscribe("variable-later", resumeEvents, map[string]any{"after": want[1]}), "variable-later", want[1], want[2:])
+		expect(subscribe("literal-later", literal(want[1]), nil), "literal-later", want[1], want[2:])
+		// The two variable subscribers share one group; each literal is a
+		// document of its own.
+		if st := s.Live.Stats(); st.Groups != 3 {
+			t.Fatalf("resumers by variable (2) and by literal (2): %d groups; want 3", st.Groups)
+		}
+
+		// The variable also pages the procedure's comments: subscribers
+		// with different values are sent different things.
+		const twice = `subscription($after: Int) { procedureEvents(afterVersion: $after) {
+			kind procedureId workspaceVersion procedure { comments(first: $after) { totalCount } } } }`
+		expect(subscribe("twice", twice, map[string]any{"after": from}), "twice", from, want)
+		expect(subscribe("twice-later", twice, map[string]any{"after": want[1]}), "twice-later", want[1], want[2:])
+		if st := s.Live.Stats(); st.Groups != 5 {
+			t.Fatalf("two subscribers whose afterVersion variable also pages comments: %d groups in all; want 5 (one each)", st.Groups)
+		}
+
+		w := openWS(t, s, ws.ViewToken)
+		for _, c := range []struct {
+			name, query string
+			vars        map[string]any
+		}{
+			{"variable", resumeEvents, map[string]any{"after": -1}},
+			{"literal", literal(-1), nil},
+		} {
+			w.subscribe("negative-"+c.name, c.query, c.vars)
+			if code := w.refused("negative-" + c.name); code != "validation_failed" {
+				t.Fatalf("afterVersion -1 as a %s: refused %s; want validation_failed", c.name, code)
+			}
+		}
+	})
+}
+
 // eachDialect runs fn on each database the tests have.
 func eachDialect(t *testing.T, fn func(t *testing.T, dialect string)) {
 	for _, dialect := range dbtest.Dialects(t) {

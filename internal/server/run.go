@@ -14,10 +14,10 @@ import (
 	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/config"
+	"github.com/procsvc/procsvc/internal/contentgen"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/events"
-	"github.com/procsvc/procsvc/internal/generate"
 	"github.com/procsvc/procsvc/internal/idempotency"
 	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/playground"
@@ -40,7 +40,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		return err
 	}
 	defer applyMemoryLimit(cfg.MemoryLimitMB, log)()
-	if cfg.AI.Provider == generate.ProviderOpenAI && cfg.WriteTimeout <= cfg.AI.Timeout {
+	if cfg.AI.Provider == contentgen.ProviderOpenAI && cfg.WriteTimeout <= cfg.AI.Timeout {
 		log.Warn("--write-timeout is not longer than --ai-timeout: a slow generation outlives its response", "write_timeout", cfg.WriteTimeout.String(), "ai_timeout", cfg.AI.Timeout.String())
 	}
 	// Listening comes first: a second start while another server holds
@@ -256,12 +256,12 @@ func seedDemo(ctx context.Context, svc *core.Service, b *core.Bootstrapped) erro
 }
 
 // newGenerator builds the content generator of cfg and its line for the
-// startup log. --ai-max-retries=0 means no retry, which generate.Config
+// startup log. --ai-max-retries=0 means no retry, which contentgen.Config
 // spells -1 (its 0 is its default).
-func newGenerator(cfg generate.Config) (core.Generator, string, error) {
+func newGenerator(cfg contentgen.Config) (core.Generator, string, error) {
 	if cfg.MaxRetries == 0 {
 		cfg.MaxRetries = -1
 	}
-	g, err := generate.New(cfg)
+	g, err := contentgen.New(cfg)
 	return g, cfg.Describe(), err
 }

@@ -80,6 +80,9 @@ type Deps struct {
 	// GraphQL documents (parsed, and persisted queries) the replica keeps,
 	// and one workspace's share of them (0: gqlhttp's defaults).
 	DocumentCacheBytes, DocumentCacheWorkspaceBytes int64
+	// Loader tunes the loaders (loader.WithoutShared: the benchmarks that
+	// weigh the shared edges, docs/caching.md).
+	Loader []loader.Option
 }
 
 // Announcer returns the announcer that makes db's committed changes known
@@ -107,7 +110,7 @@ func NewHandler(d Deps) *Handler {
 		d.Metrics = metrics.New(d.DB.SQL)
 	}
 	authn := auth.New(d.DB, append([]auth.Option{auth.WithLogger(d.Log)}, d.Auth...)...)
-	source := loader.New(d.DB, loader.MaxCommentText(d.MaxResponseBytes))
+	source := loader.New(d.DB, append([]loader.Option{loader.MaxCommentText(d.MaxResponseBytes)}, d.Loader...)...)
 	loaders := source.Middleware
 	resolver := graph.NewResolver(d.Service)
 	resolver.MaxResponseBytes = d.MaxResponseBytes
@@ -119,8 +122,8 @@ func NewHandler(d Deps) *Handler {
 	}
 	if cache != nil && d.Hub != nil {
 		// The hub hears every committed change (this replica's at once,
-		// the others' through LISTEN): the cache's change log.
-		d.Hub.Observe(func(e events.Event) { cache.Observe(e.Change, e.Version) })
+		// the others' through LISTEN): the cache's recent writes.
+		d.Hub.Observe(func(e events.Notification) { cache.Observe(e.Change, e.Version) })
 	}
 	cached := cache.Middleware(func(ctx context.Context, route string) { middleware.Info(ctx).Route = route })
 	// GraphQL POSTs are keyed as the GraphQL face says (only mutations,
@@ -230,21 +233,32 @@ func NewHandler(d Deps) *Handler {
 
 // registerLiveMetrics exposes what live updates hold.
 func registerLiveMetrics(m *metrics.Metrics, l *live.Live) {
-	stat := func(f func(live.Stats) float64) func() float64 { return func() float64 { return f(l.Stats()) } }
-	m.Gauge("procsvc_live_connections", "Open WebSockets and Server-Sent Events streams (at most --max-live-connections).",
-		stat(func(s live.Stats) float64 { return float64(s.Connections) }))
-	m.Gauge("procsvc_live_subscriptions", "Open subscriptions.",
-		stat(func(s live.Stats) float64 { return float64(s.Subscriptions) }))
-	m.Gauge("procsvc_live_groups", "Distinct operations the open subscriptions run; each event is rendered once per group.",
-		stat(func(s live.Stats) float64 { return float64(s.Groups) }))
-	m.Gauge("procsvc_live_cache_bytes", "Bytes of events' reads and renderings kept for subscribers (at most --live-cache-mb).",
-		stat(func(s live.Stats) float64 { return float64(s.CachedBytes) }))
-	m.Counter("procsvc_live_renders_total", "Events rendered for subscribers, once per event and group.",
-		stat(func(s live.Stats) float64 { return float64(s.Rendered) }))
-	m.Gauge("procsvc_live_memory_bytes", "Bytes of renderings held for subscribers until they write them, live and replayed (at most --live-memory-mb).",
-		stat(func(s live.Stats) float64 { return float64(s.HeldBytes) }))
-	m.Counter("procsvc_live_memory_refused_total", "Renderings refused for want of room in --live-memory-mb or a workspace's share of it; their subscriptions ended with unavailable.",
-		stat(func(s live.Stats) float64 { return float64(s.RefusedRenderings) }))
+	for _, g := range []struct {
+		name, help string
+		counter    bool
+		value      func(live.Stats) int64
+	}{
+		{"procsvc_live_connections", "Open WebSockets and Server-Sent Events streams (at most --max-live-connections).", false,
+			func(s live.Stats) int64 { return int64(s.Connections) }},
+		{"procsvc_live_subscriptions", "Open subscriptions.", false, func(s live.Stats) int64 { return int64(s.Subscriptions) }},
+		{"procsvc_live_groups", "Distinct operations the open subscriptions run; each event is rendered once per group.", false,
+			func(s live.Stats) int64 { return int64(s.Groups) }},
+		{"procsvc_live_cache_bytes", "Bytes of events' reads and renderings kept for subscribers (at most --live-cache-mb).", false,
+			func(s live.Stats) int64 { return int64(s.CachedBytes) }},
+		{"procsvc_live_renders_total", "Events rendered for subscribers, once per event and group.", true,
+			func(s live.Stats) int64 { return int64(s.Rendered) }},
+		{"procsvc_live_memory_bytes", "Bytes of renderings held for subscribers until they write them, live and replayed (at most --live-memory-mb).", false,
+			func(s live.Stats) int64 { return int64(s.HeldBytes) }},
+		{"procsvc_live_memory_refused_total", "Renderings refused for want of room in --live-memory-mb or a workspace's share of it; their subscriptions ended with unavailable.", true,
+			func(s live.Stats) int64 { return int64(s.RefusedRenderings) }},
+	} {
+		read := func() float64 { return float64(g.value(l.Stats())) }
+		if g.counter {
+			m.Counter(g.name, g.help, read)
+		} else {
+			m.Gauge(g.name, g.help, read)
+		}
+	}
 }
 
 func registerDocumentMetrics(m *metrics.Metrics, docs *gqlhttp.Documents) {

@@ -428,7 +428,7 @@ func TestWokenByCommits(t *testing.T) {
 		o := options()
 		o.PollInterval, o.Wake = time.Hour, wake
 		d := start(t, db, o)
-		hub.Observe(func(events.Event) { d.Notify() })
+		hub.Observe(func(events.Notification) { d.Notify() })
 		f.procedure(t, f.projects[0], "announced")
 		eventually(t, "the event sent after its commit's announcement", func() bool { return settled(t, db, ep, 1) })
 		// A write nobody announces, then a wake-up.

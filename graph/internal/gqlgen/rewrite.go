@@ -23,7 +23,7 @@ const (
 // within the response's bound (graph/internal/inline: budget.go), for
 // queries and for each event of a subscription. A mutation's response keeps
 // gqlgen's own: its root fields are bounded one by one as they run
-// (graph/gqlhttp/response_bound.go), so that a write that committed is never answered with
+// (graph/gqlhttp/bound_responses.go), so that a write that committed is never answered with
 // an error in place of its result.
 const (
 	marshalCall = "data.MarshalGQL(&buf)"

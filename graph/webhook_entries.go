@@ -2,7 +2,7 @@ package graph
 
 // Webhook endpoints (webhooks.graphqls): the entries both faces share and
 // the conversions of their arguments. The rules are core's
-// (internal/core/webhooks.go); docs/api.md, "Webhooks", has them.
+// (internal/core/webhook_endpoints.go); docs/api.md, "Webhooks", has them.
 
 import (
 	"context"
@@ -29,8 +29,8 @@ func (r *Resolver) WebhookPage(ctx context.Context) ([]*ent.WebhookEndpoint, err
 	return r.Service.Webhooks(ctx)
 }
 
-// WebhookShowing returns the endpoint id names.
-func (r *Resolver) WebhookShowing(ctx context.Context, id string) (*ent.WebhookEndpoint, error) {
+// WebhookByID returns the endpoint id names.
+func (r *Resolver) WebhookByID(ctx context.Context, id string) (*ent.WebhookEndpoint, error) {
 	respcache.MarkUncacheable(ctx)
 	return r.Service.Webhook(ctx, id)
 }

@@ -40,6 +40,7 @@ import (
 
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/webhookendpoint"
+	"github.com/procsvc/procsvc/internal/defaults"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -169,33 +170,23 @@ type Attempt struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Workers <= 0 {
-		o.Workers = DefaultWorkers
-	}
+	defaults.Positive(&o.Workers, DefaultWorkers)
 	if o.PerEndpoint <= 0 {
 		o.PerEndpoint = max(1, o.Workers/4)
 	}
 	if o.PerWorkspace <= 0 {
 		o.PerWorkspace = (o.Workers + 1) / 2
 	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.PollInterval <= 0 {
-		o.PollInterval = DefaultPollInterval
-	}
+	defaults.Positive(&o.Timeout, DefaultTimeout)
+	defaults.Positive(&o.PollInterval, DefaultPollInterval)
 	if o.Schedule == nil {
 		o.Schedule = DefaultSchedule
 	}
 	if o.Jitter == 0 {
 		o.Jitter = DefaultJitter
 	}
-	if o.DisableAfter <= 0 {
-		o.DisableAfter = DefaultDisableAfter
-	}
-	if o.DisableFailures <= 0 {
-		o.DisableFailures = DefaultDisableFailures
-	}
+	defaults.Positive(&o.DisableAfter, DefaultDisableAfter)
+	defaults.Positive(&o.DisableFailures, DefaultDisableFailures)
 	// A job is attempted only while its lease has Timeout+leaseMargin to
 	// run (send.go): the lease leaves it that, and twice Timeout to wait
 	// in its lane.
@@ -205,30 +196,18 @@ func (o Options) withDefaults() Options {
 	if o.FanOutWindow == 0 {
 		o.FanOutWindow = DefaultFanOutWindow
 	}
-	if o.FanOutEndpoints <= 0 {
-		o.FanOutEndpoints = DefaultFanOutEndpoints
-	}
-	if o.FanOutEvents <= 0 {
-		o.FanOutEvents = DefaultFanOutEvents
-	}
-	if o.Held <= 0 {
-		o.Held = DefaultHeld
-	}
-	if o.HeldTotal <= 0 {
-		o.HeldTotal = DefaultHeldTotal
-	}
+	defaults.Positive(&o.FanOutEndpoints, DefaultFanOutEndpoints)
+	defaults.Positive(&o.FanOutEvents, DefaultFanOutEvents)
+	defaults.Positive(&o.Held, DefaultHeld)
+	defaults.Positive(&o.HeldTotal, DefaultHeldTotal)
 	if o.HeldPerWorkspace <= 0 {
 		o.HeldPerWorkspace = max(1, o.HeldTotal/2)
 	}
-	if o.Memory <= 0 {
-		o.Memory = DefaultMemory
-	}
+	defaults.Positive(&o.Memory, DefaultMemory)
 	if o.MemoryPerWorkspace <= 0 || o.MemoryPerWorkspace > o.Memory {
 		o.MemoryPerWorkspace = max(1, o.Memory/4)
 	}
-	if o.RecordBatch <= 0 {
-		o.RecordBatch = DefaultRecordBatch
-	}
+	defaults.Positive(&o.RecordBatch, DefaultRecordBatch)
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}

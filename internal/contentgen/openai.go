@@ -1,4 +1,4 @@
-package generate
+package contentgen
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/procsvc/procsvc/internal/aiclient"
 	"github.com/procsvc/procsvc/internal/core"
-	"github.com/procsvc/procsvc/internal/generation"
+	"github.com/procsvc/procsvc/internal/genchoice"
 	"github.com/procsvc/procsvc/internal/limits"
 )
 
@@ -66,11 +66,11 @@ func systemPrompt(o core.GenerateRequest) string {
 	fmt.Fprintf(&b, "Content type: %s\nDocumentation style: %s\nProgramming language: %s\n\n", o.ContentType, o.DocStyle, o.Language)
 	tag := fenceTag(o.Language)
 	switch o.ContentType {
-	case generation.Process:
+	case genchoice.Process:
 		b.WriteString("Content type process: write the procedure as numbered steps in order. After each step add a line starting with \"Check:\" that says how to confirm the step is done.\n")
-	case generation.API:
+	case genchoice.API:
 		b.WriteString("Content type api: document each endpoint with the sections Endpoint (method and path), Parameters (a Markdown table with name, location, type, required and description), Request (body and an example) and Responses (status codes, their meaning and examples). Read JSON keys such as method, path, endpoint, params, parameters, body, response, responses and status as that information.\n")
-	case generation.Code:
+	case genchoice.Code:
 		b.WriteString("Content type code: write a walkthrough of the code: for each step a short explanation followed by the code in a fenced block")
 		if tag != "" {
 			b.WriteString(" tagged ```" + tag)
@@ -80,9 +80,9 @@ func systemPrompt(o core.GenerateRequest) string {
 		b.WriteString("Content type standard: write a general guide with the sections Overview, Steps (numbered) or Guidelines (bulleted), and Notes.\n")
 	}
 	switch o.DocStyle {
-	case generation.Simplified:
+	case genchoice.Simplified:
 		b.WriteString("Documentation style simplified: keep it short and plain; use few sections, everyday words and no jargon headings.\n")
-	case generation.Detailed:
+	case genchoice.Detailed:
 		b.WriteString("Documentation style detailed: be thorough; in addition add the sections Prerequisites, Edge cases and Troubleshooting.\n")
 	default:
 		b.WriteString("Documentation style technical: be precise; keep every term, identifier, name, value and command exactly as supplied.\n")

@@ -4,7 +4,7 @@ package rest
 // their signing secrets and their delivery logs, through the same resolvers
 // as GraphQL's webhooks, createWebhook, … (graph/webhooks.resolvers.go).
 // Every one needs the ADMIN role (core answers forbidden otherwise). None
-// of their answers is cached (graph/webhooks.go says why), and the answers
+// of their answers is cached (graph/webhook_entries.go says why), and the answers
 // holding a secret are never kept for an Idempotency-Key's replay
 // (auth.HoldsSecret).
 

@@ -15,6 +15,7 @@ import (
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/events"
 	"github.com/procsvc/procsvc/internal/metrics"
+	"github.com/procsvc/procsvc/internal/periodic"
 	"github.com/procsvc/procsvc/internal/webhooks"
 )
 
@@ -62,7 +63,7 @@ func startWebhooks(cfg config.Webhooks, db *database.DB, hub *events.Hub, m *met
 			}
 			return float64(n)
 		})
-	hub.Observe(func(events.Event) { d.Notify() })
+	hub.Observe(func(events.Notification) { d.Notify() })
 	d.Start()
 	if cfg.AllowPrivate {
 		log.Warn("webhooks: deliveries may connect to private addresses (--webhook-allow-private-addresses)")
@@ -74,34 +75,18 @@ func startWebhooks(cfg config.Webhooks, db *database.DB, hub *events.Hub, m *met
 // than retention (core.PruneEvents) and the deliveries older than it
 // (webhooks.Prune), until stop is called.
 func startRetention(ctx context.Context, svc *core.Service, db *database.DB, retention, every time.Duration, log *slog.Logger) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			cutoff := time.Now().UTC().Add(-retention)
-			events, err := svc.PruneEvents(ctx, cutoff, 0)
-			if err != nil && ctx.Err() == nil {
-				log.Warn("retention: pruning the change log failed", "error", err.Error(), "deleted", events)
-			}
-			deliveries, err := webhooks.Prune(ctx, db.Client, cutoff, 0)
-			if err != nil && ctx.Err() == nil {
-				log.Warn("retention: pruning webhook deliveries failed", "error", err.Error(), "deleted", deliveries)
-			}
-			if events+deliveries > 0 {
-				log.Info("retention: pruned", "events", events, "deliveries", deliveries, "before", cutoff.Format(time.RFC3339))
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
+	return periodic.Start(ctx, every, func(ctx context.Context) {
+		cutoff := time.Now().UTC().Add(-retention)
+		events, err := svc.PruneEvents(ctx, cutoff, 0)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("retention: pruning the change log failed", "error", err.Error(), "deleted", events)
 		}
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
+		deliveries, err := webhooks.Prune(ctx, db.Client, cutoff, 0)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("retention: pruning webhook deliveries failed", "error", err.Error(), "deleted", deliveries)
+		}
+		if events+deliveries > 0 {
+			log.Info("retention: pruned", "events", events, "deliveries", deliveries, "before", cutoff.Format(time.RFC3339))
+		}
+	})
 }

@@ -1,11 +1,11 @@
-// Package generation names the choices a client makes when it asks for a
+// Package genchoice names the choices a client makes when it asks for a
 // procedure's content to be generated (generateProcedure): what the content
 // is (its content type), how the document is written (its documentation
 // style) and which programming language its code is in.
 //
 // Each value has two spellings, both kept here, once: the word the REST
 // interface uses (docs/contract.md: "code", "csharp"), which is also what the
-// core validates and the providers of internal/generate read, and the name
+// core validates and the providers of internal/contentgen read, and the name
 // of the GraphQL enum value (CODE, CSHARP), SCREAMING_CASE as GraphQL enums
 // are spelled. The tables below are the one mapping between them: the
 // GraphQL schema's enums are bound (gqlgen.yml) to graph/model's
@@ -14,7 +14,7 @@
 // enums and the tables drift.
 //
 // It imports nothing of procsvc, so that all of them can depend on it.
-package generation
+package genchoice
 
 // Content types.
 const (

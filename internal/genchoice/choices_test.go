@@ -1,10 +1,10 @@
-package generation_test
+package genchoice_test
 
 import (
 	"slices"
 	"testing"
 
-	"github.com/procsvc/procsvc/internal/generation"
+	"github.com/procsvc/procsvc/internal/genchoice"
 )
 
 // TestChoices is the mapping's table: each value of the GraphQL enums, in
@@ -15,15 +15,15 @@ func TestChoices(t *testing.T) {
 	type pair struct{ graphql, rest string }
 	for _, e := range []struct {
 		enum    string
-		choices []generation.Choice
+		choices []genchoice.Choice
 		words   []string
 		want    []pair
 	}{
-		{"ContentType", generation.ContentTypeChoices, generation.ContentTypes,
+		{"ContentType", genchoice.ContentTypeChoices, genchoice.ContentTypes,
 			[]pair{{"CODE", "code"}, {"STANDARD", "standard"}, {"API", "api"}, {"PROCESS", "process"}}},
-		{"DocStyle", generation.DocStyleChoices, generation.DocStyles,
+		{"DocStyle", genchoice.DocStyleChoices, genchoice.DocStyles,
 			[]pair{{"TECHNICAL", "technical"}, {"SIMPLIFIED", "simplified"}, {"DETAILED", "detailed"}}},
-		{"Language", generation.LanguageChoices, generation.Languages,
+		{"Language", genchoice.LanguageChoices, genchoice.Languages,
 			[]pair{{"TYPESCRIPT", "typescript"}, {"JAVASCRIPT", "javascript"}, {"PYTHON", "python"},
 				{"JAVA", "java"}, {"CSHARP", "csharp"}, {"OTHER", "other"}}},
 	} {
@@ -38,17 +38,17 @@ func TestChoices(t *testing.T) {
 				if e.words[i] != p.rest {
 					t.Errorf("REST word %d is %q, want %q", i, e.words[i], p.rest)
 				}
-				if w, ok := generation.WordOf(e.choices, p.graphql); !ok || w != p.rest {
+				if w, ok := genchoice.WordOf(e.choices, p.graphql); !ok || w != p.rest {
 					t.Errorf("WordOf(%s) = %q, %v", p.graphql, w, ok)
 				}
-				if n, ok := generation.NameOf(e.choices, p.rest); !ok || n != p.graphql {
+				if n, ok := genchoice.NameOf(e.choices, p.rest); !ok || n != p.graphql {
 					t.Errorf("NameOf(%s) = %q, %v", p.rest, n, ok)
 				}
 				// Neither spelling is the other's.
-				if _, ok := generation.WordOf(e.choices, p.rest); ok {
+				if _, ok := genchoice.WordOf(e.choices, p.rest); ok {
 					t.Errorf("%q is taken as a GraphQL value", p.rest)
 				}
-				if _, ok := generation.NameOf(e.choices, p.graphql); ok {
+				if _, ok := genchoice.NameOf(e.choices, p.graphql); ok {
 					t.Errorf("%q is taken as a REST word", p.graphql)
 				}
 			}
@@ -58,9 +58,9 @@ func TestChoices(t *testing.T) {
 
 // TestDefaultsAreValues: each default is one of its values.
 func TestDefaultsAreValues(t *testing.T) {
-	if !slices.Contains(generation.ContentTypes, generation.DefaultContentType) ||
-		!slices.Contains(generation.DocStyles, generation.DefaultDocStyle) ||
-		!slices.Contains(generation.Languages, generation.DefaultLanguage) {
+	if !slices.Contains(genchoice.ContentTypes, genchoice.DefaultContentType) ||
+		!slices.Contains(genchoice.DocStyles, genchoice.DefaultDocStyle) ||
+		!slices.Contains(genchoice.Languages, genchoice.DefaultLanguage) {
 		t.Fatal("a default is not among its values")
 	}
 }

@@ -1,4 +1,4 @@
-package generate
+package contentgen
 
 import (
 	"cmp"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/core"
-	"github.com/procsvc/procsvc/internal/generation"
+	"github.com/procsvc/procsvc/internal/genchoice"
 	"github.com/procsvc/procsvc/internal/textclip"
 )
 
@@ -50,15 +50,15 @@ func normalize(req core.GenerateRequest) core.GenerateRequest {
 		name = strings.TrimRightFunc(string(r[:maxTitleRunes]), unicode.IsSpace) + "…"
 	}
 	req.Name = cmp.Or(oneLine(name), "Procedure")
-	req.ContentType = pick(req.ContentType, generation.DefaultContentType, generation.ContentTypes)
-	req.DocStyle = pick(req.DocStyle, generation.DefaultDocStyle, generation.DocStyles)
-	req.Language = pick(req.Language, generation.DefaultLanguage, generation.Languages)
+	req.ContentType = pick(req.ContentType, genchoice.DefaultContentType, genchoice.ContentTypes)
+	req.DocStyle = pick(req.DocStyle, genchoice.DefaultDocStyle, genchoice.DocStyles)
+	req.Language = pick(req.Language, genchoice.DefaultLanguage, genchoice.Languages)
 	return req
 }
 
 // langNames are the display names of the languages (none for Other).
-var langNames = map[string]string{generation.TypeScript: "TypeScript", generation.JavaScript: "JavaScript",
-	generation.Python: "Python", generation.Java: "Java", generation.CSharp: "C#"}
+var langNames = map[string]string{genchoice.TypeScript: "TypeScript", genchoice.JavaScript: "JavaScript",
+	genchoice.Python: "Python", genchoice.Java: "Java", genchoice.CSharp: "C#"}
 
 // fenceTag is the code fence info string of a language ("" for other).
 func fenceTag(lang string) string {
@@ -90,10 +90,10 @@ type page struct {
 }
 
 // IsAPI, IsCode, IsProcess and IsStandard tell the layout the content type.
-func (p *page) IsAPI() bool      { return p.Kind == generation.API }
-func (p *page) IsCode() bool     { return p.Kind == generation.Code }
-func (p *page) IsProcess() bool  { return p.Kind == generation.Process }
-func (p *page) IsStandard() bool { return p.Kind == generation.Standard }
+func (p *page) IsAPI() bool      { return p.Kind == genchoice.API }
+func (p *page) IsCode() bool     { return p.Kind == genchoice.Code }
+func (p *page) IsProcess() bool  { return p.Kind == genchoice.Process }
+func (p *page) IsStandard() bool { return p.Kind == genchoice.Standard }
 
 // steps reads steps from items. With list lines, the list items are the
 // steps (deeper ones sub-points), text before the list the introduction,
@@ -112,7 +112,7 @@ func (p *page) steps(items []item) {
 			numbers++
 		}
 	}
-	p.Ordered = numbers > 0 || first < 0 || p.Kind != generation.Standard
+	p.Ordered = numbers > 0 || first < 0 || p.Kind != genchoice.Standard
 	for i, it := range items {
 		s, has := &step{}, len(p.Steps) > 0 // s: the last step, or scratch
 		if has {
@@ -237,18 +237,18 @@ func keep[T any](list []T, n int, left *int) []T {
 func render(req core.GenerateRequest) string {
 	o := normalize(req)
 	p := &page{Kind: o.ContentType, Name: o.Name, Lang: langNames[o.Language], Tag: fenceTag(o.Language),
-		Simple: o.DocStyle == generation.Simplified, Detailed: o.DocStyle == generation.Detailed, Ordered: true}
+		Simple: o.DocStyle == genchoice.Simplified, Detailed: o.DocStyle == genchoice.Detailed, Ordered: true}
 	text, cut := sanitize(req.Content, maxInputBytes)
 	root, items := parseJSON(text), []item(nil)
 	if root == nil {
 		items, p.Left = parseText(text)
-	} else if o.ContentType != generation.API {
+	} else if o.ContentType != genchoice.API {
 		items, p.Left = jsonItems(root)
 	}
 	switch p.Cut = cut; o.ContentType {
-	case generation.API:
+	case genchoice.API:
 		p.api(root, items)
-	case generation.Code:
+	case genchoice.Code:
 		p.walkthrough(items, root)
 	default:
 		p.steps(items)
@@ -262,9 +262,9 @@ func render(req core.GenerateRequest) string {
 		if p.Simple {
 			s.Title, s.Check, s.Subs = first(s.Title, 160), first(s.Check, 160), nil
 		}
-		if s.Check == "" && o.ContentType == generation.Process && p.Simple {
+		if s.Check == "" && o.ContentType == genchoice.Process && p.Simple {
 			s.Check = "Confirm it worked as expected."
-		} else if s.Check == "" && o.ContentType == generation.Process {
+		} else if s.Check == "" && o.ContentType == genchoice.Process {
 			s.Check = "confirm “" + strings.TrimRight(textclip.Bytes(s.Title, 80), ".:;!") + "” is done and its result is as expected."
 		}
 	}

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/procsvc/procsvc/internal/apitest"
+	"github.com/procsvc/procsvc/internal/contentgen"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
-	"github.com/procsvc/procsvc/internal/generate"
 )
 
 // fakeModel is an OpenAI-compatible chat-completions server: it answers
@@ -79,7 +79,7 @@ func TestGenerationThroughBothFaces(t *testing.T) {
 		model, calls := fakeModel(t, http.StatusOK, "# Rotate keys\n\n1. Generate\n2. Deploy")
 		broken, brokenCalls := fakeModel(t, http.StatusInternalServerError, "")
 		openai := func(url string) core.Generator {
-			g, err := generate.New(generate.Config{Provider: "openai", URL: url, Model: "m", APIKey: "sk-secret-123", Timeout: 5 * time.Second, MaxRetries: -1})
+			g, err := contentgen.New(contentgen.Config{Provider: "openai", URL: url, Model: "m", APIKey: "sk-secret-123", Timeout: 5 * time.Second, MaxRetries: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +91,7 @@ func TestGenerationThroughBothFaces(t *testing.T) {
 			wantIn    string // substring of the stored content
 			fail      bool
 		}{
-			{"Template", generate.Template{}, "## ", false},
+			{"Template", contentgen.Template{}, "## ", false},
 			{"OpenAI", openai(model.URL), "# Rotate keys", false},
 			{"OpenAIFailing", openai(broken.URL), "", true},
 		}
@@ -103,7 +103,7 @@ func TestGenerationThroughBothFaces(t *testing.T) {
 					"categoryId": w.CategoryID, "doerId": w.MemberID, "projectId": w.ProjectID,
 					"content": "generate new keys\ndeploy them\nrevoke the old ones", "generateProcedure": true,
 					"contentType": "process", "docStyle": "detailed", "language": "other"}
-				// The same choices as GraphQL spells them (internal/generation).
+				// The same choices as GraphQL spells them (internal/genchoice).
 				gqlIn := maps.Clone(in)
 				gqlIn["contentType"], gqlIn["docStyle"], gqlIn["language"] = "PROCESS", "DETAILED", "OTHER"
 				before := total(t, s, w.MemberToken)
@@ -153,7 +153,7 @@ func TestGenerationThroughBothFaces(t *testing.T) {
 // generateProcedure.
 func TestGenerationOptionsWithoutGenerateAreValidatedAndIgnored(t *testing.T) {
 	db := dbtest.Open(t, "sqlite")
-	s := apitest.Start(t, db, core.WithGenerator(generate.Template{}))
+	s := apitest.Start(t, db, core.WithGenerator(contentgen.Template{}))
 	w := s.NewWorkspace(t, "Opts", "OPT")
 	in := map[string]any{"name": "Plain", "priority": "LOW", "state": "TODO", "dueAt": "2026-12-01",
 		"categoryId": w.CategoryID, "doerId": w.MemberID, "projectId": w.ProjectID,

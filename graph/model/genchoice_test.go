@@ -9,11 +9,11 @@ import (
 	"github.com/procsvc/procsvc/graph/generated"
 	"github.com/procsvc/procsvc/graph/model"
 	"github.com/procsvc/procsvc/internal/apperr"
-	"github.com/procsvc/procsvc/internal/generation"
+	"github.com/procsvc/procsvc/internal/genchoice"
 )
 
 // TestGenerationEnums: the schema's ContentType, DocStyle and Language list
-// exactly internal/generation's GraphQL values, in order, and the types
+// exactly internal/genchoice's GraphQL values, in order, and the types
 // gqlgen binds them to read every value as its REST word and write every
 // word as its value; REST's spelling, and anything but a string, is refused
 // as validation_failed.
@@ -21,13 +21,13 @@ func TestGenerationEnums(t *testing.T) {
 	schema := generated.NewExecutableSchema(generated.Config{}).Schema()
 	for _, e := range []struct {
 		enum    string
-		choices []generation.Choice
+		choices []genchoice.Choice
 		decode  func(any) (string, error)
 		encode  func(string) string
 	}{
-		{"ContentType", generation.ContentTypeChoices, decoder[model.ContentType](), encoder(model.ContentType.MarshalGQL)},
-		{"DocStyle", generation.DocStyleChoices, decoder[model.DocStyle](), encoder(model.DocStyle.MarshalGQL)},
-		{"Language", generation.LanguageChoices, decoder[model.Language](), encoder(model.Language.MarshalGQL)},
+		{"ContentType", genchoice.ContentTypeChoices, decoder[model.ContentType](), encoder(model.ContentType.MarshalGQL)},
+		{"DocStyle", genchoice.DocStyleChoices, decoder[model.DocStyle](), encoder(model.DocStyle.MarshalGQL)},
+		{"Language", genchoice.LanguageChoices, decoder[model.Language](), encoder(model.Language.MarshalGQL)},
 	} {
 		t.Run(e.enum, func(t *testing.T) {
 			def := schema.Types[e.enum]
@@ -42,7 +42,7 @@ func TestGenerationEnums(t *testing.T) {
 				mapped = append(mapped, c.Name)
 			}
 			if !slices.Equal(inSchema, mapped) {
-				t.Fatalf("the schema's %s is %q; internal/generation has %q: change both", e.enum, inSchema, mapped)
+				t.Fatalf("the schema's %s is %q; internal/genchoice has %q: change both", e.enum, inSchema, mapped)
 			}
 			for _, c := range e.choices {
 				if got, err := e.decode(c.Name); err != nil || got != c.Word {

@@ -1,11 +1,11 @@
-// Package generate produces a procedure's content when it is created with
+// Package contentgen (the content generator) produces a procedure's content when it is created with
 // generateProcedure=true. It implements core.Generator with two providers:
 //
 //   - "template" (the default): deterministic and offline. Content that is
 //     one JSON object or array is walked with encoding/json's token stream;
 //     other content is read line by line (lists, "Check:" lines, code,
 //     sentences). The result fills one text/template layout whose sections
-//     follow the request's choices (internal/generation), as docs/design.md
+//     follow the request's choices (internal/genchoice), as docs/design.md
 //     §8 describes. Input, output and every structure read are bounded
 //     (parse.go), so hostile content cannot make it slow, large or panic.
 //   - "openai": any server speaking the OpenAI chat-completions protocol.
@@ -14,7 +14,7 @@
 //
 // Every failure is an *apperr.Error with code generation_failed whose message
 // says what went wrong; no message or cause ever contains the API key.
-package generate
+package contentgen
 
 import (
 	"fmt"
