@@ -66,6 +66,7 @@ func TestLiveMemoryIsBounded(t *testing.T) {
 					return db.Statements() - before
 				}
 				alone := renames(3, "Alone")
+				settle(t, s, db, dialect, ws.ID, ws.MemberToken, id)
 				st, status, body := postSSE(t, s, ws.ViewToken, `subscription { procedureEvents { kind workspaceVersion } }`, nil)
 				if status != http.StatusOK {
 					t.Fatalf("subscribe: %d %s", status, body)
@@ -85,6 +86,7 @@ func TestLiveMemoryIsBounded(t *testing.T) {
 			})
 
 			t.Run("HeldWithinTheBound", func(t *testing.T) {
+				settle(t, s, db, dialect, ws.ID, ws.MemberToken, id)
 				st, status, body := postSSE(t, s, ws.ViewToken, `subscription { procedureEvents { kind procedure { name comments(last: 100) { nodes { text } } } } }`, nil)
 				if status != http.StatusOK {
 					t.Fatalf("subscribe: %d %s", status, body)

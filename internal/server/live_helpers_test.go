@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/google/uuid"
 	"io"
 	"log/slog"
 	"net/http"
@@ -473,5 +474,36 @@ func restPut(t *testing.T, s *liveServer, token, path string, body map[string]an
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("PUT %s: %d %s", path, resp.StatusCode, b)
+	}
+}
+
+// settle renames procedure id (in workspace workspaceID, as token) and
+// waits until the hub hands that write out. On PostgreSQL notifications
+// come back through LISTEN, asynchronously but in commit order, so once
+// this one is handed out no earlier write's can still reach a subscriber
+// opened afterwards and be taken for one of the test's own events.
+func settle(t *testing.T, s *liveServer, db *database.DB, dialect, workspaceID, token, id string) {
+	t.Helper()
+	heard := s.Hub.Subscribe(uuid.MustParse(workspaceID))
+	defer heard.Close()
+	renameProcedure(t, s, token, id, "Settled")
+	q := "SELECT version FROM workspaces WHERE id = ?"
+	if dialect == "postgres" {
+		q = "SELECT version FROM workspaces WHERE id = $1"
+	}
+	var version int64
+	if err := db.SQL.QueryRowContext(context.Background(), q, workspaceID).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(waitFor)
+	for {
+		select {
+		case n := <-heard.Events():
+			if n.Version >= version {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the write of version %d was never handed out", version)
+		}
 	}
 }
