@@ -1,12 +1,10 @@
 package config_test
 
 import (
-	"io"
 	"strings"
 	"testing"
 
 	"github.com/procsvc/procsvc/graph/gqlhttp"
-	"github.com/procsvc/procsvc/internal/config"
 )
 
 // TestDocumentCacheSettings: --document-cache-mb and
@@ -15,15 +13,7 @@ import (
 // (the flag wins), and are refused out of range (the share above the
 // ceiling included) with a message naming the setting.
 func TestDocumentCacheSettings(t *testing.T) {
-	load := func(args []string, env map[string]string) (config.Config, error) {
-		var c config.Config
-		fs, applyEnv := c.FlagSet("serve", io.Discard)
-		if err := fs.Parse(args); err != nil {
-			return c, err
-		}
-		return c, applyEnv(func(k string) string { return env[k] })
-	}
-	c, err := load(nil, nil)
+	c, err := loadServe(nil, nil)
 	if err != nil || int64(c.DocumentCacheMB)<<20 != gqlhttp.DefaultDocumentCacheBytes ||
 		int64(c.DocumentCacheWorkspaceMB)<<20 != gqlhttp.DefaultDocumentCacheWorkspaceBytes {
 		t.Fatalf("defaults: %d MB, %d MB per workspace (%v)", c.DocumentCacheMB, c.DocumentCacheWorkspaceMB, err)
@@ -40,7 +30,7 @@ func TestDocumentCacheSettings(t *testing.T) {
 		{"one share is the whole cache", []string{"--document-cache-mb", "1", "--document-cache-workspace-mb", "1"}, nil, 1, 1},
 		{"largest", []string{"--document-cache-mb", "4096", "--document-cache-workspace-mb", "4096"}, nil, 4096, 4096},
 	} {
-		c, err := load(tc.args, tc.env)
+		c, err := loadServe(tc.args, tc.env)
 		if err != nil || c.DocumentCacheMB != tc.ceiling || c.DocumentCacheWorkspaceMB != tc.share {
 			t.Errorf("%s: %d, %d, %v; want %d, %d", tc.name, c.DocumentCacheMB, c.DocumentCacheWorkspaceMB, err, tc.ceiling, tc.share)
 		}
@@ -55,7 +45,7 @@ func TestDocumentCacheSettings(t *testing.T) {
 		{[]string{"--document-cache-workspace-mb", "17"}, "--document-cache-workspace-mb"},
 		{[]string{"--document-cache-mb", "4", "--document-cache-workspace-mb", "8"}, "--document-cache-workspace-mb"},
 	} {
-		if _, err := load(tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.names) {
+		if _, err := loadServe(tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.names) {
 			t.Errorf("%v: %v, want a refusal naming %s", tc.args, err, tc.names)
 		}
 	}

@@ -1,26 +1,15 @@
 package config_test
 
 import (
-	"io"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/procsvc/procsvc/internal/config"
 )
 
 // TestIdempotencyKeyTTLSetting: --idempotency-key-ttl defaults to 24h, is
 // read from PROCSVC_IDEMPOTENCY_KEY_TTL (the flag wins), and is refused
 // outside 1m..720h with a message naming the setting.
 func TestIdempotencyKeyTTLSetting(t *testing.T) {
-	load := func(args []string, env map[string]string) (config.Config, error) {
-		var c config.Config
-		fs, applyEnv := c.FlagSet("serve", io.Discard)
-		if err := fs.Parse(args); err != nil {
-			return c, err
-		}
-		return c, applyEnv(func(k string) string { return env[k] })
-	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -32,22 +21,22 @@ func TestIdempotencyKeyTTLSetting(t *testing.T) {
 		{"environment", nil, map[string]string{"PROCSVC_IDEMPOTENCY_KEY_TTL": "48h"}, 48 * time.Hour},
 		{"flag wins", []string{"--idempotency-key-ttl", "2h"}, map[string]string{"PROCSVC_IDEMPOTENCY_KEY_TTL": "48h"}, 2 * time.Hour},
 	} {
-		c, err := load(tc.args, tc.env)
+		c, err := loadServe(tc.args, tc.env)
 		if err != nil || c.IdempotencyKeyTTL != tc.want {
 			t.Errorf("%s: %s, %v; want %s", tc.name, c.IdempotencyKeyTTL, err, tc.want)
 		}
 	}
 	// The TTL must be longer than the write timeout (the lock timeout of
 	// a key in progress).
-	if _, err := load([]string{"--idempotency-key-ttl", "2m", "--write-timeout", "2m"}, nil); err == nil ||
+	if _, err := loadServe([]string{"--idempotency-key-ttl", "2m", "--write-timeout", "2m"}, nil); err == nil ||
 		!strings.Contains(err.Error(), "--idempotency-key-ttl") || !strings.Contains(err.Error(), "--write-timeout") {
 		t.Errorf("a TTL equal to the write timeout: %v, want a refusal naming both settings", err)
 	}
-	if _, err := load([]string{"--idempotency-key-ttl", "2m", "--write-timeout", "1m"}, nil); err != nil {
+	if _, err := loadServe([]string{"--idempotency-key-ttl", "2m", "--write-timeout", "1m"}, nil); err != nil {
 		t.Errorf("a TTL longer than the write timeout: %v", err)
 	}
 	for _, bad := range []string{"10s", "721h", "-1h"} {
-		if _, err := load([]string{"--idempotency-key-ttl", bad}, nil); err == nil || !strings.Contains(err.Error(), "--idempotency-key-ttl") {
+		if _, err := loadServe([]string{"--idempotency-key-ttl", bad}, nil); err == nil || !strings.Contains(err.Error(), "--idempotency-key-ttl") {
 			t.Errorf("%s: %v, want a refusal naming the setting", bad, err)
 		}
 	}
@@ -57,14 +46,6 @@ func TestIdempotencyKeyTTLSetting(t *testing.T) {
 // defaults to 64, is read from PROCSVC_IDEMPOTENCY_WORKSPACE_MB (the flag
 // wins), and is refused outside 1..65536 with a message naming the setting.
 func TestIdempotencyWorkspaceBudgetSetting(t *testing.T) {
-	load := func(args []string, env map[string]string) (config.Config, error) {
-		var c config.Config
-		fs, applyEnv := c.FlagSet("serve", io.Discard)
-		if err := fs.Parse(args); err != nil {
-			return c, err
-		}
-		return c, applyEnv(func(k string) string { return env[k] })
-	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -77,13 +58,13 @@ func TestIdempotencyWorkspaceBudgetSetting(t *testing.T) {
 		{"flag wins", []string{"--idempotency-workspace-mb", "2"}, map[string]string{"PROCSVC_IDEMPOTENCY_WORKSPACE_MB": "256"}, 2},
 		{"largest", []string{"--idempotency-workspace-mb", "65536"}, nil, 65536},
 	} {
-		c, err := load(tc.args, tc.env)
+		c, err := loadServe(tc.args, tc.env)
 		if err != nil || c.IdempotencyWorkspaceMB != tc.want {
 			t.Errorf("%s: %d, %v; want %d", tc.name, c.IdempotencyWorkspaceMB, err, tc.want)
 		}
 	}
 	for _, bad := range []string{"0", "-1", "65537"} {
-		if _, err := load([]string{"--idempotency-workspace-mb", bad}, nil); err == nil || !strings.Contains(err.Error(), "--idempotency-workspace-mb") {
+		if _, err := loadServe([]string{"--idempotency-workspace-mb", bad}, nil); err == nil || !strings.Contains(err.Error(), "--idempotency-workspace-mb") {
 			t.Errorf("%s: %v, want a refusal naming the setting", bad, err)
 		}
 	}

@@ -1,11 +1,8 @@
 package config_test
 
 import (
-	"io"
 	"strings"
 	"testing"
-
-	"github.com/procsvc/procsvc/internal/config"
 )
 
 // TestLiveMemorySettings: --live-memory-mb (256) and
@@ -14,14 +11,6 @@ import (
 // wins); a workspace's share over the replica's memory, or either out of
 // range, is refused naming the setting.
 func TestLiveMemorySettings(t *testing.T) {
-	load := func(args []string, env map[string]string) (config.Config, error) {
-		var c config.Config
-		fs, applyEnv := c.FlagSet("serve", io.Discard)
-		if err := fs.Parse(args); err != nil {
-			return c, err
-		}
-		return c, applyEnv(func(k string) string { return env[k] })
-	}
 	for _, tc := range []struct {
 		name        string
 		args        []string
@@ -34,7 +23,7 @@ func TestLiveMemorySettings(t *testing.T) {
 		{"flag wins", []string{"--live-workspace-memory-mb", "32"}, map[string]string{"PROCSVC_LIVE_WORKSPACE_MEMORY_MB": "10"}, 256, 32},
 		{"one workspace may have it all", []string{"--live-memory-mb", "64", "--live-workspace-memory-mb", "64"}, nil, 64, 64},
 	} {
-		c, err := load(tc.args, tc.env)
+		c, err := loadServe(tc.args, tc.env)
 		if err != nil || c.Live.MemoryMB != tc.total || c.Live.WorkspaceMemoryMB != tc.each {
 			t.Errorf("%s: %d and %d, %v; want %d and %d", tc.name, c.Live.MemoryMB, c.Live.WorkspaceMemoryMB, err, tc.total, tc.each)
 		}
@@ -49,7 +38,7 @@ func TestLiveMemorySettings(t *testing.T) {
 		{[]string{"--live-memory-mb", "100", "--live-workspace-memory-mb", "101"}, "--live-workspace-memory-mb"},
 		{[]string{"--live-workspace-memory-mb", "257"}, "--live-workspace-memory-mb"},
 	} {
-		if _, err := load(bad.args, nil); err == nil || !strings.Contains(err.Error(), bad.flag) {
+		if _, err := loadServe(bad.args, nil); err == nil || !strings.Contains(err.Error(), bad.flag) {
 			t.Errorf("%v: %v, want a refusal naming %s", bad.args, err, bad.flag)
 		}
 	}

@@ -1,11 +1,8 @@
 package config_test
 
 import (
-	"io"
 	"strings"
 	"testing"
-
-	"github.com/procsvc/procsvc/internal/config"
 )
 
 // TestMaxResponseSetting: --max-response-mb defaults to 16, is read from
@@ -13,14 +10,6 @@ import (
 // procedure with its content and comments must always fit) or above 4096,
 // with a message naming the setting.
 func TestMaxResponseSetting(t *testing.T) {
-	load := func(args []string, env map[string]string) (config.Config, error) {
-		var c config.Config
-		fs, applyEnv := c.FlagSet("serve", io.Discard)
-		if err := fs.Parse(args); err != nil {
-			return c, err
-		}
-		return c, applyEnv(func(k string) string { return env[k] })
-	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -32,13 +21,13 @@ func TestMaxResponseSetting(t *testing.T) {
 		{"environment", nil, map[string]string{"PROCSVC_MAX_RESPONSE_MB": "32"}, 32},
 		{"flag wins", []string{"--max-response-mb", "20"}, map[string]string{"PROCSVC_MAX_RESPONSE_MB": "32"}, 20},
 	} {
-		c, err := load(tc.args, tc.env)
+		c, err := loadServe(tc.args, tc.env)
 		if err != nil || c.MaxResponseMB != tc.want {
 			t.Errorf("%s: %d, %v; want %d", tc.name, c.MaxResponseMB, err, tc.want)
 		}
 	}
 	for _, bad := range []string{"15", "0", "-1", "4097"} {
-		if _, err := load([]string{"--max-response-mb", bad}, nil); err == nil || !strings.Contains(err.Error(), "--max-response-mb") {
+		if _, err := loadServe([]string{"--max-response-mb", bad}, nil); err == nil || !strings.Contains(err.Error(), "--max-response-mb") {
 			t.Errorf("%s: %v, want a refusal naming the setting", bad, err)
 		}
 	}

@@ -1,11 +1,8 @@
 package config_test
 
 import (
-	"io"
 	"strings"
 	"testing"
-
-	"github.com/procsvc/procsvc/internal/config"
 )
 
 // TestResponseCacheShareSetting: --response-cache-workspace-mb defaults to
@@ -13,14 +10,6 @@ import (
 // PROCSVC_RESPONSE_CACHE_WORKSPACE_MB (the flag wins), and is refused below
 // 0 or over the cache itself, naming the setting.
 func TestResponseCacheShareSetting(t *testing.T) {
-	load := func(args []string, env map[string]string) (config.Config, error) {
-		var c config.Config
-		fs, applyEnv := c.FlagSet("serve", io.Discard)
-		if err := fs.Parse(args); err != nil {
-			return c, err
-		}
-		return c, applyEnv(func(k string) string { return env[k] })
-	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -32,7 +21,7 @@ func TestResponseCacheShareSetting(t *testing.T) {
 		{"environment", nil, map[string]string{"PROCSVC_RESPONSE_CACHE_WORKSPACE_MB": "8"}, 8},
 		{"flag wins", []string{"--response-cache-workspace-mb", "16"}, map[string]string{"PROCSVC_RESPONSE_CACHE_WORKSPACE_MB": "8"}, 16},
 	} {
-		c, err := load(tc.args, tc.env)
+		c, err := loadServe(tc.args, tc.env)
 		if err != nil || c.ResponseCacheWorkspaceMB != tc.want {
 			t.Errorf("%s: %d, %v; want %d", tc.name, c.ResponseCacheWorkspaceMB, err, tc.want)
 		}
@@ -42,7 +31,7 @@ func TestResponseCacheShareSetting(t *testing.T) {
 		{"--response-cache-workspace-mb", "65"},
 		{"--response-cache-mb", "8", "--response-cache-workspace-mb", "9"},
 	} {
-		if _, err := load(bad, nil); err == nil || !strings.Contains(err.Error(), "--response-cache-workspace-mb") {
+		if _, err := loadServe(bad, nil); err == nil || !strings.Contains(err.Error(), "--response-cache-workspace-mb") {
 			t.Errorf("%v: %v, want a refusal naming the setting", bad, err)
 		}
 	}

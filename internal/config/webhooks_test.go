@@ -1,7 +1,6 @@
 package config_test
 
 import (
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -17,15 +16,7 @@ import (
 // the packages' own defaults, are read from their PROCSVC_* variables (the flag wins), and
 // are refused out of range with a message naming the setting.
 func TestWebhookSettings(t *testing.T) {
-	load := func(args []string, env map[string]string) (config.Config, error) {
-		var c config.Config
-		fs, applyEnv := c.FlagSet("serve", io.Discard)
-		if err := fs.Parse(args); err != nil {
-			return c, err
-		}
-		return c, applyEnv(func(k string) string { return env[k] })
-	}
-	c, err := load(nil, nil)
+	c, err := loadServe(nil, nil)
 	if err != nil || c.EventRetention != core.DefaultEventRetention || c.Webhooks.AllowPrivate ||
 		c.Webhooks.Timeout != webhooks.DefaultTimeout || c.Webhooks.Workers != webhooks.DefaultWorkers ||
 		int64(c.Webhooks.MemoryMB)<<20 != webhooks.DefaultMemory {
@@ -52,7 +43,7 @@ func TestWebhookSettings(t *testing.T) {
 		{"memory environment", nil, map[string]string{"PROCSVC_WEBHOOK_MEMORY_MB": "65536"}, func(c config.Config) any { return c.Webhooks.MemoryMB }, 65536},
 		{"memory flag wins", []string{"--webhook-memory-mb", "8"}, map[string]string{"PROCSVC_WEBHOOK_MEMORY_MB": "9"}, func(c config.Config) any { return c.Webhooks.MemoryMB }, 8},
 	} {
-		c, err := load(tc.args, tc.env)
+		c, err := loadServe(tc.args, tc.env)
 		if err != nil || tc.get(c) != tc.want {
 			t.Errorf("%s: %v, %v; want %v", tc.name, tc.get(c), err, tc.want)
 		}
@@ -63,11 +54,11 @@ func TestWebhookSettings(t *testing.T) {
 		{"--webhook-workers", "-1"}, {"--webhook-workers", "1001"},
 		{"--webhook-memory-mb", "0"}, {"--webhook-memory-mb", "65537"},
 	} {
-		if _, err := load([]string{bad.flag, bad.value}, nil); err == nil || !strings.Contains(err.Error(), bad.flag) {
+		if _, err := loadServe([]string{bad.flag, bad.value}, nil); err == nil || !strings.Contains(err.Error(), bad.flag) {
 			t.Errorf("%s %s: %v, want a refusal naming the setting", bad.flag, bad.value, err)
 		}
 	}
-	if _, err := load(nil, map[string]string{"PROCSVC_WEBHOOK_ALLOW_PRIVATE_ADDRESSES": "maybe"}); err == nil ||
+	if _, err := loadServe(nil, map[string]string{"PROCSVC_WEBHOOK_ALLOW_PRIVATE_ADDRESSES": "maybe"}); err == nil ||
 		!strings.Contains(err.Error(), "PROCSVC_WEBHOOK_ALLOW_PRIVATE_ADDRESSES") {
 		t.Errorf("a bad boolean: %v, want a refusal naming the variable", err)
 	}
@@ -77,22 +68,14 @@ func TestWebhookSettings(t *testing.T) {
 // live.DefaultReplayLimit, is read from its variable, and is refused out of
 // range.
 func TestReplayLimitSetting(t *testing.T) {
-	load := func(args []string, env map[string]string) (config.Config, error) {
-		var c config.Config
-		fs, applyEnv := c.FlagSet("serve", io.Discard)
-		if err := fs.Parse(args); err != nil {
-			return c, err
-		}
-		return c, applyEnv(func(k string) string { return env[k] })
-	}
-	if c, err := load(nil, nil); err != nil || c.Live.ReplayLimit != live.DefaultReplayLimit {
+	if c, err := loadServe(nil, nil); err != nil || c.Live.ReplayLimit != live.DefaultReplayLimit {
 		t.Fatalf("default: %d (%v); want %d", c.Live.ReplayLimit, err, live.DefaultReplayLimit)
 	}
-	if c, err := load(nil, map[string]string{"PROCSVC_SUBSCRIPTION_REPLAY_LIMIT": "50"}); err != nil || c.Live.ReplayLimit != 50 {
+	if c, err := loadServe(nil, map[string]string{"PROCSVC_SUBSCRIPTION_REPLAY_LIMIT": "50"}); err != nil || c.Live.ReplayLimit != 50 {
 		t.Fatalf("from the environment: %d (%v); want 50", c.Live.ReplayLimit, err)
 	}
 	for _, bad := range []string{"0", "100001", "-5"} {
-		if _, err := load([]string{"--subscription-replay-limit", bad}, nil); err == nil || !strings.Contains(err.Error(), "--subscription-replay-limit") {
+		if _, err := loadServe([]string{"--subscription-replay-limit", bad}, nil); err == nil || !strings.Contains(err.Error(), "--subscription-replay-limit") {
 			t.Errorf("--subscription-replay-limit %s: %v, want a refusal naming the setting", bad, err)
 		}
 	}
