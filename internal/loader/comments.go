@@ -130,8 +130,9 @@ type commentReader struct {
 	// parameter, the window two more.
 	pg [2]string
 	// sqliteHead and sqliteTail are the SQLite statement around its list
-	// of procedures, by whether it is confined to a workspace.
-	sqliteHead, sqliteTail [2]string
+	// of procedures, by whether it is confined to a workspace and by the
+	// ends the window takes (commentEnds).
+	sqliteHead, sqliteTail [2][3]string
 }
 
 // textBudget is what one request may still read of comment text, in
@@ -154,10 +155,38 @@ func (b *textBudget) err() error {
 func newCommentReader(db *database.DB) *commentReader {
 	r := &commentReader{db: db}
 	for _, scoped := range []bool{false, true} {
-		r.pg[index(scoped)] = commentStatement(dialect.Postgres, scoped)
-		r.sqliteHead[index(scoped)], r.sqliteTail[index(scoped)], _ = strings.Cut(commentStatement(dialect.SQLite, scoped), "@")
+		r.pg[index(scoped)] = commentStatement(dialect.Postgres, scoped, bothEnds)
+		for _, ends := range []commentEnds{bothEnds, firstEnd, lastEnd} {
+			r.sqliteHead[index(scoped)][ends], r.sqliteTail[index(scoped)][ends], _ = strings.Cut(commentStatement(dialect.SQLite, scoped, ends), "@")
+		}
 	}
 	return r
+}
+
+// commentEnds says which ends of each procedure's comments a SQLite
+// statement reads. SQLite runs an end whose LIMIT is 0 in full but for
+// its rows (every procedure looked up again, its correlated subquery
+// prepared), a millisecond of the project dashboard's 200 procedures; so
+// a window that takes one end has a statement without the other.
+// PostgreSQL's executor stops a LIMIT 0 at once: it keeps one statement,
+// planned once.
+type commentEnds int
+
+const (
+	bothEnds commentEnds = iota
+	firstEnd
+	lastEnd
+)
+
+// endsOf is the ends w (normal) takes.
+func endsOf(w CommentWindow) commentEnds {
+	switch {
+	case w.Last == 0:
+		return firstEnd
+	case w.First == 0:
+		return lastEnd
+	}
+	return bothEnds
 }
 
 // index is a statement's index in commentReader's pairs.
@@ -173,7 +202,8 @@ func index(scoped bool) int {
 // that workspace (when scoped), the window's First and Last, and the
 // procedures: on PostgreSQL in that order, the procedures one uuid[]; on
 // SQLite the procedures, a list of parameters where the statement has
-// "@", come before First and Last. Its rows are the comments of
+// "@", come before First and Last, and an end that ends leaves out has
+// neither its read nor its parameter. Its rows are the comments of
 // each procedure the window takes, with the procedure's count ("n", or 0
 // where the rows are all its comments), ordered by procedure, created_at
 // and id; a comment both ends take (a procedure with fewer than First +
@@ -190,7 +220,7 @@ func index(scoped bool) int {
 // procedures table, with their count, so that one without comments
 // (comment_count 0) reads nothing more and one of another workspace
 // nothing at all.
-func commentStatement(d string, scoped bool) string {
+func commentStatement(d string, scoped bool, ends commentEnds) string {
 	q := func(name string) string { return `"` + name + `"` }
 	cols := func(table string) string {
 		out := make([]string, len(commentColumns))
@@ -253,7 +283,14 @@ func commentStatement(d string, scoped bool) string {
 			" IN (SELECT " + q(comment.FieldID) + " FROM " + q(comment.Table) + " WHERE " + q(comment.FieldProcedureID) + ` = "k".` +
 			id + order(dir) + " LIMIT ?)" + where
 	}
-	return `WITH "k" AS (` + procs + ") " + end("") + " UNION ALL " + end(" DESC") + byProcedure
+	reads := end("") + " UNION ALL " + end(" DESC")
+	switch ends {
+	case firstEnd:
+		reads = end("")
+	case lastEnd:
+		reads = end(" DESC")
+	}
+	return `WITH "k" AS (` + procs + ") " + reads + byProcedure
 }
 
 // read returns the comments of the procedures keys that ctx's viewer can
@@ -276,7 +313,8 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 	if r.db.Dialect == dialect.Postgres {
 		query, args = r.pg[index(scoped)], append(args, w.First, w.Last, uuidArray(keys))
 	} else {
-		head, tail := r.sqliteHead[index(scoped)], r.sqliteTail[index(scoped)]
+		ends := endsOf(w)
+		head, tail := r.sqliteHead[index(scoped)][ends], r.sqliteTail[index(scoped)][ends]
 		q := make([]byte, 0, len(head)+len(tail)+2*len(keys))
 		q = append(q, head...)
 		for i, k := range keys {
@@ -286,7 +324,15 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 			q = append(q, '?')
 			args = append(args, k)
 		}
-		query, args = string(append(q, tail...)), append(args, w.First, w.Last)
+		query = string(append(q, tail...))
+		switch ends {
+		case firstEnd:
+			args = append(args, w.First)
+		case lastEnd:
+			args = append(args, w.Last)
+		default:
+			args = append(args, w.First, w.Last)
+		}
 	}
 	var rows entsql.Rows
 	if err := r.db.Driver().Query(ctx, query, args, &rows); err != nil {
