@@ -78,6 +78,10 @@ type Config struct {
 	DBConnectTimeout  time.Duration
 	DBProbeInterval   time.Duration
 	DBProbeTimeout    time.Duration
+	// SQLiteStatisticsInterval is how often a SQLite database's planner
+	// statistics are refreshed while serving, besides once at start
+	// (0: only at start).
+	SQLiteStatisticsInterval time.Duration
 	// ReadYourWrites is how long a token's reads avoid standbys that have
 	// not replayed its last write (0: only X-Min-Version does).
 	ReadYourWrites time.Duration
@@ -216,8 +220,11 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		DBIdleInTransactionTimeout: 60 * time.Second,
 		DBConnectTimeout:           5 * time.Second,
 		DBProbeInterval:            time.Second,
-		DBProbeTimeout:             3 * time.Second,
-		ReadYourWrites:             10 * time.Second,
+		// SQLite's documentation suggests refreshing statistics hourly
+		// for long-lived connections.
+		SQLiteStatisticsInterval: time.Hour,
+		DBProbeTimeout:           3 * time.Second,
+		ReadYourWrites:           10 * time.Second,
 
 		IdempotencyWorkspaceMB: 64,
 
@@ -245,7 +252,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		num(&c.IdempotencyWorkspaceMB, "idempotency-workspace-mb", "PROCSVC_IDEMPOTENCY_WORKSPACE_MB", "response bytes one workspace's Idempotency-Keys keep for replay at once; an answer beyond them is sent but not kept (1 to 65536)"),
 		num(&c.DocumentCacheMB, "document-cache-mb", "PROCSVC_DOCUMENT_CACHE_MB", "memory for parsed GraphQL documents and persisted queries, every workspace's together; at the bound, the workspace used least recently gives back its oldest (1 to 4096)"),
 		num(&c.DocumentCacheWorkspaceMB, "document-cache-workspace-mb", "PROCSVC_DOCUMENT_CACHE_WORKSPACE_MB", "one workspace's share of --document-cache-mb: past it, a workspace's oldest documents give way to its new ones, never another's; a larger document is not kept (1 to --document-cache-mb)"),
-		boolean(&c.DBPrepare, "db-prepare", "PROCSVC_DB_PREPARE", "PostgreSQL: send reads as prepared statements, planned once per connection; set false behind PgBouncer in transaction mode"),
+		boolean(&c.DBPrepare, "db-prepare", "PROCSVC_DB_PREPARE", "send reads as prepared statements, planned (PostgreSQL) or compiled (SQLite) once per connection; set false behind PgBouncer in transaction mode"),
 		dur(&c.DBLockTimeout, "db-lock-timeout", "PROCSVC_DB_LOCK_TIMEOUT", "PostgreSQL lock_timeout: a statement waiting longer for a lock fails, answered 503 (0 disables; PgBouncer needs 0 for all three --db-*-timeout settings or ignore_startup_parameters)"),
 		dur(&c.DBStatementTimeout, "db-statement-timeout", "PROCSVC_DB_STATEMENT_TIMEOUT", "PostgreSQL statement_timeout: a statement running longer is cancelled, answered 503 (0 disables)"),
 		dur(&c.DBIdleInTransactionTimeout, "db-idle-in-transaction-timeout", "PROCSVC_DB_IDLE_IN_TRANSACTION_TIMEOUT", "PostgreSQL idle_in_transaction_session_timeout: the server ends a session of procsvc's idle this long inside a transaction, releasing its locks (0 disables)"),
@@ -254,6 +261,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		dur(&c.DBConnectTimeout, "db-connect-timeout", "PROCSVC_DB_CONNECT_TIMEOUT", "PostgreSQL connect_timeout for URLs without one: how long one host may take to accept a connection before the next host is tried (1s to 1m)"),
 		dur(&c.DBProbeInterval, "db-probe-interval", "PROCSVC_DB_PROBE_INTERVAL", "how often each PostgreSQL pool's server is probed; a silent or demoted primary has its connections aborted and /readyz turns 503 (0 disables)"),
 		dur(&c.DBProbeTimeout, "db-probe-timeout", "PROCSVC_DB_PROBE_TIMEOUT", "how long a probed server may take to answer before it counts as silent (100ms to 1m)"),
+		dur(&c.SQLiteStatisticsInterval, "sqlite-statistics-interval", "PROCSVC_SQLITE_STATISTICS_INTERVAL", "SQLite: how often the query planner's statistics are refreshed for tables that have changed much (PRAGMA optimize), besides once at start (0: only at start; up to 24h)"),
 		dur(&c.ReadYourWrites, "read-your-writes", "PROCSVC_READ_YOUR_WRITES", "with --database-read-url: for this long after a token's write, its reads skip standbys that have not replayed it (0: only the X-Min-Version header does)"),
 		dur(&c.EventRetention, "event-retention", "PROCSVC_EVENT_RETENTION", "how long the change log keeps events, and webhook endpoints their deliveries (1h to 8760h); a webhook delivery still being retried when its event is pruned fails"),
 		boolean(&c.Webhooks.AllowPrivate, "webhook-allow-private-addresses", "PROCSVC_WEBHOOK_ALLOW_PRIVATE_ADDRESSES", "let webhook deliveries connect to loopback, private (RFC 1918, fc00::/7), link-local, carrier-grade NAT and other non-public addresses; only for endpoints on a network the operator trusts every workspace admin with"),
@@ -428,6 +436,9 @@ func (c *Config) validate() error {
 	}
 	if c.ReadYourWrites < 0 || c.ReadYourWrites > time.Hour {
 		errs = append(errs, fmt.Errorf("invalid read-your-writes window %s: use 0 to 1h (--read-your-writes, PROCSVC_READ_YOUR_WRITES)", c.ReadYourWrites))
+	}
+	if c.SQLiteStatisticsInterval < 0 || c.SQLiteStatisticsInterval > 24*time.Hour || (c.SQLiteStatisticsInterval > 0 && c.SQLiteStatisticsInterval < time.Minute) {
+		errs = append(errs, fmt.Errorf("invalid statistics interval %s: use 0 (only at start) or 1m to 24h (--sqlite-statistics-interval, PROCSVC_SQLITE_STATISTICS_INTERVAL)", c.SQLiteStatisticsInterval))
 	}
 	if c.EventRetention < time.Hour || c.EventRetention > 8760*time.Hour {
 		errs = append(errs, fmt.Errorf("invalid event retention %s: use 1h to 8760h (--event-retention, PROCSVC_EVENT_RETENTION)", c.EventRetention))

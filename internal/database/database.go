@@ -36,10 +36,10 @@ const DefaultURL = "sqlite://data/procsvc.db"
 type Options struct {
 	// MaxOpenConns caps the pool; 0 picks a default for the dialect.
 	MaxOpenConns int
-	// Prepare sends PostgreSQL reads outside transactions as prepared
-	// statements (cached per connection), so that the server plans each
-	// query shape once instead of on every request. Not for PgBouncer in
-	// transaction mode.
+	// Prepare sends reads outside transactions as prepared statements
+	// (cached per connection, stmtCacheSize texts), so that the server
+	// plans (PostgreSQL) or compiles (SQLite) each query shape once
+	// instead of on every request. Not for PgBouncer in transaction mode.
 	Prepare bool
 	// LockTimeout, StatementTimeout and IdleInTransactionTimeout set
 	// PostgreSQL's lock_timeout, statement_timeout and
@@ -224,6 +224,12 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	} else if opts.ReadURL != "" {
 		sqlDB.Close()
 		return nil, errors.New("database: a read URL needs PostgreSQL (--database-read-url)")
+	}
+	if name == dialect.SQLite && opts.Prepare {
+		// SQLite compiles a statement as PostgreSQL plans one: the
+		// dashboard's nested read (a UNION ALL of 20 branches) took
+		// 0.6 ms to prepare and 2.4 ms to run.
+		c.stmts = newStmtCache(sqlDB)
 	}
 	db.Client = ent.NewClient(ent.Driver(c))
 	return db, nil

@@ -65,7 +65,7 @@ func Open(t testing.TB, dialect string) *database.DB {
 	// probe of the pool's server (database.Options.ProbeInterval) is off:
 	// a package opens dozens of databases at once, each probe would hold a
 	// connection of its own, and the tests of failover turn it on.
-	db, err := database.Open(ctx, rawURL, database.Options{Prepare: dialect == "postgres", ProbeInterval: -1})
+	db, err := database.Open(ctx, rawURL, database.Options{Prepare: true, ProbeInterval: -1})
 	if err != nil {
 		t.Fatalf("dbtest: open %s: %v", dialect, err)
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"entgo.io/ent/dialect"
+
 	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/config"
@@ -20,6 +22,7 @@ import (
 	"github.com/procsvc/procsvc/internal/events"
 	"github.com/procsvc/procsvc/internal/idempotency"
 	"github.com/procsvc/procsvc/internal/metrics"
+	"github.com/procsvc/procsvc/internal/periodic"
 	"github.com/procsvc/procsvc/internal/playground"
 )
 
@@ -72,6 +75,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	if err != nil {
 		return err
 	}
+	defer startStatistics(ctx, db, cfg.SQLiteStatisticsInterval, log)()
 	// Committed changes reach this replica's subscriptions through hub: on
 	// PostgreSQL by LISTEN, so that writes made on other replicas arrive
 	// too, listening before serving so that none made after the first
@@ -264,4 +268,33 @@ func newGenerator(cfg contentgen.Config) (core.Generator, string, error) {
 	}
 	g, err := contentgen.New(cfg)
 	return g, cfg.Describe(), err
+}
+
+// startStatistics gives a SQLite database's planner its statistics before
+// the first request is served (a file seeded or copied in, or grown since
+// the last start, may have none or stale ones), then refreshes them every
+// every (0: never again) until the returned stop is called. A failed
+// refresh is logged, not fatal: the service answers without statistics,
+// only slower. PostgreSQL keeps its own.
+func startStatistics(ctx context.Context, db *database.DB, every time.Duration, log *slog.Logger) (stop func()) {
+	if db.Dialect != dialect.SQLite {
+		return func() {}
+	}
+	refresh := func(ctx context.Context) {
+		start := time.Now()
+		if err := db.RefreshStatistics(ctx); err != nil {
+			if ctx.Err() == nil {
+				log.Warn("sqlite statistics not refreshed", "err", err)
+			}
+			return
+		}
+		if took := time.Since(start); took > 100*time.Millisecond {
+			log.Info("sqlite statistics refreshed", "took", took.String())
+		}
+	}
+	refresh(ctx)
+	if every <= 0 {
+		return func() {}
+	}
+	return periodic.Start(ctx, every, refresh)
 }
