@@ -12883,52 +12883,6 @@ var commentImplementors = []string{"Comment", "Node"}
 
 var commentConnectionImplementors = []string{"CommentConnection"}
 
-func (ec *executionContext) _CommentConnection(ctx context.Context, sel ast.SelectionSet, obj *model.CommentConnection) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, commentConnectionImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("CommentConnection")
-		case "edges":
-			out.Values[i] = ec._CommentConnection_edges(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "nodes":
-			out.Values[i] = ec._CommentConnection_nodes(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "pageInfo":
-			out.Values[i] = ec._CommentConnection_pageInfo(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "totalCount":
-			out.Values[i] = ec._CommentConnection_totalCount(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
-
 var commentEdgeImplementors = []string{"CommentEdge"}
 
 var createTokenPayloadImplementors = []string{"CreateTokenPayload"}
@@ -13544,101 +13498,9 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 
 var pageInfoImplementors = []string{"PageInfo"}
 
-func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *model.PageInfo) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, pageInfoImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("PageInfo")
-		case "hasNextPage":
-			out.Values[i] = ec._PageInfo_hasNextPage(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "hasPreviousPage":
-			out.Values[i] = ec._PageInfo_hasPreviousPage(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "startCursor":
-			out.Values[i] = ec._PageInfo_startCursor(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "endCursor":
-			out.Values[i] = ec._PageInfo_endCursor(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
-
 var procedureImplementors = []string{"Procedure", "Node"}
 
 var procedureConnectionImplementors = []string{"ProcedureConnection"}
-
-func (ec *executionContext) _ProcedureConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ProcedureConnection) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, procedureConnectionImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("ProcedureConnection")
-		case "edges":
-			out.Values[i] = ec._ProcedureConnection_edges(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "nodes":
-			out.Values[i] = ec._ProcedureConnection_nodes(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "pageInfo":
-			out.Values[i] = ec._ProcedureConnection_pageInfo(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "totalCount":
-			out.Values[i] = ec._ProcedureConnection_totalCount(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
 
 var procedureEdgeImplementors = []string{"ProcedureEdge"}
 
@@ -13694,52 +13556,6 @@ func (ec *executionContext) _ProcedureEvent(ctx context.Context, sel ast.Selecti
 var projectImplementors = []string{"Project", "Node"}
 
 var projectConnectionImplementors = []string{"ProjectConnection"}
-
-func (ec *executionContext) _ProjectConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ProjectConnection) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, projectConnectionImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("ProjectConnection")
-		case "edges":
-			out.Values[i] = ec._ProjectConnection_edges(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "nodes":
-			out.Values[i] = ec._ProjectConnection_nodes(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "pageInfo":
-			out.Values[i] = ec._ProjectConnection_pageInfo(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "totalCount":
-			out.Values[i] = ec._ProjectConnection_totalCount(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
 
 var projectEdgeImplementors = []string{"ProjectEdge"}
 
@@ -14834,7 +14650,7 @@ func (ec *executionContext) marshalNCommentConnection2ᚖgithubᚗcomᚋprocsvc�
 		graphql.AddInvalidNullError(ctx, "CommentConnection!")
 		return graphql.Null
 	}
-	return ec._CommentConnection(ctx, sel, v)
+	return ec.inlineCommentConnection(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNCommentEdge2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐCommentEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.CommentEdge) graphql.Marshaler {
@@ -15214,7 +15030,7 @@ func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋprocsvcᚋprocsvc
 		graphql.AddInvalidNullError(ctx, "PageInfo!")
 		return graphql.Null
 	}
-	return ec._PageInfo(ctx, sel, v)
+	return ec.inlinePageInfo(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNPriority2githubᚗcomᚋprocsvcᚋprocsvcᚋentᚋprocedureᚐPriority(ctx context.Context, v any) (procedure.Priority, error) {
@@ -15274,7 +15090,7 @@ func (ec *executionContext) marshalNProcedureConnection2ᚖgithubᚗcomᚋprocsv
 		graphql.AddInvalidNullError(ctx, "ProcedureConnection!")
 		return graphql.Null
 	}
-	return ec._ProcedureConnection(ctx, sel, v)
+	return ec.inlineProcedureConnection(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNProcedureEdge2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProcedureEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ProcedureEdge) graphql.Marshaler {
@@ -15388,7 +15204,7 @@ func (ec *executionContext) marshalNProjectConnection2ᚖgithubᚗcomᚋprocsvc�
 		graphql.AddInvalidNullError(ctx, "ProjectConnection!")
 		return graphql.Null
 	}
-	return ec._ProjectConnection(ctx, sel, v)
+	return ec.inlineProjectConnection(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNProjectEdge2ᚕᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐProjectEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ProjectEdge) graphql.Marshaler {

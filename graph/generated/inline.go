@@ -351,3 +351,147 @@ func (ec *executionContext) inlineProject(ctx context.Context, sel ast.Selection
 	}
 	return out.Close()
 }
+
+// inlineProcedureConnection marshals a ProcedureConnection as gqlgen's own marshaller
+// would, writing its plain fields straight into its JSON.
+func (ec *executionContext) inlineProcedureConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ProcedureConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, procedureConnectionImplementors)
+	out := inline.New(ctx, len(fields)*48)
+	for _, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.String(field.Alias, "ProcedureConnection")
+		case "edges":
+			v := ec._ProcedureConnection_edges(ctx, field, obj)
+			out.Field(field.Alias, v)
+			if v == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			v := ec._ProcedureConnection_nodes(ctx, field, obj)
+			out.Field(field.Alias, v)
+			if v == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			v := ec._ProcedureConnection_pageInfo(ctx, field, obj)
+			out.Field(field.Alias, v)
+			if v == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Int(field.Alias, obj.TotalCount)
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+	return out.Close()
+}
+
+// inlineCommentConnection marshals a CommentConnection as gqlgen's own marshaller
+// would, writing its plain fields straight into its JSON.
+func (ec *executionContext) inlineCommentConnection(ctx context.Context, sel ast.SelectionSet, obj *model.CommentConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, commentConnectionImplementors)
+	out := inline.New(ctx, len(fields)*48)
+	for _, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.String(field.Alias, "CommentConnection")
+		case "edges":
+			v := ec._CommentConnection_edges(ctx, field, obj)
+			out.Field(field.Alias, v)
+			if v == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			v := ec._CommentConnection_nodes(ctx, field, obj)
+			out.Field(field.Alias, v)
+			if v == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			v := ec._CommentConnection_pageInfo(ctx, field, obj)
+			out.Field(field.Alias, v)
+			if v == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Int(field.Alias, obj.TotalCount)
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+	return out.Close()
+}
+
+// inlineProjectConnection marshals a ProjectConnection as gqlgen's own marshaller
+// would, writing its plain fields straight into its JSON.
+func (ec *executionContext) inlineProjectConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ProjectConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, projectConnectionImplementors)
+	out := inline.New(ctx, len(fields)*48)
+	for _, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.String(field.Alias, "ProjectConnection")
+		case "edges":
+			v := ec._ProjectConnection_edges(ctx, field, obj)
+			out.Field(field.Alias, v)
+			if v == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			v := ec._ProjectConnection_nodes(ctx, field, obj)
+			out.Field(field.Alias, v)
+			if v == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			v := ec._ProjectConnection_pageInfo(ctx, field, obj)
+			out.Field(field.Alias, v)
+			if v == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Int(field.Alias, obj.TotalCount)
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+	return out.Close()
+}
+
+// inlinePageInfo marshals a PageInfo as gqlgen's own marshaller
+// would, writing its plain fields straight into its JSON.
+func (ec *executionContext) inlinePageInfo(ctx context.Context, sel ast.SelectionSet, obj *model.PageInfo) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, pageInfoImplementors)
+	out := inline.New(ctx, len(fields)*48)
+	for _, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.String(field.Alias, "PageInfo")
+		case "hasNextPage":
+			out.Bool(field.Alias, obj.HasNextPage)
+		case "hasPreviousPage":
+			out.Bool(field.Alias, obj.HasPreviousPage)
+		case "startCursor":
+			out.StringPtr(field.Alias, obj.StartCursor)
+		case "endCursor":
+			out.StringPtr(field.Alias, obj.EndCursor)
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+	return out.Close()
+}

@@ -88,15 +88,19 @@ var inlineListObjects = []string{"Procedure", "ProcedureEdge", "Comment", "Comme
 // generated field functions, exactly as its marshaller calls them. Only
 // objects whose fields all resolve inline (no goroutine per field) qualify,
 // so that nothing of gqlgen's concurrent or deferred execution is skipped.
+// (gqlgen's marshaller of every object also opens a DeferredGroup for
+// @defer, copying the field's whole path; procsvc refuses @defer, so the
+// group only ever cost allocations: 200 comment connections a dashboard.)
 //
 // The price: field middleware (handler.Server.AroundFields, or any
 // graphql.FieldInterceptor extension such as a tracer) never sees the plain
-// fields of these six objects, since they are not resolved as fields at all;
+// fields of these objects, since they are not resolved as fields at all;
 // their other fields (resolvers, arguments, directives, lists) go through
 // it as usual. procsvc registers no field middleware (graph/gqlhttp/executor.go says
 // so where the executor is built). One that must see every field requires
 // removing the objects from this list, and the speed with them.
-var objectsWritten = []string{"Procedure", "ProcedureEdge", "Comment", "CommentEdge", "Category", "Member", "Project"}
+var objectsWritten = []string{"Procedure", "ProcedureEdge", "Comment", "CommentEdge", "Category", "Member", "Project",
+	"ProcedureConnection", "CommentConnection", "ProjectConnection", "PageInfo"}
 
 // inline generates inline.go (inline.gotpl) and rewrites gqlgen's executor
 // to use it: the list marshallers of inlineListObjects call
