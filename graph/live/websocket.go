@@ -96,9 +96,9 @@ func (t webSocket) Do(w http.ResponseWriter, r *http.Request, exec graphql.Graph
 
 // socket is one WebSocket connection.
 type socket struct {
-	live   *Live
-	exec   graphql.GraphExecutor
-	conn   *websocket.Conn
+	live *Live
+	exec graphql.GraphExecutor
+	conn *websocket.Conn
 	// out is conn's connection as the library writes to it: a batch of
 	// messages corks it, to go out in one write.
 	out    *coalescer
