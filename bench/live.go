@@ -627,12 +627,31 @@ func (run *liveRun) openWS(ctx context.Context, s *subscriber, readers *sync.Wai
 			<-ctx.Done()
 			_ = c.Close(websocket.StatusNormalClosure, "")
 		}()
+		// One buffer per socket, each message read into it: a next
+		// message of the server's shape is read without decoding it
+		// (nextPayload), anything else is decoded as JSON.
+		var buf bytes.Buffer
 		for {
-			var m wsMessage
-			if err := wsjson.Read(context.Background(), c, &m); err != nil {
+			buf.Reset()
+			_, r, err := c.Reader(context.Background())
+			if err == nil {
+				_, err = buf.ReadFrom(r)
+			}
+			if err != nil {
 				if ctx.Err() == nil && s.endCode == "" {
 					s.endCode = "closed_" + strconv.Itoa(int(websocket.CloseStatus(err)))
 				}
+				return
+			}
+			if payload, ok := nextPayload(buf.Bytes()); ok {
+				if code, msg := run.handle(s, payload); code != "" {
+					s.endCode, s.endMessage = code, msg
+				}
+				continue
+			}
+			var m wsMessage
+			if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+				s.endCode = "malformed_message"
 				return
 			}
 			switch m.Type {

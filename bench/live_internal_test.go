@@ -38,3 +38,36 @@ func TestScanEvent(t *testing.T) {
 		}
 	}
 }
+
+// TestNextPayload: the tool's fast read of a WebSocket message agrees with
+// decoding it as JSON, and leaves every other shape to the decoder.
+func TestNextPayload(t *testing.T) {
+	event := `{"data":{"procedureEvents":{"kind":"UPDATED","procedureId":"01a2","workspaceVersion":12,"procedure":{"name":"live 3"}}}}`
+	for _, tc := range []struct {
+		msg string
+		ok  bool
+	}{
+		{`{"id":"1","type":"next","payload":` + event + `}`, true},
+		{`{"id":"1","type":"next","payload":{"errors":[{"message":"x"}]}}`, true},
+		{`{"id":"2","type":"next","payload":` + event + `}`, false},
+		{`{"id":"1","type":"error","payload":[{"message":"x"}]}`, false},
+		{`{"id":"1","type":"complete"}`, false},
+		{`{"type":"ping"}`, false},
+		{`{"id":"1","type":"next","payload":` + event + "}\n", false},
+	} {
+		payload, ok := nextPayload([]byte(tc.msg))
+		if ok != tc.ok {
+			t.Fatalf("%s: ok %v", tc.msg, ok)
+		}
+		if !ok {
+			continue
+		}
+		var want wsMessage
+		if err := json.Unmarshal([]byte(tc.msg), &want); err != nil {
+			t.Fatal(err)
+		}
+		if want.ID != "1" || want.Type != "next" || string(payload) != string(want.Payload) {
+			t.Fatalf("%s: read %s, decoded %+v", tc.msg, payload, want)
+		}
+	}
+}

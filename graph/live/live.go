@@ -99,10 +99,10 @@ type Options struct {
 	// the interval is closed.
 	KeepAlive time.Duration
 	// FlushInterval is the least time between two writes of a Server-Sent
-	// Events stream (0: none): events that come sooner are sent together,
-	// delayed that much at most. A write is a system call, most of what a
-	// delivery costs a busy replica (and its client); an event that comes
-	// after a quiet spell is sent at once.
+	// Events stream or of a WebSocket subscription (0: none): events that
+	// come sooner are sent together, delayed that much at most. A write is
+	// a system call, most of what a delivery costs a busy replica (and its
+	// client); an event that comes after a quiet spell is sent at once.
 	FlushInterval time.Duration
 	// WriteTimeout bounds each write to a stream: a client that does not
 	// take an event (or a keep-alive) within it is disconnected, so a

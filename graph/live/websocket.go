@@ -73,7 +73,11 @@ func (t webSocket) Do(w http.ResponseWriter, r *http.Request, exec graphql.Graph
 		return
 	}
 	defer release()
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	// Accepted through a writer whose hijacked connection coalesces the
+	// messages a batch writes (websocket_coalesce.go); compression stays
+	// off (the library's default), so each message is framed as it is.
+	cw := &coalescingWriter{ResponseWriter: w, timeout: l.opts.WriteTimeout}
+	conn, err := websocket.Accept(cw, r, &websocket.AcceptOptions{
 		Subprotocols:   []string{protocolTransportWS, protocolLegacy},
 		OriginPatterns: l.opts.Origins,
 	})
@@ -83,7 +87,7 @@ func (t webSocket) Do(w http.ResponseWriter, r *http.Request, exec graphql.Graph
 	conn.SetReadLimit(middleware.MaxBodyBytes)
 	ctx, cancel := context.WithCancel(markStream(r.Context()))
 	c := &socket{
-		live: l, exec: exec, conn: conn, req: r, ctx: ctx, cancel: cancel, initialisedHook: release,
+		live: l, exec: exec, conn: conn, out: cw.out, req: r, ctx: ctx, cancel: cancel, initialisedHook: release,
 		legacy: conn.Subprotocol() != protocolTransportWS,
 		ops:    map[string]*operation{},
 	}
@@ -92,9 +96,12 @@ func (t webSocket) Do(w http.ResponseWriter, r *http.Request, exec graphql.Graph
 
 // socket is one WebSocket connection.
 type socket struct {
-	live   *Live
-	exec   graphql.GraphExecutor
-	conn   *websocket.Conn
+	live *Live
+	exec graphql.GraphExecutor
+	conn *websocket.Conn
+	// out is conn's connection as the library writes to it: a batch of
+	// messages corks it, to go out in one write.
+	out    *coalescer
 	req    *http.Request
 	legacy bool
 	// ctx ends when the socket shuts down; every operation's context
@@ -215,8 +222,8 @@ func (c *socket) readLoop() {
 // write writes msg within the write timeout: a client that stops reading
 // is disconnected. Senders write one at a time (coder/websocket's lock,
 // waited for within the same timeout), each from its own goroutine: a
-// subscription's event goes out from the goroutine that rendered it, with
-// no hand-over to a writer.
+// subscription's events go out from the goroutine that took them, with no
+// hand-over to a writer.
 func (c *socket) write(msg message) error {
 	ctx := c.writeContext()
 	if msg.next == nil {
@@ -344,11 +351,49 @@ func (c *socket) send(msg message) bool {
 		return false
 	}
 	if err := c.write(msg); err != nil {
-		c.cancel()
-		_ = c.conn.CloseNow()
+		c.failed()
 		return false
 	}
 	return true
+}
+
+// sendNext writes the events of batch as next messages of the operation
+// whose quoted id is quoted, in order, in one write to the connection
+// (beyond maxCoalesced, in as few as fit): each is a message of its own,
+// framed by the library, but a system call is most of what a delivery
+// costs. False as send's.
+func (c *socket) sendNext(quoted []byte, nextType string, batch []*rendered) bool {
+	if c.ctx.Err() != nil {
+		return false
+	}
+	if len(batch) > 1 {
+		c.out.cork()
+	}
+	var err error
+	for _, r := range batch {
+		if err = c.write(message{raw: quoted, next: r.payload, nextType: nextType}); err != nil {
+			break
+		}
+	}
+	if len(batch) > 1 {
+		// Uncorked whatever happened: what other senders flushed meanwhile
+		// (a close frame, say) must not wait for the next batch.
+		if uerr := c.out.uncork(); err == nil {
+			err = uerr
+		}
+	}
+	if err != nil {
+		c.failed()
+		return false
+	}
+	return true
+}
+
+// failed closes the connection after a write failed: its client stopped
+// reading, or it is gone.
+func (c *socket) failed() {
+	c.cancel()
+	_ = c.conn.CloseNow()
 }
 
 // handle answers one message of the client, as graphql-transport-ws says:

@@ -268,27 +268,74 @@ func (c *socket) stream(ctx context.Context, id string, op *operation, oc *graph
 	defer s.close()
 	quoted := mustMarshal(id)
 	next := c.nextType()
+	var lastWrite time.Time
+	pace := time.NewTimer(time.Hour)
+	pace.Stop()
+	defer pace.Stop()
 	for {
 		ev, err := s.next(ctx, 0, nil)
+		if ev == nil {
+			c.endStream(ctx, id, op, err)
+			return
+		}
+		// As a Server-Sent Events stream (sse.go): a subscription writes at
+		// most every FlushInterval, an event that comes sooner waiting for
+		// the rest of it, and every event ready by then goes out with it
+		// in one write. Its goroutine sleeps meanwhile: the events handed
+		// to it in the interval wake it once, not once each.
+		if wait := time.Until(lastWrite.Add(c.live.opts.FlushInterval)); wait > 0 {
+			pace.Reset(wait)
+			select {
+			case <-pace.C:
+			case <-ctx.Done():
+				ev.done()
+				c.finish(id, op)
+				return
+			}
+		}
+		// A write takes at most maxFramesPerWrite events and QueueBytes of
+		// them (the first whatever its size), as a stream's: what a
+		// subscription holds while its client reads is its lag, bounded
+		// as its queue is.
+		batch := append(batchPool.get(), ev)
+		size := ev.size()
+		for len(batch) < maxFramesPerWrite && size < c.live.opts.QueueBytes {
+			more, ok, rerr := s.ready(ctx)
+			if rerr != nil || !ok {
+				err = rerr
+				break
+			}
+			batch, size = append(batch, more), size+more.size()
+		}
+		sent := c.sendNext(quoted, next, batch)
+		batchPool.put(batch)
 		switch {
-		case err == nil && ev == nil:
-			c.finish(id, op) // completed by the client, or the socket closes
-			return
-		case lostAccess(err):
-			c.shut(CloseForbidden, forbidden(err))
-			return
-		case err == errClosing:
-			c.shut(CloseGoingAway, "server shutting down")
+		case !sent:
 			return
 		case err != nil:
-			c.finish(id, op, c.errorFrame(id, gqlerror.List{l.present(ctx, err)}))
+			// The events before the error are sent; then it ends the
+			// subscription, as from next.
+			c.endStream(ctx, id, op, err)
 			return
 		}
-		sent := c.send(message{raw: quoted, next: ev.payload, nextType: next})
-		ev.done()
-		if !sent {
-			return
-		}
+		lastWrite = time.Now()
+	}
+}
+
+// endStream ends the subscription id as err (from its stream's next or
+// ready) says: nil when the client completed it or the socket closes, the
+// loss of access (4403), the server shutting down (1001), or an error for
+// its client.
+func (c *socket) endStream(ctx context.Context, id string, op *operation, err error) {
+	switch {
+	case err == nil:
+		c.finish(id, op) // completed by the client, or the socket closes
+	case lostAccess(err):
+		c.shut(CloseForbidden, forbidden(err))
+	case err == errClosing:
+		c.shut(CloseGoingAway, "server shutting down")
+	default:
+		c.finish(id, op, c.errorFrame(id, gqlerror.List{c.live.present(ctx, err)}))
 	}
 }
 
