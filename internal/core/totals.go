@@ -61,12 +61,12 @@ const totalsSize = 50_000
 
 // The default bounds of the counts in flight (WithCountLimits): a
 // workspace runs at most DefaultCountsPerWorkspace distinct counts at once,
-// a replica DefaultCountsInFlight, well under the connection pool (20 on
-// PostgreSQL, 8 on SQLite), which the page reads and the writes also need.
-// A count past them waits for a slot, within its request's deadline.
+// a replica DefaultCountsInFlight, under the default connection pools (20
+// on PostgreSQL, 8 on SQLite), which the page reads and the writes also
+// need. A count past them waits for a slot, within its request's deadline.
 const (
 	DefaultCountsPerWorkspace = 4
-	DefaultCountsInFlight     = 8
+	DefaultCountsInFlight     = 6
 )
 
 // WithoutTotalsCache turns the totals cache off: every total is counted
