@@ -157,8 +157,8 @@ func (t *totals) run(ctx context.Context, k totalKey, f *countFlight, slots *wor
 	}
 	defer release()
 	if f.n, f.err = count(ctx); f.err == nil {
-		// Before the flight leaves inFlight: a request that finds
-		// neither finds the total.
+		// Cached before the flight leaves inFlight, so that a request
+		// always finds the one or the other.
 		t.cache.Add(k, f.n)
 	}
 }
