@@ -64,6 +64,11 @@ type Config struct {
 	// share of them (gqlhttp.Documents).
 	DocumentCacheMB, DocumentCacheWorkspaceMB int
 
+	// CountsInFlight bounds the distinct counts of list totals a replica
+	// runs at once, CountsPerWorkspace one workspace's share of them
+	// (core.WithCountLimits).
+	CountsInFlight, CountsPerWorkspace int
+
 	// PostgreSQL session settings of every pooled connection (0: the
 	// server's own, normally none).
 	DBLockTimeout              time.Duration
@@ -228,6 +233,10 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 
 		IdempotencyWorkspaceMB: 64,
 
+		// core.DefaultCountsInFlight and DefaultCountsPerWorkspace (the
+		// tests hold them equal).
+		CountsInFlight: 6, CountsPerWorkspace: 4,
+
 		// gqlhttp.DefaultDocumentCacheBytes and
 		// DefaultDocumentCacheWorkspaceBytes (the tests hold them equal).
 		DocumentCacheMB: 16, DocumentCacheWorkspaceMB: 2,
@@ -244,6 +253,8 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		str(&c.MetricsAddr, "metrics-addr", "PROCSVC_METRICS_ADDR", "internal listen address of /metrics, with GraphQL operation names as labels (default: /metrics on --addr, without them)"),
 		str(&c.DatabaseURL, "database-url", "DATABASE_URL", "postgres://… for PostgreSQL; sqlite://PATH for SQLite (default sqlite://data/procsvc.db)"),
 		num(&c.DBMaxConns, "db-max-conns", "PROCSVC_DB_MAX_CONNS", "database connection pool size (0: 20 on PostgreSQL, 8 on SQLite)"),
+		num(&c.CountsInFlight, "counts-in-flight", "PROCSVC_COUNTS_IN_FLIGHT", "distinct counts of list totals (a search, a due window) this replica runs at once; identical ones share one, and one more waits for a slot within its request's deadline (1 to 1000; keep it under --db-max-conns, which pages and writes need too)"),
+		num(&c.CountsPerWorkspace, "counts-per-workspace", "PROCSVC_COUNTS_PER_WORKSPACE", "one workspace's share of --counts-in-flight: its counts past it wait for its own slots, never taking the others' (1 to --counts-in-flight)"),
 		num(&c.ResponseCacheMB, "response-cache-mb", "PROCSVC_RESPONSE_CACHE_MB", "memory for cached read responses, keyed by workspace version (0 disables)"),
 		num(&c.ResponseCacheWorkspaceMB, "response-cache-workspace-mb", "PROCSVC_RESPONSE_CACHE_WORKSPACE_MB", "one workspace's share of --response-cache-mb: past it, the workspace drops its own oldest responses, never another's (1 to --response-cache-mb; 0, the default: a quarter of it)"),
 		num(&c.MaxResponseMB, "max-response-mb", "PROCSVC_MAX_RESPONSE_MB", "bound on each response, in MiB: a GraphQL response or REST list that would be larger is refused with 413 payload_too_large (16 to 4096; one procedure with its content and a page of its comments always fits in 16)"),
@@ -369,6 +380,11 @@ func (c *Config) validate() error {
 	}
 	if c.DBMaxConns < 0 || c.DBMaxConns > 1000 {
 		errs = append(errs, fmt.Errorf("invalid pool size %d: use 0 to 1000 (--db-max-conns, PROCSVC_DB_MAX_CONNS)", c.DBMaxConns))
+	}
+	if c.CountsInFlight < 1 || c.CountsInFlight > 1000 {
+		errs = append(errs, fmt.Errorf("invalid counts in flight %d: use 1 to 1000 (--counts-in-flight, PROCSVC_COUNTS_IN_FLIGHT)", c.CountsInFlight))
+	} else if c.CountsPerWorkspace < 1 || c.CountsPerWorkspace > c.CountsInFlight {
+		errs = append(errs, fmt.Errorf("invalid counts per workspace %d: use 1 to --counts-in-flight's %d (--counts-per-workspace, PROCSVC_COUNTS_PER_WORKSPACE)", c.CountsPerWorkspace, c.CountsInFlight))
 	}
 	if c.RateLimit.Rate < 0 || math.IsNaN(c.RateLimit.Rate) || math.IsInf(c.RateLimit.Rate, 0) {
 		errs = append(errs, fmt.Errorf("invalid rate limit %v: use 0 (off) or a positive number of tokens per second (--rate-limit, PROCSVC_RATE_LIMIT)", c.RateLimit.Rate))

@@ -93,7 +93,7 @@ func (s *Service) ProcedureComments(ctx context.Context, procedureID uuid.UUID, 
 	}
 	k := commentKeyset(procedureID)
 	return listPage(ctx, s, "comments", procedureID.String(), k, w, DefaultCommentPageSize, MaxCommentPageSize,
-		func() (int, error) {
+		func(ctx context.Context) (int, error) {
 			n, err := s.client.Procedure.Query().Where(procedure.ID(procedureID)).Select(procedure.FieldCommentCount).Ints(ctx)
 			if err != nil || len(n) == 0 {
 				return 0, err

@@ -49,21 +49,25 @@ type List[T any] struct {
 func (l *List[T]) Cursor(item *T) Cursor { return l.cursor(item) }
 
 // listPage is the body every list shares: the exact total (counted once per
-// workspace version and list key, see totals), and the page w selects (sizes
+// workspace version and list key, see totals: count is given the context to
+// count under, which outlives ctx while other requests wait for the same
+// count), and the page w selects (sizes
 // def and max) of the list k orders, read by read for the slice the window
 // takes; no read when the list is empty.
 func listPage[T any](ctx context.Context, s *Service, list, key string, k keyset[T], w Window, def, max int,
-	count func() (int, error), read func(slice) ([]*T, error)) (*List[T], error) {
+	count func(context.Context) (int, error), read func(slice) ([]*T, error)) (*List[T], error) {
 	sl, err := k.plan(w, def, max)
 	if err != nil {
 		return nil, err
 	}
-	total, err := s.totals.get(ctx, list, key, func() (int, error) {
-		n, err := count()
+	total, err := s.totals.get(ctx, list, key, func(ctx context.Context) (int, error) {
+		n, err := count(ctx)
 		return n, apperr.Map(err)
 	})
 	if err != nil {
-		return nil, err
+		// Mapped again: a request that gave up waiting for a count it
+		// shared fails with its own context's error.
+		return nil, apperr.Map(err)
 	}
 	out := &List[T]{Total: total, cursor: k.cursor}
 	var rows []*T
@@ -112,7 +116,7 @@ func findNamed[T any, Q namedQuery[Q, T]](ctx context.Context, s *Service, list 
 	}
 	k := keyset[T]{scope: scopeOf(list, term), column: "name", id: id, key: func(r *T) any { return name(r) }}
 	return listPage(ctx, s, list, term, k, w, DefaultListPageSize, MaxListPageSize,
-		func() (int, error) { return query(term, nil).Count(ctx) },
+		func(ctx context.Context) (int, error) { return query(term, nil).Count(ctx) },
 		func(sl slice) ([]*T, error) { return query(term, &sl).Offset(sl.offset).Limit(sl.limit).All(ctx) })
 }
 

@@ -296,7 +296,7 @@ func (s *Service) FindProcedures(ctx context.Context, f ProcedureFilter, o Proce
 	key := f.key()
 	k := procedureKeyset(o, scopeOf("procedures", key, string(o.Field), strconv.FormatBool(o.Desc)))
 	list, err := listPage(ctx, s, "procedures", key, k, w, DefaultProcedurePageSize, MaxProcedurePageSize,
-		func() (int, error) {
+		func(ctx context.Context) (int, error) {
 			if keys, ok := pf.tallyKeys(); ok {
 				if n, found, err := s.tally(ctx, v.WorkspaceID, keys); err != nil || found {
 					return n, err

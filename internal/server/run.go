@@ -83,7 +83,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	hub := events.NewHub(events.HubOptions{Buffer: cfg.Live.Buffer})
 	defer hub.Close()
 	svc := core.New(db.Client, core.WithGenerator(gen), core.WithAnnouncer(Announcer(db, hub)),
-		core.WithLockPolicy(core.LockPolicyFor(db.Dialect)), core.WithPrivateWebhookAddresses(cfg.Webhooks.AllowPrivate))
+		core.WithLockPolicy(core.LockPolicyFor(db.Dialect)), core.WithPrivateWebhookAddresses(cfg.Webhooks.AllowPrivate),
+		core.WithCountLimits(cfg.CountsPerWorkspace, cfg.CountsInFlight))
 	if db.Dialect == "postgres" {
 		listenURL := cfg.DatabaseListenURL
 		if listenURL == "" {
