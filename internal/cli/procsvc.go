@@ -64,6 +64,10 @@ func serve(ctx context.Context, args []string, env Env) error {
 	if err := applyEnv(env.Getenv); err != nil {
 		return err
 	}
+	// Before anything is logged, listened on or opened.
+	if err := database.CheckURL(cfg.DatabaseURL); err != nil {
+		return err
+	}
 	return server.Run(ctx, cfg, newLogger(cfg, env.Stderr), env.Stdout, env.Ready)
 }
 

@@ -186,6 +186,10 @@ func exitCode(err error, program string, env Env) int {
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
+	case errors.Is(err, database.ErrBadURL):
+		// A mistake of the command line, as a bad flag is.
+		fmt.Fprintf(env.Stderr, "%s: %s\n", program, err)
+		return 2
 	default:
 		fmt.Fprintf(env.Stderr, "%s: %s\n", program, describe(err))
 		return 1

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 )
@@ -89,5 +90,26 @@ func TestCommandHelp(t *testing.T) {
 				t.Errorf("output has %q:\n%s", tc.wantNot, all)
 			}
 		})
+	}
+}
+
+// TestUnservableDatabaseURLIsAUsageError: serve and migrate given a
+// database URL they cannot serve (an unknown scheme, a PostgreSQL URL
+// without a database) exit 2 with one line naming the flag, and create
+// nothing: no SQLite file named after the URL, no token printed.
+func TestUnservableDatabaseURLIsAUsageError(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, args := range [][]string{
+		{"serve", "--addr", "127.0.0.1:0", "--database-url", "mysql://root@localhost/procsvc"},
+		{"migrate", "--database-url", "mysql://root@localhost/procsvc"},
+		{"migrate", "--database-url", "postgres://127.0.0.1:5432"},
+	} {
+		code, out, errOut := run(args...)
+		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "--database-url") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and one line naming --database-url", args, code, out, errOut)
+		}
+	}
+	if entries, _ := os.ReadDir("."); len(entries) > 0 {
+		t.Errorf("created %s; want nothing", entries[0].Name())
 	}
 }

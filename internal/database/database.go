@@ -156,6 +156,9 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	if rawURL == "" {
 		rawURL = DefaultURL
 	}
+	if err := CheckURL(rawURL); err != nil {
+		return nil, err
+	}
 	var (
 		drv     *entsql.Driver
 		sqlDB   *sql.DB

@@ -1,0 +1,50 @@
+package database
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// ErrBadURL marks a database URL that names no database procsvc can open:
+// an unknown scheme, or a PostgreSQL URL without a database. It is the
+// operator's mistake, refused before anything is opened or created (the
+// command line exits 2 with the message).
+var ErrBadURL = errors.New("database: bad URL")
+
+// urlForms is what --database-url accepts, for the refusals.
+const urlForms = "use postgres://USER@HOST:PORT/DATABASE (or postgresql://) for PostgreSQL, or sqlite://PATH, file:PATH or a bare path for a SQLite file (--database-url, DATABASE_URL)"
+
+// badURL is a refusal that errors.Is ErrBadURL.
+type badURL struct{ reason string }
+
+func (e *badURL) Error() string        { return "database URL " + e.reason + ": " + urlForms }
+func (e *badURL) Is(target error) bool { return target == ErrBadURL }
+
+// CheckURL refuses a URL that Open would otherwise have taken for a SQLite
+// path (any "scheme://…" but its own: mysql://… once quietly became a new,
+// empty SQLite file named after it, served as if healthy) or a PostgreSQL
+// URL that names no database. Only the scheme is quoted back, never the
+// rest, which may hold a password.
+func CheckURL(raw string) error {
+	scheme, _, ok := strings.Cut(raw, "://")
+	if !ok || strings.ContainsAny(scheme, "/\\ ") || scheme == "" {
+		return nil // a path (file:PATH, C:\…, ./x.db), never a scheme
+	}
+	switch strings.ToLower(scheme) {
+	case "sqlite", "sqlite3", "file":
+		return nil
+	case "postgres", "postgresql":
+		u, err := url.Parse(raw)
+		if err != nil {
+			// url.Error quotes the URL, password and all: not repeated.
+			return &badURL{scheme + "://…: not a URL"}
+		}
+		if strings.Trim(u.Path, "/") == "" && u.Query().Get("dbname") == "" {
+			return &badURL{scheme + "://…: names no database (a PostgreSQL URL ends in /DATABASE)"}
+		}
+		return nil
+	}
+	return &badURL{fmt.Sprintf("%s://…: unknown scheme %q", scheme, scheme)}
+}
