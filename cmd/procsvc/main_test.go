@@ -237,9 +237,9 @@ func TestHelpAndConfigErrors(t *testing.T) {
 		{"TokenListHelp", []string{"token", "list", "--help"}, nil, 0, "-workspace"},
 		{"UnknownCommand", []string{"frobnicate"}, nil, 2, "unknown command"},
 		{"MissingSubcommand", []string{"token"}, nil, 2, "missing subcommand"},
-		{"BadLogFormat", []string{"serve", "--log-format", "xml"}, nil, 1, "--log-format"},
-		{"BadEnvDuration", []string{"serve"}, map[string]string{"PROCSVC_SHUTDOWN_TIMEOUT": "soon"}, 1, "PROCSVC_SHUTDOWN_TIMEOUT"},
-		{"BadPoolSize", []string{"serve", "--db-max-conns", "-3"}, nil, 1, "PROCSVC_DB_MAX_CONNS"},
+		{"BadLogFormat", []string{"serve", "--log-format", "xml"}, nil, 2, "--log-format"},
+		{"BadEnvDuration", []string{"serve"}, map[string]string{"PROCSVC_SHUTDOWN_TIMEOUT": "soon"}, 2, "PROCSVC_SHUTDOWN_TIMEOUT"},
+		{"BadPoolSize", []string{"serve", "--db-max-conns", "-3"}, nil, 2, "PROCSVC_DB_MAX_CONNS"},
 		{"UnknownFlag", []string{"serve", "--nope"}, nil, 2, "flag provided but not defined"},
 	}
 	for _, tc := range cases {

@@ -62,7 +62,10 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	if err := applyEnv(env.Getenv); err != nil {
-		return err
+		// A setting out of range or unreadable is the invocation's
+		// mistake, as a bad flag is: exit 2.
+		fmt.Fprintf(env.Stderr, "procsvc: %s\n", describe(err))
+		return errUsage
 	}
 	// Before anything is logged, listened on or opened.
 	if err := database.CheckURL(cfg.DatabaseURL); err != nil {

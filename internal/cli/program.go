@@ -16,6 +16,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/config"
@@ -135,6 +136,10 @@ func isHelp(arg string) bool {
 // "PROGRAM GROUP --help" lists a group's commands; "PROGRAM COMMAND
 // --help" and "PROGRAM help COMMAND" show a command's flags.
 func (p Program) Run(ctx context.Context, args []string, env Env) int {
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		fmt.Fprintln(env.Stdout, p.Name, Version())
+		return 0
+	}
 	if len(args) > 0 && isHelp(args[0]) {
 		topic := slices.Clip(args[1:])
 		if len(topic) == 0 || isHelp(topic[0]) {
@@ -228,20 +233,53 @@ func FlagSet(name, summary string, env Env) *flag.FlagSet {
 }
 
 // Parse parses a command's args, which must all be flags. Its error is
-// flag.ErrHelp after --help, or one Program.Run turns into exit code 2
-// (the flag package has reported it).
+// flag.ErrHelp after --help (the command's usage shown), or one
+// Program.Run turns into exit code 2, reported here in one line and a
+// pointer to --help: a mistyped flag used to be answered with the
+// command's whole usage (116 lines for serve), the mistake scrolled away
+// above it.
 func Parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
+	out, usage := fs.Output(), fs.Usage
+	var reported strings.Builder
+	fs.SetOutput(&reported)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		usage()
+		return err
+	case err != nil:
+		line, _, _ := strings.Cut(reported.String(), "\n")
+		fmt.Fprintf(out, "%s\nRun '%s --help' for its flags.\n", withDurationHint(fs, line), fs.Name())
 		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
+	case fs.NArg() > 0:
+		fmt.Fprintf(out, "unexpected argument %q\nRun '%s --help' for its flags.\n", fs.Arg(0), fs.Name())
 		return errUsage
 	}
 	return nil
+}
+
+// withDurationHint rewrites the flag package's "invalid value "5" for
+// flag -x: parse error" for a duration flag into a message that says how a
+// duration is written: a bare number is the usual mistake.
+func withDurationHint(fs *flag.FlagSet, line string) string {
+	var value, name string
+	if n, _ := fmt.Sscanf(line, "invalid value %q for flag -%s", &value, &name); n != 2 {
+		return line
+	}
+	name = strings.TrimSuffix(name, ":")
+	f := fs.Lookup(name)
+	if f == nil {
+		return line
+	}
+	if g, ok := f.Value.(flag.Getter); !ok {
+		return line
+	} else if _, ok := g.Get().(time.Duration); !ok {
+		return line
+	}
+	return fmt.Sprintf("invalid value %q for flag -%s: %s", value, name, config.DurationHint(value))
 }
 
 // DBFlags is the --database-url flag of the commands that open the

@@ -113,3 +113,39 @@ func TestUnservableDatabaseURLIsAUsageError(t *testing.T) {
 		t.Errorf("created %s; want nothing", entries[0].Name())
 	}
 }
+
+// TestInvocationMistakesAreOneLine: a mistyped flag, a duration without its
+// unit (on the command line or in the environment), a setting out of range
+// and a stray argument each exit 2 with the mistake in one line and, for
+// flags, a pointer to --help, never the command's whole usage; a duration's
+// refusal says how one is written.
+func TestInvocationMistakesAreOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"serve", "--bogus"}, nil, "flag provided but not defined: -bogus\nRun 'procsvc serve --help' for its flags.\n"},
+		{[]string{"serve", "--db-lock-timeout", "5"}, nil, "invalid value \"5\" for flag -db-lock-timeout: a duration needs its unit: 5s (seconds), 5ms or 5m, for instance\nRun 'procsvc serve --help' for its flags.\n"},
+		{[]string{"serve", "--db-lock-timeout", "soon"}, nil, "invalid value \"soon\" for flag -db-lock-timeout: not a duration such as 30s, 500ms or 2m\nRun 'procsvc serve --help' for its flags.\n"},
+		{[]string{"serve"}, map[string]string{"PROCSVC_DB_LOCK_TIMEOUT": "5"}, "procsvc: invalid PROCSVC_DB_LOCK_TIMEOUT=\"5\": a duration needs its unit: 5s (seconds), 5ms or 5m, for instance\n"},
+		{[]string{"serve", "--response-cache-mb", "-3"}, nil, "procsvc: invalid response cache size -3 MB: use 0 to 65536 (--response-cache-mb, PROCSVC_RESPONSE_CACHE_MB)\n"},
+		{[]string{"migrate", "--x"}, nil, "flag provided but not defined: -x\nRun 'procsvc migrate --help' for its flags.\n"},
+		{[]string{"migrate", "stray"}, nil, "unexpected argument \"stray\"\nRun 'procsvc migrate --help' for its flags.\n"},
+	} {
+		var out, errOut bytes.Buffer
+		env := Env{Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return tc.env[k] }}
+		if code := Run(context.Background(), tc.args, env); code != 2 || out.Len() > 0 || errOut.String() != tc.want {
+			t.Errorf("%v %v: exit %d, stdout %q, stderr %q; want 2 and %q", tc.args, tc.env, code, out.String(), errOut.String(), tc.want)
+		}
+	}
+}
+
+// TestVersion: --version prints the program's name and version on one line
+// and exits 0; the version names the commit, or says why it cannot.
+func TestVersion(t *testing.T) {
+	code, out, errOut := run("--version")
+	if code != 0 || errOut != "" || !strings.HasPrefix(out, "procsvc ") || strings.Count(out, "\n") != 1 || !strings.Contains(out, "commit ") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and one line with the commit", code, out, errOut)
+	}
+}

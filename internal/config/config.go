@@ -634,13 +634,22 @@ func (l workspaceRateList) Set(v string) error {
 	return nil
 }
 
+// DurationHint says why v is not a duration and how one is written: a
+// number without its unit ("5") is told to add one ("5s").
+func DurationHint(v string) string {
+	if _, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && strings.TrimSpace(v) != "0" {
+		return fmt.Sprintf("a duration needs its unit: %ss (seconds), %sms or %sm, for instance", strings.TrimSpace(v), strings.TrimSpace(v), strings.TrimSpace(v))
+	}
+	return "not a duration such as 30s, 500ms or 2m"
+}
+
 func dur(p *time.Duration, name, env, usage string) setting {
 	return setting{flag: name, env: env, usage: usage,
 		bind: func(fs *flag.FlagSet, n, u string) { fs.DurationVar(p, n, *p, u) },
 		fromEnv: func(v string) error {
 			d, err := time.ParseDuration(v)
 			if err != nil {
-				return errors.New("not a duration such as 30s or 2m")
+				return errors.New(DurationHint(v))
 			}
 			*p = d
 			return nil
