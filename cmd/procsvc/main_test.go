@@ -69,6 +69,11 @@ func TestServeBootsAndPrintsAWorkingToken(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no token printed; stdout:\n%s", out.String())
 	}
+	// The first line logged says which database this is.
+	first, _, _ := strings.Cut(errOut.String(), "\n")
+	if !strings.Contains(first, `"msg":"database opened"`) || !strings.Contains(first, "sqlite file "+strings.TrimPrefix(dbURL, "sqlite://")) {
+		t.Fatalf("the first line logged does not name the database file:\n%s", errOut.String())
+	}
 	// Where to go next, on the address bound: the printed URLs are the
 	// ones used below.
 	base := "http://" + addr

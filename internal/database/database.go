@@ -351,17 +351,7 @@ func redact(err error) error {
 // _time_format=sqlite, without which times are written in a form that cannot
 // be read back.
 func sqliteDSN(raw string) (dsn string, memory bool, err error) {
-	path := raw
-	for _, p := range []string{"sqlite://", "sqlite3://", "sqlite:", "file:"} {
-		if strings.HasPrefix(path, p) {
-			path = strings.TrimPrefix(path, p)
-			break
-		}
-	}
-	query := ""
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path, query = path[:i], path[i+1:]
-	}
+	path, query := sqlitePath(raw)
 	if path == "" {
 		return "", false, errors.New("database: empty SQLite path")
 	}
@@ -389,6 +379,20 @@ func sqliteDSN(raw string) (dsn string, memory bool, err error) {
 		dsn += "&" + query
 	}
 	return dsn, memory, nil
+}
+
+// sqlitePath splits a SQLite URL (sqlite://PATH, sqlite3://PATH,
+// sqlite:PATH, file:PATH or a bare path) into its path and its query.
+func sqlitePath(raw string) (path, query string) {
+	path = raw
+	for _, p := range []string{"sqlite://", "sqlite3://", "sqlite:", "file:"} {
+		if strings.HasPrefix(path, p) {
+			path = strings.TrimPrefix(path, p)
+			break
+		}
+	}
+	path, query, _ = strings.Cut(path, "?")
+	return path, query
 }
 
 // hasBusyTimeout reports whether a SQLite URL's query sets the busy timeout.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 )
 
@@ -47,4 +48,32 @@ func CheckURL(raw string) error {
 		return nil
 	}
 	return &badURL{fmt.Sprintf("%s://…: unknown scheme %q", scheme, scheme)}
+}
+
+// Where says which database rawURL (CheckURL's forms; "" is DefaultURL)
+// opens, for the first line a server logs: the SQLite file's absolute
+// path, or PostgreSQL's database, user and hosts; never a password.
+func Where(rawURL string) string {
+	if rawURL == "" {
+		rawURL = DefaultURL
+	}
+	if scheme, _, ok := strings.Cut(rawURL, "://"); ok && strings.HasPrefix(strings.ToLower(scheme), "postgres") {
+		u, err := url.Parse(rawURL)
+		if err != nil {
+			return "postgres (an unreadable URL)"
+		}
+		where := "postgres database " + strings.Trim(u.Path, "/")
+		if u.User != nil {
+			where += " as " + u.User.Username()
+		}
+		return where + " on " + u.Host
+	}
+	path, _ := sqlitePath(rawURL)
+	if path == ":memory:" {
+		return "sqlite in memory"
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return "sqlite file " + path
 }

@@ -47,3 +47,22 @@ func TestOpenRefusesURLsItCannotServe(t *testing.T) {
 		}
 	}
 }
+
+// TestWhereNamesTheDatabaseWithoutItsPassword: the line a server logs first
+// names the SQLite file by its absolute path, or PostgreSQL's database,
+// user and host, and never a password.
+func TestWhereNamesTheDatabaseWithoutItsPassword(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for raw, want := range map[string]string{
+		"":                                      "sqlite file " + dir + "/data/procsvc.db",
+		"sqlite://x.db?_pragma=busy_timeout(1)": "sqlite file " + dir + "/x.db",
+		"file:/tmp/y.db":                        "sqlite file /tmp/y.db",
+		"sqlite://:memory:":                     "sqlite in memory",
+		"postgres://app:s3cret@db.internal:5432/procsvc?sslmode=require": "postgres database procsvc as app on db.internal:5432",
+	} {
+		if got := Where(raw); got != want {
+			t.Errorf("Where(%q) = %q; want %q", raw, got, want)
+		}
+	}
+}

@@ -37,7 +37,6 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	if err != nil {
 		return err
 	}
-	log.Info(summary)
 	limiter, err := NewRateLimiter(cfg.RateLimit)
 	if err != nil {
 		return err
@@ -67,6 +66,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		return err
 	}
 	defer db.Close()
+	// The first line logged: which database this is (a newcomer's
+	// mistyped URL shows here, not in an empty workspace list later).
+	log.Info("database opened", "database", database.Where(cfg.DatabaseURL))
+	log.Info(summary)
 	if cfg.Migrate {
 		err = db.Migrate(ctx)
 	} else {
