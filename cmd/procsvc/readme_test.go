@@ -97,7 +97,10 @@ func (r *readmeRun) serve(where string) {
 	var out, errOut syncBuffer
 	ready := make(chan string, 1)
 	e := env(map[string]string{
-		"DATABASE_URL": "sqlite://" + filepath.Join(t.TempDir(), "data", "procsvc.db"),
+		// The default's file, in a directory of the test's own (the
+		// default's data/ is created by Open: internal/database's
+		// TestOpenRefusesURLsItCannotServe).
+		"DATABASE_URL": "sqlite://" + filepath.Join(t.TempDir(), "procsvc.db"),
 		"PROCSVC_ADDR": "127.0.0.1:0",
 	}, &out, &errOut)
 	e.Ready = func(addr string) { ready <- addr }

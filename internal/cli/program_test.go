@@ -103,6 +103,7 @@ func TestUnservableDatabaseURLIsAUsageError(t *testing.T) {
 		{"serve", "--addr", "127.0.0.1:0", "--database-url", "mysql://root@localhost/procsvc"},
 		{"migrate", "--database-url", "mysql://root@localhost/procsvc"},
 		{"migrate", "--database-url", "postgres://127.0.0.1:5432"},
+		{"serve", "--addr", "127.0.0.1:0", "--database-url", "sqlite://dta/procsvc.db"},
 	} {
 		code, out, errOut := run(args...)
 		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "--database-url") {

@@ -368,7 +368,10 @@ func sqliteDSN(raw string) (dsn string, memory bool, err error) {
 	if !memory {
 		params.Add("_pragma", "journal_mode(WAL)")
 		params.Add("_pragma", "synchronous(NORMAL)")
-		if dir := filepath.Dir(path); dir != "." {
+		// Only the default's directory is created (a first run's data/);
+		// CheckURL has refused any other URL whose directory is missing,
+		// the sign of a mistyped path.
+		if dir := filepath.Dir(path); dir != "." && raw == DefaultURL {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return "", false, fmt.Errorf("database: create %s: %w", dir, err)
 			}

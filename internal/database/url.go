@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -31,11 +32,11 @@ func (e *badURL) Is(target error) bool { return target == ErrBadURL }
 func CheckURL(raw string) error {
 	scheme, _, ok := strings.Cut(raw, "://")
 	if !ok || strings.ContainsAny(scheme, "/\\ ") || scheme == "" {
-		return nil // a path (file:PATH, C:\…, ./x.db), never a scheme
+		return checkSQLitePath(raw) // a path (file:PATH, C:\…, ./x.db), never a scheme
 	}
 	switch strings.ToLower(scheme) {
 	case "sqlite", "sqlite3", "file":
-		return nil
+		return checkSQLitePath(raw)
 	case "postgres", "postgresql":
 		u, err := url.Parse(raw)
 		if err != nil {
@@ -48,6 +49,28 @@ func CheckURL(raw string) error {
 		return nil
 	}
 	return &badURL{fmt.Sprintf("%s://…: unknown scheme %q", scheme, scheme)}
+}
+
+// checkSQLitePath refuses a SQLite URL whose file would be created in a
+// directory that does not exist: a mistyped path (--database-url
+// sqlite://dta/procsvc.db) would otherwise become a new, empty store. Only
+// the default's directory (data/, on a first run) is created.
+func checkSQLitePath(raw string) error {
+	if raw == "" || raw == DefaultURL {
+		return nil
+	}
+	path, _ := sqlitePath(raw)
+	if path == "" || path == ":memory:" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if info, err := os.Stat(dir); err == nil && info.IsDir() {
+		return nil
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return &badURL{fmt.Sprintf("%s: the directory %s does not exist: create it (mkdir -p %s), or name a file in one that does", raw, dir, dir)}
 }
 
 // Where says which database rawURL (CheckURL's forms; "" is DefaultURL)

@@ -24,6 +24,9 @@ func TestOpenRefusesURLsItCannotServe(t *testing.T) {
 		"postgres://postgres:s3cret@127.0.0.1:5432/",
 		"postgresql://127.0.0.1?sslmode=disable",
 		"postgres://127.0.0.1:99999999/db\x7f",
+		"sqlite://dta/procsvc.db",
+		"missing/procsvc.db",
+		"file:missing/deeper/procsvc.db?_pragma=busy_timeout(1)",
 	} {
 		db, err := Open(context.Background(), raw, Options{})
 		if err == nil {
@@ -34,6 +37,9 @@ func TestOpenRefusesURLsItCannotServe(t *testing.T) {
 		if !errors.Is(err, ErrBadURL) || !strings.Contains(err.Error(), "--database-url") || !strings.Contains(err.Error(), "sqlite://PATH") {
 			t.Errorf("%q: %v; want ErrBadURL naming the flag and the forms", raw, err)
 		}
+		if strings.Contains(raw, "procsvc.db") && !strings.Contains(err.Error(), "does not exist: create it") {
+			t.Errorf("%q: %v; want the missing directory named", raw, err)
+		}
 		if strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%q: the refusal repeats the password: %v", raw, err)
 		}
@@ -41,7 +47,16 @@ func TestOpenRefusesURLsItCannotServe(t *testing.T) {
 	if entries, _ := os.ReadDir("."); len(entries) > 0 {
 		t.Errorf("refusals created %d entries, e.g. %s; want none", len(entries), entries[0].Name())
 	}
-	for _, raw := range []string{"sqlite://a.db", "sqlite3://b.db", "file:c.db", "d.db", "sqlite://:memory:", "postgres://h/db", "postgresql://h:5432?dbname=x"} {
+	// The default's directory is the one created (a first run's data/).
+	db, err := Open(context.Background(), "", Options{})
+	if err != nil {
+		t.Fatalf("the default URL: %v", err)
+	}
+	db.Close()
+	if _, err := os.Stat("data/procsvc.db"); err != nil {
+		t.Errorf("the default's file: %v", err)
+	}
+	for _, raw := range []string{"sqlite://a.db", "sqlite://data/other.db", "sqlite3://b.db", "file:c.db", "d.db", "sqlite://:memory:", "postgres://h/db", "postgresql://h:5432?dbname=x"} {
 		if err := CheckURL(raw); err != nil {
 			t.Errorf("%q refused: %v", raw, err)
 		}
