@@ -2,8 +2,10 @@ package gqlhttp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -22,6 +24,7 @@ import (
 	"github.com/procsvc/procsvc/internal/consistency"
 	"github.com/procsvc/procsvc/internal/metrics"
 	"github.com/procsvc/procsvc/internal/middleware"
+	"github.com/procsvc/procsvc/internal/textclip"
 )
 
 // Middleware is the HTTP middleware of /graphql's requests, each given the
@@ -143,6 +146,9 @@ func (g *guard) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, err := gqlrequest.Decode(raw)
+	if err == nil {
+		err = g.checkOperationName(r.Context(), req)
+	}
 	if err != nil {
 		g.writeErr(w, r, err)
 		return
@@ -233,6 +239,39 @@ func (g *guard) operation(ctx context.Context, req *gqlrequest.Request) ast.Oper
 	return ""
 }
 
+// maxNamedOperations is how many of a document's operations a refusal of
+// its operationName lists.
+const maxNamedOperations = 10
+
+// checkOperationName refuses a request that does not say which of its
+// document's operations to run, naming them: gqlgen answered a document of
+// two operations without operationName with "operation  not found", which
+// tells a newcomer neither what is missing nor what to write. A document of
+// fewer than two operation keywords holds one operation at most, and is not
+// looked at (a persisted query, sent by hash, neither).
+func (g *guard) checkOperationName(ctx context.Context, req *gqlrequest.Request) error {
+	if req.Query == "" || req.OperationName == "" && strings.Count(req.Query, "query")+strings.Count(req.Query, "mutation")+strings.Count(req.Query, "subscription") < 2 {
+		return nil
+	}
+	doc := g.document(ctx, req.Query)
+	if doc == nil || len(doc.Operations) == 0 || req.OperationName == "" && len(doc.Operations) == 1 ||
+		req.OperationName != "" && doc.Operations.ForName(req.OperationName) != nil {
+		return nil
+	}
+	names := make([]string, 0, min(len(doc.Operations), maxNamedOperations))
+	for _, op := range doc.Operations[:min(len(doc.Operations), maxNamedOperations)] {
+		names = append(names, cmp.Or(op.Name, "(an unnamed operation)"))
+	}
+	held := strings.Join(names, ", ")
+	if more := len(doc.Operations) - len(names); more > 0 {
+		held += fmt.Sprintf(" and %d more", more)
+	}
+	if req.OperationName == "" {
+		return apperr.New(apperr.ValidationFailed, "the document holds %d operations (%s): say which to run with operationName", len(doc.Operations), held)
+	}
+	return apperr.New(apperr.ValidationFailed, "the document has no operation named %q: it holds %s", textclip.Prefix(req.OperationName, 64), held)
+}
+
 // document returns query's document, to learn which operation a request
 // runs: the executor's, when it parsed and validated query before, else
 // parsed here within MaxTokens; nil when it does not parse (the executor
@@ -272,6 +311,9 @@ func (g *guard) checkGet(r *http.Request) (*gqlrequest.Request, error) {
 	req, err := gqlrequest.FromQuery(q)
 	if err != nil || req.Query == "" {
 		return req, err
+	}
+	if err := g.checkOperationName(r.Context(), req); err != nil {
+		return nil, err
 	}
 	doc := g.document(r.Context(), req.Query)
 	if doc == nil {
