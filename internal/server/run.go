@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"syscall"
 	"time"
 
@@ -296,9 +297,18 @@ func startStatistics(ctx context.Context, db *database.DB, every time.Duration, 
 			log.Info("sqlite statistics refreshed", "took", took.String())
 		}
 	}
-	refresh(ctx)
 	if every <= 0 {
+		refresh(ctx)
 		return func() {}
 	}
-	return periodic.Start(ctx, every, refresh)
+	// periodic runs the first refresh at once: waited for, so that the
+	// first request is planned with the statistics.
+	first := make(chan struct{})
+	var once sync.Once
+	stop = periodic.Start(ctx, every, func(ctx context.Context) {
+		refresh(ctx)
+		once.Do(func() { close(first) })
+	})
+	<-first
+	return stop
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/dbtest"
@@ -22,7 +23,7 @@ func TestStatisticsAtStart(t *testing.T) {
 			if _, err := core.New(db.Client).CreateWorkspace(ctx, core.NewWorkspace{Name: "S", Key: "STA", AdminName: "A", AdminEmail: "a@sta.example"}); err != nil {
 				t.Fatal(err)
 			}
-			stop := startStatistics(ctx, db, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			stop := startStatistics(ctx, db, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			stop()
 			if dialect != "sqlite" {
 				return
