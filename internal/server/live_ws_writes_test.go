@@ -74,8 +74,11 @@ func TestLiveWebSocketWritesAreCoalesced(t *testing.T) {
 			writes   int
 		}{
 			// The first event at once, the four others together once the
-			// interval is over.
-			{3 * time.Second, 2},
+			// interval is over. The interval is long enough for the four
+			// renames (a few tens of milliseconds each) to fall inside it
+			// on a machine loaded by a race-detector suite: a slower
+			// rename would make a third write, not a lost event.
+			{10 * time.Second, 2},
 			// Without pacing, an event a write (when each is written
 			// before the next comes).
 			{0, 5},
