@@ -35,12 +35,16 @@ import {
   editorValue,
   log,
   main,
-  pluginText,
+  parsed,
+  runAndRead,
   runPlaygroundTest,
+  sameJSON,
   setEditor,
   setToken,
   showPlugin,
   token,
+  waitFor,
+  waitForDocs,
   waitForResult,
   withoutRequestIds,
 } from './harness.mjs';
@@ -50,41 +54,6 @@ const TOKEN_KEY = 'procsvc.playground.token';
 const SUBSCRIPTION = 'subscription { procedureEvents { kind } }';
 const SUBSCRIPTION_NAME = 'Events';
 const NAMED_SUBSCRIPTION = `subscription ${SUBSCRIPTION_NAME} { procedureEvents { kind } }`;
-
-function parsed(text) {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
-function sameJSON(a, b) {
-  return JSON.stringify(a) === JSON.stringify(b);
-}
-
-async function waitFor(page, what, cond, timeout = 30000) {
-  const deadline = Date.now() + timeout;
-  for (;;) {
-    if (await cond()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await page.waitForTimeout(25);
-  }
-}
-
-async function waitForDocs(page, what, check) {
-  await waitFor(page, `the docs pane to show ${what}`, async () => check(await pluginText(page))).catch(async (err) => {
-    throw new Error(`${err.message}; it shows: ${(await pluginText(page)).slice(0, 500)}`);
-  });
-}
-
-// runAndRead runs the query editor's operation and returns the result pane's
-// JSON once it holds some.
-async function runAndRead(page, what) {
-  await setEditor(page, RESULT_SEL, ''); // not to read the last answer again
-  await page.click('.graphiql-execute-button');
-  return parsed(await waitForResult(page, what, (t) => parsed(t) !== undefined));
-}
 
 // runSubscriptionThenStop runs the subscription SUBSCRIPTION_NAME once
 // GraphiQL has read it from the editor, waits until it is sent over a
