@@ -24,7 +24,7 @@ const PASTE_TOKEN = `Paste a token in the Headers tab, over ${TOKEN_PLACEHOLDER}
 // DISCONNECTED is what each reason of a disconnected token means and what to
 // do about it (docs/api.md#why-a-token-was-disconnected): the code's own
 // message is the interface's fixed text, which cannot say which applies.
-export const DISCONNECTED = {
+const DISCONNECTED = {
   token_revoked: 'an admin revoked this one (ask an admin for a new token)',
   token_expired: 'this one has expired (ask an admin for a new token)',
   member_removed: "this one's member was removed from the workspace, and their tokens stopped working with them (use another member's token)",
