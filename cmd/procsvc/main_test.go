@@ -411,7 +411,8 @@ func TestServeLimitsFailedAuthentications(t *testing.T) {
 
 // TestPlaygroundInRealBrowser boots procsvc as the README does and drives its
 // /playground in headless Chromium: the token goes into the headers editor,
-// the starter query runs, the result shows data, and no request leaves the
+// the starter query runs, the result shows data, a subscription shows an
+// event, a disconnected token's reason shows, and no request leaves the
 // origin. Skipped without a browser, except under CI, where
 // .ci/browser-test.sh installs one and a skip would hide a regression.
 func TestPlaygroundInRealBrowser(t *testing.T) {
@@ -454,6 +455,13 @@ func TestPlaygroundInRealBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", subShot)
+	// A revoked, an expired and a removed member's token: the playground
+	// says which (web/e2e/refusal.test.mjs). The printed token is an admin's.
+	refusalShot := strings.TrimSuffix(shot, ".png") + "-refusal.png"
+	if err := browsertest.RunRefusalBrowserTest(bctx, "http://"+addr, m[1], refusalShot); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", refusalShot)
 	cancel()
 	<-done
 }

@@ -84,7 +84,7 @@ func BrowserAvailable() (bool, string) {
 	if _, err := os.Stat(filepath.Join(root, "web", "node_modules", "playwright-core", "package.json")); err != nil {
 		return false, "web/node_modules/playwright-core is not installed (cd web && npm ci)"
 	}
-	for _, name := range []string{"harness.mjs", "playground.test.mjs", "subscription.test.mjs"} {
+	for _, name := range []string{"harness.mjs", "playground.test.mjs", "subscription.test.mjs", "refusal.test.mjs"} {
 		if _, err := os.Stat(filepath.Join(root, "web", "e2e", name)); err != nil {
 			return false, "web/e2e/" + name + " is missing"
 		}
@@ -129,6 +129,18 @@ func RunBrowserTest(ctx context.Context, baseURL, token, screenshot string) erro
 // be an admin's or editor's (it writes).
 func RunSubscriptionBrowserTest(ctx context.Context, baseURL, token, screenshot string) error {
 	return runE2E(ctx, "subscription.test.mjs", baseURL, token, screenshot)
+}
+
+// RunRefusalBrowserTest runs web/e2e/refusal.test.mjs with node against
+// the procsvc at baseURL, which must serve subscriptions: under the same
+// checks as RunBrowserTest, it makes a revoked token, an expired one and a
+// removed member's, and checks that the docs pane names each one's reason
+// (docs/api.md#why-a-token-was-disconnected) and that a query and a
+// subscription show the answer HTTP gives, reason included; then that a
+// subscription cut by a revocation shows it too. token must be an admin's
+// (it makes and revokes tokens, adds and removes a member).
+func RunRefusalBrowserTest(ctx context.Context, baseURL, token, screenshot string) error {
+	return runE2E(ctx, "refusal.test.mjs", baseURL, token, screenshot)
 }
 
 func runE2E(ctx context.Context, name, baseURL, token, screenshot string) error {

@@ -253,3 +253,41 @@ export async function showPlugin(page, title) {
 export function pluginText(page) {
   return page.$eval('.graphiql-plugin', (el) => el.textContent).catch(() => '');
 }
+
+// parsed is text as JSON, or undefined when it is not JSON.
+export function parsed(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+export function sameJSON(a, b) {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+// waitFor polls cond (run here, in node) until it holds.
+export async function waitFor(page, what, cond, timeout = TIMEOUT_MS) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    if (await cond()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await page.waitForTimeout(25);
+  }
+}
+
+// waitForDocs waits until the side pane's text satisfies check.
+export async function waitForDocs(page, what, check) {
+  await waitFor(page, `the docs pane to show ${what}`, async () => check(await pluginText(page))).catch(async (err) => {
+    throw new Error(`${err.message}; it shows: ${(await pluginText(page)).slice(0, 500)}`);
+  });
+}
+
+// runAndRead runs the query editor's operation and returns the result pane's
+// JSON once it holds some.
+export async function runAndRead(page, what) {
+  await setEditor(page, RESULT_SEL, ''); // not to read the last answer again
+  await page.click('.graphiql-execute-button');
+  return parsed(await waitForResult(page, what, (t) => parsed(t) !== undefined));
+}

@@ -14,7 +14,10 @@
 //     and a subscription (refused over WebSocket) show the very answer an
 //     HTTP client gets for that token, and the result pane stayed empty
 //     until the query ran;
-//  3. with PLAYGROUND_TOKEN the docs load and the starter query runs;
+//  3. with PLAYGROUND_TOKEN the docs load and the starter query runs, also
+//     when it is pasted over a subscription that just ran and run in the
+//     same moment, before GraphiQL re-reads the editor (it goes over HTTP,
+//     as its own operation, not GraphiQL's stale subscription);
 //  4. the explorer pane builds a query from the schema (ticking viewer, then
 //     its name), which runs;
 //  5. the token survives a reload (the query too), is nowhere but the tab's
@@ -32,12 +35,16 @@ import {
   editorValue,
   log,
   main,
-  pluginText,
+  parsed,
+  runAndRead,
   runPlaygroundTest,
+  sameJSON,
   setEditor,
   setToken,
   showPlugin,
   token,
+  waitFor,
+  waitForDocs,
   waitForResult,
   withoutRequestIds,
 } from './harness.mjs';
@@ -45,40 +52,54 @@ import {
 const REFUSED_TOKEN = 'pms_not_a_real_token';
 const TOKEN_KEY = 'procsvc.playground.token';
 const SUBSCRIPTION = 'subscription { procedureEvents { kind } }';
+const SUBSCRIPTION_NAME = 'Events';
+const NAMED_SUBSCRIPTION = `subscription ${SUBSCRIPTION_NAME} { procedureEvents { kind } }`;
 
-function parsed(text) {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
+// runSubscriptionThenStop runs the subscription SUBSCRIPTION_NAME once
+// GraphiQL has read it from the editor, waits until it is sent over a
+// WebSocket, and stops it if it still runs (the stub backend ends it at
+// once with an error; procsvc keeps it open), leaving the run button ready.
+async function runSubscriptionThenStop(page, sockets) {
+  await setEditor(page, QUERY_SEL, NAMED_SUBSCRIPTION);
+  await waitFor(page, 'GraphiQL to read the subscription from the editor', async () => {
+    const held = await parsedOperation(page);
+    return held.operation === 'subscription' && held.operationName === SUBSCRIPTION_NAME;
+  });
+  const subscribes = () => sockets.flatMap((s) => s.sent.filter((f) => parsed(f)?.type === 'subscribe')).length;
+  const before = subscribes();
+  await page.click('.graphiql-execute-button');
+  await waitFor(page, 'the subscription to go over a WebSocket', async () => subscribes() > before);
+  const button = page.locator('.graphiql-execute-button');
+  if ((await button.getAttribute('aria-label'))?.startsWith('Stop')) await button.click();
+  await waitFor(page, 'the run button to be ready again', async () => (await button.getAttribute('aria-label'))?.startsWith('Execute'));
 }
 
-function sameJSON(a, b) {
-  return JSON.stringify(a) === JSON.stringify(b);
-}
-
-async function waitFor(page, what, cond, timeout = 30000) {
-  const deadline = Date.now() + timeout;
-  for (;;) {
-    if (await cond()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await page.waitForTimeout(25);
-  }
-}
-
-async function waitForDocs(page, what, check) {
-  await waitFor(page, `the docs pane to show ${what}`, async () => check(await pluginText(page))).catch(async (err) => {
-    throw new Error(`${err.message}; it shows: ${(await pluginText(page)).slice(0, 500)}`);
+// parsedOperation is what GraphiQL last read from the query editor (it
+// re-reads it 100 ms after an edit): the operation type of its first
+// operation and the operation name it would run.
+function parsedOperation(page) {
+  return page.$eval(QUERY_SEL, (el) => {
+    const cm = el.CodeMirror;
+    const op = cm.documentAST?.definitions?.find((d) => d.kind === 'OperationDefinition');
+    return { operation: op?.operation ?? null, operationName: cm.operationName ?? null };
   });
 }
 
-// runAndRead runs the query editor's operation and returns the result pane's
-// JSON once it holds some.
-async function runAndRead(page, what) {
-  await setEditor(page, RESULT_SEL, ''); // not to read the last answer again
-  await page.click('.graphiql-execute-button');
-  return parsed(await waitForResult(page, what, (t) => parsed(t) !== undefined));
+// replaceAndRun puts text in the query editor and clicks the run button in
+// one task of the page, so that GraphiQL's re-read of the editor cannot come
+// in between; it returns what GraphiQL held from the editor at the click.
+function replaceAndRun(page, text) {
+  return page.$eval(
+    QUERY_SEL,
+    (el, t) => {
+      const cm = el.CodeMirror;
+      cm.setValue(t);
+      document.querySelector('.graphiql-execute-button').click();
+      const op = cm.documentAST?.definitions?.find((d) => d.kind === 'OperationDefinition');
+      return { operation: op?.operation ?? null, operationName: cm.operationName ?? null };
+    },
+    text,
+  );
 }
 
 // tokenEverywhere reports where in the page's storage token is kept.
@@ -147,17 +168,34 @@ main(() =>
     log(`a refused token reads the same for a query and a subscription: ${JSON.stringify(withoutRequestIds(overSocket))}`);
     await setEditor(page, QUERY_SEL, starter);
 
-    // 3. The token: the docs load, the starter query runs.
+    // 3. The token: the docs load, the starter query runs, even at once
+    // after a subscription ran in its place.
     await setToken(page, token);
     await waitForDocs(page, 'the schema', (t) => /Root Types/i.test(t) && /query/i.test(t));
     log('docs explorer shows the schema');
+    await runSubscriptionThenStop(page, sockets);
     const graphqlResponse = page.waitForResponse(
       (r) => r.url() === `${origin}/graphql` && r.request().method() === 'POST' && /viewer/.test(r.request().postData() || ''),
     );
-    await page.click('.graphiql-execute-button');
+    graphqlResponse.catch(() => {}); // awaited below, unless a check fails first
+    // Paste the starter query over the subscription and run it in the same
+    // task, as a paste then Ctrl-Enter within GraphiQL's 100 ms re-read of
+    // the editor would: GraphiQL still holds the subscription's parse (and
+    // its operationName) when the query goes out.
+    const stale = await replaceAndRun(page, starter);
+    if (stale.operation !== 'subscription' || stale.operationName !== SUBSCRIPTION_NAME) {
+      throw new Error(`the query ran after GraphiQL re-read the editor (it held ${JSON.stringify(stale)}): this checks nothing`);
+    }
+    const ranAfterSubscription = await waitForResult(page, 'the starter query run right after the subscription', (t) => t !== '');
+    if (!ranAfterSubscription.includes('"viewer"') || /createFetcher|"stack"|"errors"/.test(ranAfterSubscription)) {
+      throw new Error(`the starter query run right after a subscription shows:\n${ranAfterSubscription}`);
+    }
+    log(`the starter query run at once after the subscription ${SUBSCRIPTION_NAME} (GraphiQL still holding its parse) went over HTTP`);
     const gr = await graphqlResponse;
     const sentAuth = await gr.request().headerValue('authorization');
     if (sentAuth !== `Bearer ${token}`) throw new Error(`the query was not sent with the token (Authorization: ${sentAuth})`);
+    const sentName = parsed(gr.request().postData() || '')?.operationName;
+    if (sentName !== 'Overview') throw new Error(`the starter query went out as operation ${JSON.stringify(sentName)}, not Overview`);
     const answer = await gr.text();
     if (gr.status() !== 200 || /"errors"\s*:/.test(answer)) {
       throw new Error(`POST /graphql answered ${gr.status()} with errors (is PLAYGROUND_TOKEN valid?):\n${answer}`);

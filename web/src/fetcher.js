@@ -23,7 +23,9 @@ export const postGraphQL = createGraphiQLFetcher({ url: GRAPHQL_PATH, enableIncr
 // named operationName, else the only one. GraphiQL re-reads the editor's
 // operations 100 ms after an edit, so right after one (a paste, then
 // Ctrl-Enter) operationName and documentAST may still describe the previous
-// text; query is always the current one.
+// text; query is always the current one. Undefined when query does not parse
+// or operationName picks none of several operations: the server says which
+// it holds.
 export function operationOf(query, operationName) {
   let doc;
   try {
@@ -108,6 +110,11 @@ function observe(client, { query, variables, operationName }, headers) {
 // headers editor disposes of the old client (ending what ran under the old
 // token), and the next subscription connects with the new one.
 export function createProcsvcFetcher() {
+  // GraphiQL's HTTP fetcher sends to WebSocket whatever its options'
+  // documentAST says is a subscription, and throws (it has no WebSocket
+  // client) when that parse is stale: the editor held a subscription until
+  // a moment ago. The operation sent is decided here, from the request's own
+  // query, so the HTTP fetcher is never handed GraphiQL's parse.
   const httpFetcher = createGraphiQLFetcher({ url: GRAPHQL_PATH });
   let ws; // { authorization, client }
   const wsClientFor = (authorization) => {
@@ -126,10 +133,13 @@ export function createProcsvcFetcher() {
 
   return (params, opts) => {
     const op = operationOf(params.query, params.operationName);
+    // The operation's own name, not GraphiQL's: a stale operationName would
+    // name an operation of the previous text, which the server refuses.
+    const sent = op ? { ...params, operationName: op.name?.value } : params;
+    const headers = opts?.headers ?? {};
     if (op?.operation === OperationTypeNode.SUBSCRIPTION) {
-      const headers = opts?.headers ?? {};
-      return observe(wsClientFor(authorizationOf(headers)), { ...params, operationName: op.name?.value }, headers);
+      return observe(wsClientFor(authorizationOf(headers)), sent, headers);
     }
-    return httpFetcher(params, opts);
+    return httpFetcher(sent, { headers });
   };
 }

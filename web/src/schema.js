@@ -21,14 +21,29 @@ export const schemaState = createValue({ status: 'loading', schema: null, reason
 
 const PASTE_TOKEN = `Paste a token in the Headers tab, over ${TOKEN_PLACEHOLDER}: the docs and the explorer load once the server accepts it. No token yet? Start procsvc on an empty database (go run ./cmd/procsvc): it prints one.`;
 
+// DISCONNECTED is what each reason of a disconnected token means and what to
+// do about it (docs/api.md#why-a-token-was-disconnected): the code's own
+// message is the interface's fixed text, which cannot say which applies.
+const DISCONNECTED = {
+  token_revoked: 'an admin revoked this one (ask an admin for a new token)',
+  token_expired: 'this one has expired (ask an admin for a new token)',
+  member_removed: "this one's member was removed from the workspace, and their tokens stopped working with them (use another member's token)",
+};
+
 // reasonOf says why an introspection answer holds no schema: what the
-// server said, and what to do about a refused token.
+// server said, with the reason it gave for a disconnected token
+// (extensions.reason), and what to do about a refused token.
 export function reasonOf(body) {
   const first = Array.isArray(body?.errors) ? body.errors[0] : undefined;
   if (!first) return `The server answered without a schema: ${JSON.stringify(body).slice(0, 300)}`;
   const code = first.extensions?.code;
-  const said = `the server said: ${first.message}${code ? ` (${code})` : ''}`;
-  if (code === 'unauthenticated' || code === 'disconnected') return `Paste a token in the Headers tab: ${said}`;
+  const why = typeof first.extensions?.reason === 'string' ? first.extensions.reason : '';
+  const said = `the server said: ${first.message}${code ? ` (${code}${why ? `: ${why}` : ''})` : ''}`;
+  if (code === 'disconnected') {
+    const meaning = Object.prototype.hasOwnProperty.call(DISCONNECTED, why) ? `${DISCONNECTED[why]}; ` : '';
+    return `Paste another token in the Headers tab: ${meaning}${said}`;
+  }
+  if (code === 'unauthenticated') return `Paste a token in the Headers tab: ${said}`;
   return `The schema did not load: ${said}`;
 }
 
