@@ -24,7 +24,7 @@ const (
 // maxParams bounds the arguments of one INSERT: under SQLite's 32766 and
 // PostgreSQL's 65535. A batch of wide rows is written in several
 // statements of its transaction.
-const maxParams = 30000
+var maxParams = 30000
 
 // Options tune Copy and Verify.
 type Options struct {
