@@ -127,14 +127,23 @@ func TestCopyKeepsTheAPI(t *testing.T) {
 				CategoryID: gamma.CategoryID, DoerID: gamma.AdminID, ProjectID: gamma.ProjectID}); err != nil {
 				t.Fatalf("a procedure on the copy: %v", err)
 			}
+			// Alpha's procedure numbers continue where the source's were.
+			wsAdmin, err := srv.Service.ActAsAdmin(ctx, f.ws.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			next, err := srv.Service.CreateProcedure(wsAdmin, core.CreateProcedureInput{Name: "Next", Priority: "LOW", State: "TODO", DueAt: &due,
+				CategoryID: f.ws.CategoryID, DoerID: f.ws.AdminID, ProjectID: f.ws.ProjectID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if next.Number != int64(len(f.procedures)+1) || next.ShortID != fmt.Sprintf("ALP-%d", len(f.procedures)+1) {
+				t.Errorf("the next procedure on the copy: number %d, %s; want %d", next.Number, next.ShortID, len(f.procedures)+1)
+			}
 			// The comment count's triggers are the target's again.
 			var before, after int
 			count := `SELECT comment_count FROM procedures WHERE id = ` + param(dst, 1)
 			if err := dst.SQL.QueryRow(count, f.procedures[0]).Scan(&before); err != nil {
-				t.Fatal(err)
-			}
-			wsAdmin, err := srv.Service.ActAsAdmin(ctx, f.ws.ID)
-			if err != nil {
 				t.Fatal(err)
 			}
 			if _, err := srv.Service.AddComment(wsAdmin, f.procedures[0], "on the copy"); err != nil {
