@@ -21,6 +21,7 @@ var procsvc = Program{
 	Commands: []Command{
 		{"serve", "[flags]", "run the API (GraphQL at /graphql); the default", serve},
 		{"migrate", "[flags]", "create or upgrade the database schema", migrate},
+		{"copy", "--from URL --to URL", "copy a database into another (SQLite, PostgreSQL) and verify it", copyCommand},
 		{"workspace create", "[flags]", "create a workspace with an admin and print its token", workspaceCreate},
 		{"workspace list", "[flags]", "list workspaces", workspaceList},
 		{"member add", "[flags]", "add a member to a workspace", memberAdd},
