@@ -93,18 +93,39 @@ func IsPostgres(rawURL string) bool {
 	return ok && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql"))
 }
 
-// PostgresDumpCommand is the pg_dump command that backs up the PostgreSQL
-// database of rawURL into file (custom format, restorable by pg_restore
-// into a database of any owner), with the URL's password and any password
-// parameter removed: pg_dump reads it from PGPASSWORD or ~/.pgpass.
-func PostgresDumpCommand(rawURL, file string) string {
-	return "pg_dump -Fc --no-owner -d " + shellQuote(withoutPassword(rawURL)) + " -f " + shellQuote(file)
+// PostgresDumpArgs are pg_dump's arguments that back up the PostgreSQL
+// database of rawURL into file: the custom format (compressed, and what
+// pg_restore reads, table by table), without the tables' owner, so that it
+// restores into a database of any owner. The URL's password, and any
+// password parameter, are removed: pg_dump reads it from PGPASSWORD or
+// ~/.pgpass, and a command line is visible to every user of the machine.
+func PostgresDumpArgs(rawURL, file string) []string {
+	return []string{"-Fc", "--no-owner", "-d", withoutPassword(rawURL), "-f", file}
 }
 
-// PostgresRestoreCommand is the pg_restore command that loads a pg_dump -Fc
-// file into the (new, empty) PostgreSQL database of rawURL.
+// PostgresRestoreArgs are pg_restore's arguments that load a PostgresDumpArgs
+// file into the new, empty PostgreSQL database of rawURL, stopping at the
+// first error (a partial restore is not a backup's state).
+func PostgresRestoreArgs(file, rawURL string) []string {
+	return []string{"--no-owner", "--exit-on-error", "-d", withoutPassword(rawURL), file}
+}
+
+// PostgresDumpCommand is PostgresDumpArgs as a shell command line.
+func PostgresDumpCommand(rawURL, file string) string {
+	return commandLine("pg_dump", PostgresDumpArgs(rawURL, file))
+}
+
+// PostgresRestoreCommand is PostgresRestoreArgs as a shell command line.
 func PostgresRestoreCommand(file, rawURL string) string {
-	return "pg_restore --no-owner --exit-on-error -d " + shellQuote(withoutPassword(rawURL)) + " " + shellQuote(file)
+	return commandLine("pg_restore", PostgresRestoreArgs(file, rawURL))
+}
+
+func commandLine(name string, args []string) string {
+	line := name
+	for _, a := range args {
+		line += " " + shellQuote(a)
+	}
+	return line
 }
 
 // withoutPassword drops the password from a URL's user info and query.
