@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	_ "modernc.org/sqlite" // SQLite driver, pure Go
@@ -339,22 +340,9 @@ func verify(ctx context.Context, path, label string) (*Summary, error) {
 		return nil, refusef("%s fails SQLite's integrity check: %s", label, strings.Join(problems, "; "))
 	}
 	s := &Summary{Path: label}
-	tables, err := tableNames(ctx, db)
+	tables, err := procsvcTables(ctx, db, label)
 	if err != nil {
 		return nil, err
-	}
-	var missing []string
-	for _, t := range requiredTables {
-		found := false
-		for _, have := range tables {
-			found = found || have == t
-		}
-		if !found {
-			missing = append(missing, t)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, refusef("%s is not a procsvc database: it has no table %s", label, strings.Join(missing, ", "))
 	}
 	for _, t := range tables {
 		var n int64
@@ -400,6 +388,28 @@ func idText(v any) string {
 		return string(t)
 	}
 	return fmt.Sprint(v)
+}
+
+// procsvcTables lists the tables of db, refusing a database that lacks one
+// of procsvc's (label names it).
+func procsvcTables(ctx context.Context, db *sql.DB, label string) ([]string, error) {
+	tables, err := tableNames(ctx, db)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, refusef("%s is not a SQLite database: %v", label, err)
+	}
+	var missing []string
+	for _, t := range requiredTables {
+		if !slices.Contains(tables, t) {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, refusef("%s is not a procsvc database: it has no table %s", label, strings.Join(missing, ", "))
+	}
+	return tables, nil
 }
 
 // tableNames lists a SQLite database's own tables, by name.

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // afterCopy, when set, runs once the copy is written and before it is
@@ -81,6 +82,11 @@ func BackupSQLite(ctx context.Context, sourceURL, to string, overwrite bool) (*S
 		return nil, err
 	}
 	defer db.Close()
+	// Before anything is created: a database URL that names another
+	// program's file, or no SQLite file at all, is the operator's mistake.
+	if _, err := procsvcTables(ctx, db, src); err != nil {
+		return nil, err
+	}
 	tmp, err := tempBeside(to)
 	if err != nil {
 		return nil, err
@@ -136,8 +142,7 @@ func BackupSQLite(ctx context.Context, sourceURL, to string, overwrite bool) (*S
 // Refused (ErrRefused), with the target untouched: from is missing, is not
 // SQLite, is truncated or damaged, or is not a procsvc database; the
 // target holds a workspace, or is not a procsvc database, unless replace;
-// the target's WAL holds writes after a checkpoint (a server is using it).
-// Stop the servers of the target before restoring over it.
+// another process has the target open (a server: stop it first).
 func RestoreSQLite(ctx context.Context, from, targetURL string, replace bool) (*Summary, error) {
 	target := SQLitePath(targetURL)
 	if target == "" || target == ":memory:" {
@@ -146,7 +151,7 @@ func RestoreSQLite(ctx context.Context, from, targetURL string, replace bool) (*
 	if err := existingFile(from, "the backup"); err != nil {
 		return nil, err
 	}
-	if info, err := os.Stat(from + "-wal"); err == nil && info.Size() > 0 {
+	if hasWAL(from) {
 		return nil, refusef("%s-wal exists beside the backup: the file alone is not the database (procsvc backup never leaves one; open it once with sqlite3 to checkpoint)", from)
 	}
 	if sameFile(from, target) {
@@ -177,11 +182,13 @@ func RestoreSQLite(ctx context.Context, from, targetURL string, replace bool) (*
 		return nil, err
 	}
 	s.Path = target
+	release := func() {}
 	if targetExists {
-		if err := quiesce(ctx, target); err != nil {
+		if release, err = lockTarget(ctx, target); err != nil {
 			return nil, err
 		}
 	}
+	defer release()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -189,6 +196,9 @@ func RestoreSQLite(ctx context.Context, from, targetURL string, replace bool) (*
 		return nil, err
 	}
 	done = true
+	// The lock is on the old file, which the rename unlinked; closing
+	// its connection removes the old, empty WAL.
+	release()
 	// The old file's shared-memory index describes the old file; its WAL
 	// is empty (quiesce). Neither may be read with the new file.
 	for _, suffix := range []string{"-wal", "-shm"} {
@@ -216,10 +226,11 @@ func checkTarget(ctx context.Context, target string, replace bool) (exists bool,
 		return false, err
 	case !info.Mode().IsRegular():
 		return false, refusef("%s is not a file", target)
-	case info.Size() == 0:
+	case info.Size() == 0 && !hasWAL(target):
+		// An empty file (a new database before its first write).
 		return true, nil
 	}
-	if err := checkHeader(target); err != nil {
+	if err := checkHeader(target); info.Size() > 0 && err != nil {
 		if !errors.Is(err, ErrRefused) || replace {
 			return true, nil
 		}
@@ -243,29 +254,59 @@ func checkTarget(ctx context.Context, target string, replace bool) (exists bool,
 	return true, nil
 }
 
-// quiesce folds the target's WAL into its file and empties it, so that the
-// WAL left beside the target can never be replayed onto the restored file,
-// and refuses when writes arrive meanwhile (a server is using it).
-func quiesce(ctx context.Context, target string) error {
-	if err := checkHeader(target); err != nil {
-		return nil // not a SQLite file: it has no WAL of its own
+// lockTarget takes the target for the restore: an exclusive lock that no
+// other connection may hold the file open beside (SQLite's EXCLUSIVE
+// locking mode, taken before the file's WAL is touched, fails while any
+// other process has the database open, a server idle or not), then folds
+// its WAL into it and empties it, so that the WAL left beside the target
+// can never be replayed onto the restored file. The lock is held until
+// release, which the restore calls once the new file is in place. A target
+// that is no SQLite file (taken with --replace) has no WAL and no lock.
+func lockTarget(ctx context.Context, target string) (release func(), err error) {
+	if info, err := os.Stat(target); err == nil && info.Size() > 0 && checkHeader(target) != nil {
+		return func() {}, nil
 	}
-	db, err := openLive(target)
+	u := url.URL{Scheme: "file", Opaque: target, RawQuery: "mode=rw&_pragma=busy_timeout(2000)&_pragma=locking_mode(EXCLUSIVE)"}
+	db, err := sql.Open("sqlite", u.String())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer db.Close()
+	db.SetMaxOpenConns(1)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { conn.Close(); db.Close() }) }
+	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
+		release()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, refusef("the target %s is in use by another process (%v): stop its servers first", target, err)
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		release()
+		return nil, err
+	}
 	var busy, logged, checkpointed int
-	if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logged, &checkpointed); err != nil {
-		return fmt.Errorf("checkpoint %s: %w", target, err)
+	if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logged, &checkpointed); err != nil {
+		release()
+		return nil, fmt.Errorf("checkpoint %s: %w", target, err)
 	}
-	if busy != 0 {
-		return refusef("the target %s is in use (its WAL could not be emptied): stop its servers first", target)
+	if busy != 0 || hasWAL(target) {
+		release()
+		return nil, refusef("the target %s is in use (its WAL could not be emptied): stop its servers first", target)
 	}
-	if info, err := os.Stat(target + "-wal"); err == nil && info.Size() > 0 {
-		return refusef("the target %s is in use (its WAL grew again): stop its servers first", target)
-	}
-	return nil
+	return release, nil
+}
+
+// hasWAL reports whether a WAL with frames lies beside path: writes
+// committed to the database that its file does not hold yet.
+func hasWAL(path string) bool {
+	info, err := os.Stat(path + "-wal")
+	return err == nil && info.Size() > 0
 }
 
 // copyChunk is how many bytes copyFile moves between looks at ctx.

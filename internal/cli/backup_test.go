@@ -124,6 +124,8 @@ func TestBackupAndRestoreMistakesAreRefusedInOneLine(t *testing.T) {
 		{[]string{"backup", "--database-url", "sqlite://" + source, "--to", dir}, "is a directory"},
 		{[]string{"backup", "--database-url", "sqlite://" + source, "--to", source, "--overwrite"}, "is the database itself"},
 		{[]string{"backup", "--database-url", "sqlite://" + filepath.Join(dir, "absent.db"), "--to", filepath.Join(dir, "new.bak")}, "absent.db does not exist"},
+		{[]string{"backup", "--database-url", "sqlite://" + garbage, "--to", filepath.Join(dir, "new.bak")}, "garbage.bak is not a SQLite database"},
+		{[]string{"backup", "--database-url", "sqlite://" + foreign, "--to", filepath.Join(dir, "new.bak")}, "foreign.bak is not a procsvc database"},
 		{[]string{"backup", "--database-url", "mysql://root:hunter2@db/procsvc", "--to", filepath.Join(dir, "new.bak")}, `unknown scheme "mysql"`},
 		{[]string{"backup", "--database-url", "sqlite://" + filepath.Join(dir, "nodir", "x.db"), "--to", filepath.Join(dir, "new.bak")}, "does not exist"},
 		{[]string{"backup", "--database-url", "postgres://ops:hunter2@db.internal:5432/procsvc?sslmode=require&password=hunter2", "--to", "procsvc.pgdump"},
@@ -190,6 +192,23 @@ func TestBackupOverwriteAndRestoreReplace(t *testing.T) {
 			t.Fatalf("backup's output lacks %q:\n%s", want, out)
 		}
 	}
+	// A target a server holds open, idle or not, is refused, untouched.
+	server, err := sql.Open("sqlite", "file:"+target+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := server.QueryRow("SELECT count(*) FROM workspaces").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the target holds %d workspaces (%v), want 1", n, err)
+	}
+	held := listing(t, dir)
+	if code, out, errOut := run("restore", "--from", bak, "--database-url", "sqlite://"+target, "--replace"); code != 2 || out != "" || !strings.Contains(errOut, "is in use by another process") || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("restore over a target held open: exit %d, stdout %q, stderr %q; want 2 and one line saying it is in use", code, out, errOut)
+	}
+	if after := listing(t, dir); !sameListing(held, after) {
+		t.Fatalf("the refused restore changed the files: before %v, after %v", names(held), names(after))
+	}
+	server.Close()
 	// The target as a server that stopped may leave it: an empty WAL
 	// beside it, which must not outlive the file it belonged to.
 	if err := os.WriteFile(target+"-wal", nil, 0o644); err != nil {
