@@ -22,15 +22,20 @@ func sourceDB(t *testing.T, path string) {
 	defer db.Close()
 	for _, table := range requiredTables {
 		cols := "id TEXT PRIMARY KEY"
-		if table == "workspaces" {
+		switch table {
+		case "workspaces":
 			cols += ", key TEXT, name TEXT, version INTEGER"
+		case "events":
+			cols += ", workspace_id TEXT, version INTEGER"
 		}
 		if _, err := db.Exec("CREATE TABLE " + table + " (" + cols + ")"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.Exec("INSERT INTO workspaces VALUES ('w1', 'PRC', 'Acme', 42)"); err != nil {
-		t.Fatal(err)
+	for _, insert := range []string{"INSERT INTO workspaces VALUES ('w1', 'PRC', 'Acme', 42)", "INSERT INTO events VALUES ('e1', 'w1', 41)"} {
+		if _, err := db.Exec(insert); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -56,8 +61,8 @@ func TestCancelledBackupAndRestoreLeaveNothing(t *testing.T) {
 	src := filepath.Join(dir, "source.db")
 	sourceDB(t, src)
 	bak := filepath.Join(t.TempDir(), "good.bak")
-	if s, err := BackupSQLite(context.Background(), "sqlite://"+src, bak, false); err != nil || len(s.Workspaces) != 1 || s.Workspaces[0].Version != 42 {
-		t.Fatalf("backup: %+v, %v; want workspace PRC at version 42", s, err)
+	if s, err := BackupSQLite(context.Background(), "sqlite://"+src, bak, false); err != nil || len(s.Workspaces) != 1 || s.Workspaces[0].Version != 42 || s.Workspaces[0].LastEvent != 41 {
+		t.Fatalf("backup: %+v, %v; want workspace PRC at version 42, its newest event 41", s, err)
 	}
 	target := filepath.Join(dir, "target.db")
 	sourceDB(t, target)

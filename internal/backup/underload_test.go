@@ -198,12 +198,15 @@ func checkBetween(t *testing.T, before, at, after map[string]int64) {
 }
 
 // checkPrinted: procsvc backup printed each workspace's version in the
-// backup.
+// backup, and its newest event.
 func checkPrinted(t *testing.T, out string, at map[string]int64) {
 	t.Helper()
 	for ws, v := range at {
-		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(ws) + `\s+\S+\s+` + strconv.FormatInt(v, 10) + `\s`).MatchString(out) {
-			t.Fatalf("procsvc backup did not print workspace %s at version %d:\n%s", ws, v, out)
+		// Every write of the load logs an event: the newest event is the
+		// version.
+		n := strconv.FormatInt(v, 10)
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(ws) + `\s+\S+\s+` + n + `\s+` + n + `\s`).MatchString(out) {
+			t.Fatalf("procsvc backup did not print workspace %s at version %d, its newest event %d:\n%s", ws, v, v, out)
 		}
 	}
 }

@@ -34,7 +34,8 @@ func backupCmd(ctx context.Context, args []string, env Env) error {
 	fs := FlagSet("procsvc backup", `Copies a SQLite database, while its server keeps serving and writing, to a
 file: one consistent point in time (SQLite's VACUUM INTO), written beside the
 file, checked (integrity_check, row counts) and only then renamed into place.
-Prints each workspace's version (the point in time) and each table's rows.
+Prints each workspace's version (the point in time) and newest change-log
+event, and each table's rows.
 On PostgreSQL it prints the pg_dump command to use instead (exit 2).
 See docs/operations.md, "Backup and restore".`, env)
 	d.Bind(fs)
@@ -104,11 +105,15 @@ sqlite://BACKUP --to postgres://... See docs/operations.md, "Backup and restore"
 }
 
 // printSummary lists a copy's workspaces with their versions (its point in
-// time) and its tables with their rows.
+// time) and newest events, and its tables with their rows.
 func printSummary(env Env, s *backup.Summary) {
-	tw := table(env, "WORKSPACE\tKEY\tVERSION\tNAME")
+	tw := table(env, "WORKSPACE\tKEY\tVERSION\tLAST EVENT\tNAME")
 	for _, w := range s.Workspaces {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", w.ID, w.Key, w.Version, w.Name)
+		last := "-"
+		if w.LastEvent > 0 {
+			last = fmt.Sprint(w.LastEvent)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", w.ID, w.Key, w.Version, last, w.Name)
 	}
 	tw.Flush()
 	fmt.Fprintln(env.Stdout)

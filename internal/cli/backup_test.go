@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -187,8 +188,8 @@ func TestBackupOverwriteAndRestoreReplace(t *testing.T) {
 		return out
 	}
 	out := ops("backup", "--database-url", "sqlite://"+source, "--to", bak, "--overwrite")
-	for _, want := range []string{"backup " + bak + " written and checked (integrity ok", "PRC  0        Source", "workspaces           1"} {
-		if !strings.Contains(out, want) {
+	for _, want := range []string{`backup ` + regexp.QuoteMeta(bak) + ` written and checked \(integrity ok`, `(?m)^\S+\s+PRC\s+0\s+-\s+Source$`, `(?m)^workspaces\s+1$`} {
+		if !regexp.MustCompile(want).MatchString(out) {
 			t.Fatalf("backup's output lacks %q:\n%s", want, out)
 		}
 	}
