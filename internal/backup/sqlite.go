@@ -29,6 +29,14 @@ func openLive(path string) (*sql.DB, error) {
 	return db, nil
 }
 
+// removeTemp removes a temporary file of ours and the journal SQLite may
+// have left beside it when its writing was interrupted.
+func removeTemp(tmp string) {
+	for _, suffix := range []string{"", "-journal", "-wal", "-shm"} {
+		os.Remove(tmp + suffix)
+	}
+}
+
 // existingFile refuses a path that is not an existing regular file.
 func existingFile(path, what string) error {
 	info, err := os.Stat(path)
@@ -94,7 +102,7 @@ func BackupSQLite(ctx context.Context, sourceURL, to string, overwrite bool) (*S
 	done := false
 	defer func() {
 		if !done {
-			os.Remove(tmp)
+			removeTemp(tmp)
 		}
 	}()
 	// VACUUM INTO writes only into an empty file, which tempBeside left.
@@ -168,7 +176,7 @@ func RestoreSQLite(ctx context.Context, from, targetURL string, replace bool) (*
 	done := false
 	defer func() {
 		if !done {
-			os.Remove(tmp)
+			removeTemp(tmp)
 		}
 	}()
 	if err := copyFile(ctx, from, tmp); err != nil {

@@ -12,11 +12,16 @@ import (
 // refusal reports a refusal of package backup (a destination that exists,
 // a backup that is not sound, a target that holds workspaces) in one line,
 // and makes it exit 2: like a bad flag, it is the invocation's mistake and
-// nothing was written. Other errors pass on (exit 1).
+// nothing was written. An interruption says that nothing was written; other
+// errors pass on (exit 1).
 func refusal(err error, env Env) error {
-	if errors.Is(err, backup.ErrRefused) {
+	switch {
+	case errors.Is(err, backup.ErrRefused):
 		fmt.Fprintf(env.Stderr, "procsvc: %s\n", err)
 		return errUsage
+	case errors.Is(err, context.Canceled):
+		// Ctrl-C or SIGTERM: the temporary file is gone.
+		return errors.New("interrupted: nothing was written")
 	}
 	return err
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"os"
 	"path/filepath"
@@ -239,5 +240,35 @@ func TestBackupOverwriteAndRestoreReplace(t *testing.T) {
 	}
 	if got := listing(t, dir)[bak]; !bytes.HasPrefix([]byte(got), []byte("SQLite format 3\x00")) {
 		t.Fatalf("--overwrite left %q at %s", got[:min(len(got), 20)], bak)
+	}
+}
+
+// TestInterruptedBackupAndRestoreSaySoAndLeaveNothing: a backup or restore
+// whose context is cancelled (Ctrl-C, SIGTERM: main's signal context)
+// exits 1 saying nothing was written, and leaves the files as they were.
+func TestInterruptedBackupAndRestoreSaySoAndLeaveNothing(t *testing.T) {
+	dir := t.TempDir()
+	source := filepath.Join(dir, "source.db")
+	procsvcDB(t, source, "Source")
+	bak := filepath.Join(dir, "source.bak")
+	if code, out, errOut := run("backup", "--database-url", "sqlite://"+source, "--to", bak); code != 0 {
+		t.Fatalf("backup: exit %d\n%s%s", code, out, errOut)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, args := range [][]string{
+		{"backup", "--database-url", "sqlite://" + source, "--to", filepath.Join(dir, "new.bak")},
+		{"restore", "--from", bak, "--database-url", "sqlite://" + filepath.Join(dir, "new.db")},
+		{"restore", "--from", bak, "--database-url", "sqlite://" + source, "--replace"},
+	} {
+		before := listing(t, dir)
+		var out, errOut bytes.Buffer
+		code := Run(ctx, args, Env{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }})
+		if code != 1 || out.Len() > 0 || errOut.String() != "procsvc: interrupted: nothing was written\n" {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q; want 1 and that nothing was written", args, code, out.String(), errOut.String())
+		}
+		if after := listing(t, dir); !sameListing(before, after) {
+			t.Fatalf("%v changed the files: before %v, after %v", args, names(before), names(after))
+		}
 	}
 }
