@@ -29,6 +29,8 @@ var procsvc = Program{
 		{"token create", "[flags]", "issue a token and print its secret once", tokenCreate},
 		{"token list", "[flags]", "list a workspace's tokens", tokenList},
 		{"token revoke", "[flags]", "revoke a token", tokenRevoke},
+		{"backup", "[flags]", "copy a running SQLite database to a checked file", backupCmd},
+		{"restore", "[flags]", "put a backup in place as a SQLite database", restoreCmd},
 	},
 	Outro: `Run "procsvc COMMAND --help" for a command's flags. Each of serve's flags can
 also be set through the environment variable its help names; the other
