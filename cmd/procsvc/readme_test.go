@@ -56,6 +56,10 @@ func TestReadmeRunsInOrder(t *testing.T) {
 		switch {
 		case b.directive == "serve":
 			r.serve(where)
+		case b.directive == "operator":
+			t.Logf("%s: run by TestReadmeOperatorBlocks (with the procsvc binary and PostgreSQL)", where)
+			skipped++
+			continue
 		case strings.HasPrefix(b.directive, "skip:"):
 			t.Logf("%s: skipped (%s)", where, strings.TrimSpace(strings.TrimPrefix(b.directive, "skip:")))
 			skipped++
@@ -308,10 +312,15 @@ type readmeShell struct {
 	n      int
 }
 
-func startShell(t *testing.T, dir string) *readmeShell {
+// startShell starts the session in dir with PATH, HOME (dir) and LANG, or
+// the variables given (NAME=value) instead of PATH.
+func startShell(t *testing.T, dir string, vars ...string) *readmeShell {
 	cmd := exec.Command("bash", "--noprofile", "--norc")
 	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "LANG=C.UTF-8"}
+	if len(vars) == 0 {
+		vars = []string{"PATH=" + os.Getenv("PATH")}
+	}
+	cmd.Env = append([]string{"HOME=" + dir, "LANG=C.UTF-8"}, vars...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

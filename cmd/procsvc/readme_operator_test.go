@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/procsvc/procsvc/internal/cli"
+	"github.com/procsvc/procsvc/internal/dbtest"
+)
+
+// TestReadmeOperatorBlocks runs the README's blocks marked
+// <!-- readme-test: operator --> (backing up, restoring, moving to
+// PostgreSQL, exporting a workspace) verbatim, in order, in one bash session,
+// as an operator would: with the procsvc binary on PATH, in a directory whose
+// data/procsvc.db a running server is serving (the backup is taken online),
+// and with PG_URL and RESTORED_URL naming empty PostgreSQL databases of the
+// test's own (the README's defaults are the operator's). A command that
+// fails fails the test, and the commands verify their own work (backup and
+// restore check the file, copy ends with its verification), so the README's
+// commands cannot drift from the binary's.
+func TestReadmeOperatorBlocks(t *testing.T) {
+	for _, tool := range []string{"bash", "go", "pg_dump", "pg_restore"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is required to run the README's operator examples: %v", tool, err)
+			}
+			t.Skipf("%s not installed: the README's operator examples need it", tool)
+		}
+	}
+	dbtest.NeedPostgres(t)
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := readmeBlocks(string(readme))
+	if err != nil {
+		t.Fatalf("README.md: %v", err)
+	}
+	var operator []*readmeBlock
+	for _, b := range blocks {
+		if b.directive == "operator" {
+			if b.lang != "sh" {
+				t.Fatalf("README.md:%d: an operator block is a sh block", b.line)
+			}
+			operator = append(operator, b)
+		}
+	}
+	if len(operator) == 0 {
+		t.Fatal("no block of the README is marked <!-- readme-test: operator -->")
+	}
+
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "procsvc"), ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	// The operator's directory: the default database, served while the
+	// blocks run.
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut syncBuffer
+	ready := make(chan string, 1)
+	e := env(map[string]string{
+		"DATABASE_URL": "sqlite://" + filepath.Join(dir, "data", "procsvc.db"),
+		"PROCSVC_ADDR": "127.0.0.1:0",
+	}, &out, &errOut)
+	e.Ready = func(addr string) { ready <- addr }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- cli.Run(ctx, nil, e) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("the server did not stop")
+		}
+	})
+	select {
+	case <-ready:
+	case code := <-done:
+		t.Fatalf("serve exited with %d: %s", code, errOut.String())
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not start")
+	}
+
+	sh := startShell(t, dir, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"PG_URL="+dbtest.CreatePostgres(t), "RESTORED_URL="+dbtest.CreatePostgres(t))
+	for _, b := range operator {
+		got := sh.run("README.md:"+strconv.Itoa(b.line), b.body)
+		t.Logf("README.md:%d:\n%s", b.line, strings.TrimSpace(string(got)))
+	}
+}
