@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/procsvc/procsvc/internal/archive"
+	"github.com/procsvc/procsvc/internal/core"
+)
+
+// usageError reports a command-line mistake in one line and a pointer to
+// --help, and makes the command exit 2, as Parse does for a bad flag.
+func usageError(fs *flag.FlagSet, format string, args ...any) error {
+	fmt.Fprintf(fs.Output(), "%s\nRun '%s --help' for its flags.\n", fmt.Sprintf(format, args...), fs.Name())
+	return errUsage
+}
+
+func workspaceExport(ctx context.Context, args []string, env Env) error {
+	var d DBFlags
+	var workspace, file string
+	fs := FlagSet("procsvc workspace export",
+		"Writes one workspace to a file as a JSON Lines archive (docs/archive-format.md),\n"+
+			"read from the database directly (the server need not run), as of one snapshot.\n"+
+			"Tokens and webhook secrets are never written. The file is written under a\n"+
+			"temporary name and renamed when complete; an existing file is never overwritten.", env)
+	fs.StringVar(&workspace, "workspace", "", "workspace id (required; see procsvc workspace list)")
+	fs.StringVar(&file, "file", "", "the archive to write (required; must not exist)")
+	d.Bind(fs)
+	if err := Parse(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case workspace == "":
+		return usageError(fs, "--workspace is required (see procsvc workspace list)")
+	case file == "":
+		return usageError(fs, "--file is required")
+	}
+	if _, err := os.Lstat(file); err == nil {
+		return usageError(fs, "--file %s already exists: choose another name or remove it", file)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return usageError(fs, "--file %s: %v", file, err)
+	}
+	dir := filepath.Dir(file)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return usageError(fs, "--file %s: directory %s does not exist", file, dir)
+	}
+	db, err := d.Open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	actx, err := core.New(db.Client).ActAsAdmin(ctx, workspace)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(file)+".*.partial")
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	out, err := archive.Export(actx, db.Client, tmp, archive.ExportOptions{Dialect: db.Dialect})
+	if err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	// Link, not rename: it fails if the file appeared meanwhile, so that
+	// nothing is ever overwritten.
+	if err := os.Link(tmp.Name(), file); err != nil {
+		return fmt.Errorf("--file %s: %w", file, err)
+	}
+	os.Remove(tmp.Name())
+	done = true
+	fmt.Fprintf(env.Stdout, "exported: workspace %s at version %d to %s\n%s", out.Header.WorkspaceID, out.Header.WorkspaceVersion, file, countLines(out.Counts))
+	return nil
+}
+
+// countLines lists counts a line a type, in the archive's order.
+func countLines(counts map[string]int64) string {
+	var b strings.Builder
+	for _, t := range archive.Types {
+		fmt.Fprintf(&b, "  %-10s %d\n", t, counts[t])
+	}
+	return b.String()
+}
+
+func workspaceImport(ctx context.Context, args []string, env Env) error {
+	var d DBFlags
+	var file string
+	fs := FlagSet("procsvc workspace import",
+		"Imports a workspace archive (procsvc workspace export, or GET /workspace/export) as a\n"+
+			"new workspace with the archive's ids, and prints a token for its first active admin\n"+
+			"once (tokens are never exported). The whole archive is validated before anything\n"+
+			"is written, then written in one transaction: a refused or failed import leaves\n"+
+			"nothing. Webhook endpoints arrive disabled with a fresh secret. An archive whose\n"+
+			"workspace is already in the database is refused. A line may hold at most 4 MiB.", env)
+	fs.StringVar(&file, "file", "", "the archive to import (required)")
+	d.Bind(fs)
+	if err := Parse(fs, args); err != nil {
+		return err
+	}
+	if file == "" {
+		return usageError(fs, "--file is required")
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return usageError(fs, "--file: %v", err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || st.IsDir() {
+		return usageError(fs, "--file %s is not a file", file)
+	}
+	db, err := d.Open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	in, err := archive.Import(ctx, db.Client, f, archive.ImportOptions{})
+	if err != nil {
+		return fmt.Errorf("import %s: %w (nothing was imported)", file, err)
+	}
+	fmt.Fprintf(env.Stdout, "workspace: %s (%s)\nadmin:     %s (%s)\ntoken:     %s\n%s", in.WorkspaceID, in.Name, in.Admin, in.Email, in.Secret, countLines(in.Counts))
+	return nil
+}
