@@ -124,36 +124,36 @@ func (w *writer) write(ctx context.Context, lr *lineReader, tokenHash string) (*
 	// flushAll writes every batch gathered; a type's rows are written
 	// before the next type's are read, since each refers to the earlier.
 	flushAll := func() error {
-		var err error
-		if len(members) > 0 {
-			err, members = tx.Member.CreateBulk(members...).Exec(ctx), members[:0]
+		for _, f := range []struct {
+			typ   string
+			n     int
+			write func() error
+		}{
+			{TypeMember, len(members), func() error { return tx.Member.CreateBulk(members...).Exec(ctx) }},
+			{TypeProject, len(projects), func() error { return tx.Project.CreateBulk(projects...).Exec(ctx) }},
+			{TypeCategory, len(categories), func() error { return tx.Category.CreateBulk(categories...).Exec(ctx) }},
+			{TypeProcedure, len(procedures), func() error { return tx.Procedure.CreateBulk(procedures...).Exec(ctx) }},
+			{TypeComment, len(comments), func() error { return tx.Comment.CreateBulk(comments...).Exec(ctx) }},
+			{TypeEvent, len(events), func() error { return tx.Event.CreateBulk(events...).Exec(ctx) }},
+			{TypeWebhook, len(webhooks), func() error { return tx.WebhookEndpoint.CreateBulk(webhooks...).Exec(ctx) }},
+		} {
+			if f.n == 0 {
+				continue
+			}
+			if err := f.write(); err != nil {
+				return &writeError{typ: f.typ, err: apperr.Map(err)}
+			}
 		}
-		if err == nil && len(projects) > 0 {
-			err, projects = tx.Project.CreateBulk(projects...).Exec(ctx), projects[:0]
-		}
-		if err == nil && len(categories) > 0 {
-			err, categories = tx.Category.CreateBulk(categories...).Exec(ctx), categories[:0]
-		}
-		if err == nil && len(procedures) > 0 {
-			err, procedures = tx.Procedure.CreateBulk(procedures...).Exec(ctx), procedures[:0]
-		}
-		if err == nil && len(comments) > 0 {
-			err, comments = tx.Comment.CreateBulk(comments...).Exec(ctx), comments[:0]
-		}
-		if err == nil && len(events) > 0 {
-			err, events = tx.Event.CreateBulk(events...).Exec(ctx), events[:0]
-		}
-		if err == nil && len(webhooks) > 0 {
-			err, webhooks = tx.WebhookEndpoint.CreateBulk(webhooks...).Exec(ctx), webhooks[:0]
-		}
-		return err
+		members, projects, categories, procedures = members[:0], projects[:0], categories[:0], procedures[:0]
+		comments, events, webhooks = comments[:0], events[:0], webhooks[:0]
+		return nil
 	}
 	counts := map[string]int64{}
 	lastType := ""
 	_, err := walk(lr, func(line int, typ string, rec any) error {
 		if typ != lastType || w.rows >= w.batch {
 			if err := flushAll(); err != nil {
-				return fmt.Errorf("writing the records before it: %w", apperr.Map(err))
+				return err
 			}
 			w.rows, lastType = 0, typ
 		}
@@ -211,7 +211,7 @@ func (w *writer) write(ctx context.Context, lr *lineReader, tokenHash string) (*
 		return nil, err
 	}
 	if err := flushAll(); err != nil {
-		return nil, fmt.Errorf("writing the last records: %w", apperr.Map(err))
+		return nil, err
 	}
 	if !bytes.Equal(lr.sum(), c.sum) {
 		return nil, errors.New("the archive changed between its validation and its import: nothing was imported")
@@ -235,3 +235,17 @@ func webhookSecret() (string, error) {
 	}
 	return core.WebhookSecretPrefix + base64.RawURLEncoding.EncodeToString(b), nil
 }
+
+// writeError is a batch the database refused: valid as far as the archive
+// goes, it clashes with what the database holds (an id of another
+// workspace's record, in a forged archive).
+type writeError struct {
+	typ string
+	err error
+}
+
+func (e *writeError) Error() string {
+	return fmt.Sprintf("the database refused the archive's %s records: %v", e.typ, e.err)
+}
+
+func (e *writeError) Unwrap() error { return e.err }

@@ -15,11 +15,14 @@ import (
 // hashes every byte it reads, so that the import's second pass can prove it
 // wrote the file its first pass validated.
 type lineReader struct {
-	br   *bufio.Reader
-	max  int
-	n    int // lines read
-	buf  []byte
-	hash hash.Hash
+	br  *bufio.Reader
+	max int
+	n   int // lines read
+	// partial: the last line read ended at the end of the file, without
+	// its newline (an archive cut mid-line).
+	partial bool
+	buf     []byte
+	hash    hash.Hash
 }
 
 func newLineReader(r io.Reader, max int) *lineReader {
@@ -54,6 +57,7 @@ func (l *lineReader) next() ([]byte, error) {
 				return nil, io.EOF
 			}
 			l.n++
+			l.partial = true
 			return l.buf, nil
 		default:
 			return nil, err

@@ -58,6 +58,9 @@ func walk(lr *lineReader, visit func(line int, typ string, rec any) error) (*Hea
 			Type string `json:"type"`
 		}
 		if err := json.Unmarshal(raw, &typed); err != nil {
+			if lr.partial {
+				return nil, fmt.Errorf("the archive ends in the middle of line %d: it was cut short", line)
+			}
 			return nil, fmt.Errorf("line %d: not a JSON object: %v", line, err)
 		}
 		if typed.Type == TypeTrailer {
@@ -102,6 +105,9 @@ func walk(lr *lineReader, visit func(line int, typ string, rec any) error) (*Hea
 			return nil, fmt.Errorf("line %d: %s: %v", line, typed.Type, err)
 		}
 		if err := visit(line, typed.Type, rec); err != nil {
+			if we := (*writeError)(nil); errors.As(err, &we) {
+				return nil, err
+			}
 			return nil, fmt.Errorf("line %d: %s: %w", line, typed.Type, err)
 		}
 		counts[typed.Type]++
