@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"entgo.io/ent/dialect"
+	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/ent"
@@ -168,6 +169,12 @@ func pages[T any, K any](ctx context.Context, e *exporter, typ string, read func
 	}
 }
 
+// procedureKey is where a page of procedures ends.
+type procedureKey struct {
+	createdAt time.Time
+	id        uuid.UUID
+}
+
 // body writes every record after the workspace's, in Types' order.
 func (e *exporter) body(ctx context.Context, tx *ent.Tx) error {
 	utc := func(t *time.Time) *time.Time {
@@ -212,13 +219,23 @@ func (e *exporter) body(ctx context.Context, tx *ent.Tx) error {
 	}); err != nil {
 		return err
 	}
-	if err := pages(ctx, e, TypeProcedure, func(after *uuid.UUID, n int) ([]*ent.Procedure, error) {
-		q := tx.Procedure.Query().Order(procedure.ByID()).Limit(n)
+	// Procedures by (createdAt, id), the order of an index led by the
+	// workspace: by id alone, SQLite read the workspace's procedures
+	// through another of its indexes and sorted them all for each page
+	// (100 000 procedures: 35 s instead of 2).
+	if err := pages(ctx, e, TypeProcedure, func(after *procedureKey, n int) ([]*ent.Procedure, error) {
+		q := tx.Procedure.Query().Order(procedure.ByCreatedAt(), procedure.ByID()).Limit(n)
 		if after != nil {
-			q.Where(procedure.IDGT(*after))
+			q.Where(func(s *sql.Selector) {
+				s.Where(sql.P(func(b *sql.Builder) {
+					b.WriteString("(" + s.C(procedure.FieldCreatedAt) + ", " + s.C(procedure.FieldID) + ") > (")
+					b.Args(after.createdAt, after.id)
+					b.WriteString(")")
+				}))
+			})
 		}
 		return q.All(ctx)
-	}, func(p *ent.Procedure) uuid.UUID { return p.ID }, func(p *ent.Procedure) any {
+	}, func(p *ent.Procedure) procedureKey { return procedureKey{p.CreatedAt, p.ID} }, func(p *ent.Procedure) any {
 		return ProcedureRecord{Type: TypeProcedure, ID: p.ID, Number: p.Number, ShortID: p.ShortID, Name: p.Name,
 			Priority: string(p.Priority), State: string(p.State), Content: p.Content, CategoryID: p.CategoryID,
 			DoerID: p.DoerID, CreatorID: p.CreatorID, ProjectID: p.ProjectID, Position: p.Position, DueAt: p.DueAt.UTC(),

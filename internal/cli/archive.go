@@ -9,8 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"entgo.io/ent/dialect"
+
 	"github.com/procsvc/procsvc/internal/archive"
 	"github.com/procsvc/procsvc/internal/core"
+	"github.com/procsvc/procsvc/internal/database"
 )
 
 // usageError reports a command-line mistake in one line and a pointer to
@@ -135,5 +138,21 @@ func workspaceImport(ctx context.Context, args []string, env Env) error {
 		return fmt.Errorf("import %s: %w (nothing was imported)", file, err)
 	}
 	fmt.Fprintf(env.Stdout, "workspace: %s (%s)\nadmin:     %s (%s)\ntoken:     %s\n%s", in.WorkspaceID, in.Name, in.Admin, in.Email, in.Secret, countLines(in.Counts))
+	// The planner's statistics, for the rows just loaded: PostgreSQL
+	// planned the export of a freshly imported 100 000 procedures without
+	// them in 48 s, with them in 5 s (docs/operations.md). The import has
+	// committed; a failure here only slows reads until autovacuum's.
+	if err := refreshStatistics(ctx, db); err != nil {
+		fmt.Fprintf(env.Stderr, "procsvc: the import committed, but refreshing the planner's statistics failed: %s\n", describe(err))
+	}
 	return nil
+}
+
+// refreshStatistics analyzes the tables an import writes.
+func refreshStatistics(ctx context.Context, db *database.DB) error {
+	if db.Dialect != dialect.Postgres {
+		return db.RefreshStatistics(ctx)
+	}
+	_, err := db.SQL.ExecContext(ctx, "ANALYZE workspaces, members, projects, categories, procedures, comments, events, webhook_endpoints, procedure_tallies, tokens")
+	return err
 }
