@@ -65,6 +65,8 @@ func TestImportRefusesABadArchiveAndWritesNothing(t *testing.T) {
 			{"not JSON Lines", []byte("PK\x03\x04 a zip file\n"), dst, "line 1: not an archive header"},
 			{"another format", join(replaceIn(ls, 0, `"format":"[^"]*"`, `"format":"other.thing"`)), dst, `format "other.thing" is not "procsvc.workspace"`},
 			{"a later version", join(replaceIn(ls, 0, `"version":1`, `"version":2`)), dst, "line 1: archive version 2: this procsvc reads version 1 only"},
+			{"another workspace's header", join(replaceIn(ls, 0, `"workspaceId":"[^"]*"`, `"workspaceId":"`+ids.New(ids.KindWorkspace).String()+`"`)), dst, "line 1: the header names workspace"},
+			{"a header of another version", join(replaceIn(ls, 0, `"workspaceVersion":[0-9]+`, `"workspaceVersion":1`)), dst, "line 1: the header's workspaceVersion 1 is not the workspace record's version"},
 			{"cut before its trailer", join(ls[:len(ls)-1]), dst, "without its trailer: it was cut short"},
 			{"cut mid-line", good[:bytes.LastIndex(good, []byte(`{"type":"event"`))+20], dst, "ends in the middle of line"},
 			{"a line dropped", join(append(append([][]byte{}, ls[:comment]...), ls[comment+1:]...)), dst, "the trailer counts 5 comment records, the archive holds 4: it was cut or edited"},

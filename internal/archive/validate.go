@@ -182,6 +182,9 @@ func validate(lr *lineReader) (*checked, error) {
 	if h.WorkspaceID != c.workspace.ID {
 		return nil, fmt.Errorf("line 1: the header names workspace %s, the archive holds %s", h.WorkspaceID, c.workspace.ID)
 	}
+	if h.WorkspaceVersion != c.workspace.Version {
+		return nil, fmt.Errorf("line 1: the header's workspaceVersion %d is not the workspace record's version %d", h.WorkspaceVersion, c.workspace.Version)
+	}
 	if c.admin == nil {
 		return nil, errors.New("the archive has no active ADMIN member: nobody could be given the imported workspace's token")
 	}
