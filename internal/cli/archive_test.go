@@ -95,7 +95,7 @@ func TestWorkspaceExportAndImportOffline(t *testing.T) {
 			}
 
 			out = ok("workspace", "import", "--database-url", dst, "--file", file)
-			if !regexp.MustCompile(`(?m)^workspace: `+ws+` \(Acme\)\nadmin: +\S+ \(ops@acme.test\)\ntoken: +pms_\S+\n`).MatchString(out) {
+			if !regexp.MustCompile(`(?m)^workspace: ` + ws + ` \(Acme\)\nadmin: +\S+ \(ops@acme.test\)\ntoken: +pms_\S+\n`).MatchString(out) {
 				t.Fatalf("import printed:\n%s", out)
 			}
 			if !strings.Contains(ok("member", "list", "--database-url", dst, "--workspace", ws), "bo@acme.test") {
