@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -72,8 +73,13 @@ func workspaceExport(ctx context.Context, args []string, env Env) error {
 			os.Remove(tmp.Name())
 		}
 	}()
-	out, err := archive.Export(actx, db.Client, tmp, archive.ExportOptions{Dialect: db.Dialect})
+	// Buffered: a write per record was a system call per record.
+	buf := bufio.NewWriterSize(tmp, 256<<10)
+	out, err := archive.Export(actx, db.Client, buf, archive.ExportOptions{Dialect: db.Dialect})
 	if err != nil {
+		return err
+	}
+	if err := buf.Flush(); err != nil {
 		return err
 	}
 	if err := tmp.Sync(); err != nil {
