@@ -54,23 +54,54 @@ var ErrWorkspaceExists = errors.New("workspace already exists")
 
 // Import writes the archive read from r into client's database as a new
 // workspace with the archive's ids, and issues a token for its first active
-// admin. It reads r twice: the first pass validates every line and writes
-// nothing; the second writes every record in batches inside one
-// transaction, which commits only if the second pass read the very bytes
-// the first validated. Anything refused or failed leaves the database as
-// it was.
+// admin. It reads r twice: the first pass (Validate) checks every line and
+// writes nothing; the second (Write) writes every record in batches inside
+// one transaction, which commits only if the second pass read the very
+// bytes the first validated. Anything refused or failed leaves the
+// database as it was.
 func Import(ctx context.Context, client *ent.Client, r io.ReadSeeker, opts ImportOptions) (*Imported, error) {
+	v, err := Validate(r, opts)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return v.Write(ctx, client, r)
+}
+
+// Validated is an archive whose every line the first pass checked.
+type Validated struct {
+	checked *checked
+	opts    ImportOptions
+}
+
+// WorkspaceID is the id of the archive's workspace.
+func (v *Validated) WorkspaceID() uuid.UUID { return v.checked.workspace.ID }
+
+// Validate is the import's first pass: it reads the whole archive from r
+// and checks it, needing no database (the CLI runs it before opening one,
+// so that a refused archive creates no database file either).
+func Validate(r io.Reader, opts ImportOptions) (*Validated, error) {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = DefaultBatchSize
 	}
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = MaxLineBytes
 	}
-	ctx = viewer.System(ctx)
 	c, err := validate(newLineReader(r, opts.MaxLineBytes))
 	if err != nil {
 		return nil, err
 	}
+	return &Validated{checked: c, opts: opts}, nil
+}
+
+// Write is the import's second pass: r must read the archive Validate read,
+// from its start. It refuses an archive whose workspace is in the database
+// already.
+func (v *Validated) Write(ctx context.Context, client *ent.Client, r io.Reader) (*Imported, error) {
+	c := v.checked
+	ctx = viewer.System(ctx)
 	exists, err := client.Workspace.Query().Where(workspace.ID(c.workspace.ID)).Exist(ctx)
 	if err != nil {
 		return nil, apperr.Map(err)
@@ -78,16 +109,13 @@ func Import(ctx context.Context, client *ent.Client, r io.ReadSeeker, opts Impor
 	if exists {
 		return nil, fmt.Errorf("%w: %s (%s) is in this database; ids are kept, so an archive imports once per procsvc", ErrWorkspaceExists, c.workspace.ID, c.workspace.Name)
 	}
-	if _, err := r.Seek(0, io.SeekStart); err != nil {
-		return nil, err
-	}
 	secret, hash := auth.NewSecret()
 	tx, err := client.Tx(ctx)
 	if err != nil {
 		return nil, apperr.Map(err)
 	}
-	w := &writer{tx: tx, checked: c, batch: opts.BatchSize}
-	out, err := w.write(ctx, newLineReader(r, opts.MaxLineBytes), hash)
+	w := &writer{tx: tx, checked: c, batch: v.opts.BatchSize}
+	out, err := w.write(ctx, newLineReader(r, v.opts.MaxLineBytes), hash)
 	if err != nil {
 		_ = tx.Rollback()
 		return nil, err

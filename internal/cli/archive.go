@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,12 +135,21 @@ func workspaceImport(ctx context.Context, args []string, env Env) error {
 	if st, err := f.Stat(); err != nil || st.IsDir() {
 		return usageError(fs, "--file %s is not a file", file)
 	}
+	// The whole archive is checked before the database is opened: a
+	// refused archive creates no database file and touches no database.
+	checked, err := archive.Validate(f, archive.ImportOptions{})
+	if err != nil {
+		return fmt.Errorf("import %s: %w (nothing was imported)", file, err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
 	db, err := d.Open(ctx, env)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	in, err := archive.Import(ctx, db.Client, f, archive.ImportOptions{})
+	in, err := checked.Write(ctx, db.Client, f)
 	if err != nil {
 		return fmt.Errorf("import %s: %w (nothing was imported)", file, err)
 	}

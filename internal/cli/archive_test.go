@@ -90,6 +90,10 @@ func TestWorkspaceExportAndImportOffline(t *testing.T) {
 				t.Fatal(err)
 			}
 			fails(1, "it was cut short (nothing was imported)", "workspace", "import", "--database-url", dst, "--file", cut)
+			fails(1, "it was cut short (nothing was imported)", "workspace", "import", "--database-url", "sqlite://"+never, "--file", cut)
+			if _, err := os.Stat(never); !os.IsNotExist(err) {
+				t.Fatalf("a refused archive created the database %s", never)
+			}
 			if strings.Contains(ok("workspace", "list", "--database-url", dst), ws) {
 				t.Fatal("a refused import left its workspace")
 			}
