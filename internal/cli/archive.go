@@ -32,7 +32,8 @@ func workspaceExport(ctx context.Context, args []string, env Env) error {
 		"Writes one workspace to a file as a JSON Lines archive (docs/archive-format.md),\n"+
 			"read from the database directly (the server need not run), as of one snapshot.\n"+
 			"Tokens and webhook secrets are never written. The file is written under a\n"+
-			"temporary name and renamed when complete; an existing file is never overwritten.", env)
+			"temporary name and moved into place when complete; an existing file is never\n"+
+			"overwritten.", env)
 	fs.StringVar(&workspace, "workspace", "", "workspace id (required; see procsvc workspace list)")
 	fs.StringVar(&file, "file", "", "the archive to write (required; must not exist)")
 	d.Bind(fs)
@@ -90,9 +91,17 @@ func workspaceExport(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	// Link, not rename: it fails if the file appeared meanwhile, so that
-	// nothing is ever overwritten.
-	if err := os.Link(tmp.Name(), file); err != nil {
-		return fmt.Errorf("--file %s: %w", file, err)
+	// nothing is ever overwritten. A file system without hard links gets
+	// the rename, after one more look.
+	if err := os.Link(tmp.Name(), file); errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("--file %s appeared during the export: nothing was overwritten", file)
+	} else if err != nil {
+		if _, serr := os.Lstat(file); serr == nil {
+			return fmt.Errorf("--file %s appeared during the export: nothing was overwritten", file)
+		}
+		if err := os.Rename(tmp.Name(), file); err != nil {
+			return fmt.Errorf("--file %s: %w", file, err)
+		}
 	}
 	os.Remove(tmp.Name())
 	done = true
