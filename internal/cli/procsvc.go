@@ -24,6 +24,8 @@ var procsvc = Program{
 		{"copy", "--from URL --to URL", "copy a database into another (SQLite, PostgreSQL) and verify it", copyCommand},
 		{"workspace create", "[flags]", "create a workspace with an admin and print its token", workspaceCreate},
 		{"workspace list", "[flags]", "list workspaces", workspaceList},
+		{"workspace export", "[flags]", "write a workspace to a JSON Lines archive", workspaceExport},
+		{"workspace import", "[flags]", "import a workspace archive and print its admin's token", workspaceImport},
 		{"member add", "[flags]", "add a member to a workspace", memberAdd},
 		{"member list", "[flags]", "list a workspace's members", memberList},
 		{"token create", "[flags]", "issue a token and print its secret once", tokenCreate},

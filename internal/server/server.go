@@ -14,6 +14,7 @@ import (
 	"github.com/procsvc/procsvc/graph/gqlhttp"
 	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/archive"
 	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/config"
 	"github.com/procsvc/procsvc/internal/consistency"
@@ -189,6 +190,15 @@ func NewHandler(d Deps) *Handler {
 		gqlhttp.Middleware{Authenticate: authenticate, Requests: requests(d.RateLimit.PerOperation), Streams: streams}, lives, docs)))
 	api := rest.New(resolver, d.Log)
 	api.Register(mux, authenticated(d.RateLimit.PerRequest)(restErr))
+	// The workspace export streams a snapshot (internal/archive): charged
+	// like a REST request, and nothing may buffer it (response cache,
+	// idempotency) or route it to a standby.
+	mux.Handle("GET "+archive.Path, authenticate(restErr)(d.RateLimit.PerRequest(restErr)(
+		archive.Handler(d.DB.Client, d.Log, archive.ExportOptions{Dialect: d.DB.Dialect}))))
+	mux.HandleFunc(archive.Path, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "GET, HEAD")
+		restErr(w, r, apperr.New(apperr.MethodNotAllowed, "%s is not allowed on %s; allowed: GET, HEAD", r.Method, archive.Path))
+	})
 	pg := playground.Handler()
 	mux.Handle(playground.Path, pg)
 	mux.Handle(playground.Path+"/", pg)
