@@ -18,7 +18,8 @@ import (
 // <!-- readme-test: operator --> (backing up, restoring, moving to
 // PostgreSQL, exporting a workspace) verbatim, in order, in one bash session,
 // as an operator would: with the procsvc binary on PATH, in a directory whose
-// data/procsvc.db a running server is serving (the backup is taken online),
+// data/procsvc.db a running server is serving (the backup is taken online;
+// localhost:8080 is that server, PROCSVC_TOKEN the token it printed),
 // and with PG_URL and RESTORED_URL naming empty PostgreSQL databases of the
 // test's own (the README's defaults are the operator's). A command that
 // fails fails the test, and the commands verify their own work (backup and
@@ -85,18 +86,26 @@ func TestReadmeOperatorBlocks(t *testing.T) {
 			t.Error("the server did not stop")
 		}
 	})
+	var base string
 	select {
-	case <-ready:
+	case addr := <-ready:
+		base = "http://" + addr
 	case code := <-done:
 		t.Fatalf("serve exited with %d: %s", code, errOut.String())
 	case <-time.After(60 * time.Second):
 		t.Fatal("serve did not start")
 	}
 
+	token := tokenLine.FindStringSubmatch(out.String())
+	if token == nil {
+		t.Fatalf("serve printed no token; stdout:\n%s", out.String())
+	}
 	sh := startShell(t, dir, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"PG_URL="+dbtest.CreatePostgres(t), "RESTORED_URL="+dbtest.CreatePostgres(t))
+		"PROCSVC_TOKEN="+token[1], "PG_URL="+dbtest.CreatePostgres(t), "RESTORED_URL="+dbtest.CreatePostgres(t))
 	for _, b := range operator {
-		got := sh.run("README.md:"+strconv.Itoa(b.line), b.body)
+		// The README's server is the test's.
+		script := strings.ReplaceAll(b.body, "http://localhost:8080", base)
+		got := sh.run("README.md:"+strconv.Itoa(b.line), script)
 		t.Logf("README.md:%d:\n%s", b.line, strings.TrimSpace(string(got)))
 	}
 }

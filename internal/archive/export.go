@@ -29,6 +29,11 @@ import (
 // about 200 × 800 KB in the worst case, 200 × 1 KB usually).
 const DefaultPageSize = 200
 
+// DefaultTimeout is the longest an HTTP download of an archive may take
+// (--export-timeout): 100 000 procedures are about 100 MB, which takes
+// 30 minutes at 60 KB/s.
+const DefaultTimeout = 30 * time.Minute
+
 // ExportOptions tune an export; the zero value is the default.
 type ExportOptions struct {
 	// PageSize is the records read per statement (DefaultPageSize if 0).
@@ -43,6 +48,15 @@ type ExportOptions struct {
 	// PageRead, if set, is told the records of each page read, before
 	// they are written (tests prove the export reads no further ahead).
 	PageRead func(typ string, n int)
+	// IdleTimeout and Timeout bound Handler's download, not Export: with
+	// IdleTimeout set, the download may outlast the server's write
+	// timeout as long as the client keeps taking it (a write that blocks
+	// for IdleTimeout ends it: --write-timeout), and it ends after Timeout
+	// in all however steadily the client reads (DefaultTimeout if 0:
+	// --export-timeout), which bounds the read transaction it holds open.
+	// With IdleTimeout 0 the download is an ordinary request, under the
+	// server's write timeout as a whole.
+	IdleTimeout, Timeout time.Duration
 
 	now func() time.Time
 }

@@ -1,11 +1,13 @@
 package archive
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/internal/middleware"
@@ -20,10 +22,12 @@ const Path = "/workspace/export"
 
 // Handler serves GET Path: the archive of the authenticated admin's
 // workspace (middleware.Authenticate has put the viewer in the request's
-// context), streamed as Export reads it. It is an ordinary request, under
-// the server's write timeout: a client that stops reading holds a page and
-// the socket's buffers until the timeout fails its write, which ends the
-// export and its read transaction. An error before the first byte is
+// context), streamed as Export reads it. A client that stops reading holds
+// a page and the socket's buffers until a write times out, which ends the
+// export and its read transaction: with opts.IdleTimeout, a write that
+// blocks that long (so a large workspace downloads over a slow link as
+// long as the client keeps reading, until opts.Timeout), else the server's
+// write timeout over the whole download. An error before the first byte is
 // answered with the error body (forbidden for a member or a viewer); one
 // after it aborts the response, so that the client sees a broken transfer
 // (and the import a missing trailer), never a clean end.
@@ -41,13 +45,28 @@ func Handler(client *ent.Client, log *slog.Logger, opts ExportOptions) http.Hand
 				opts.Started(h)
 			}
 		}
+		ctx := r.Context()
 		var body io.Writer = w
+		if opts.IdleTimeout > 0 {
+			// The request's deadline (just short of the server's write
+			// timeout) gives way to the download's own bounds.
+			var cancel context.CancelFunc
+			ctx, cancel = middleware.WithoutDeadline(ctx)
+			defer cancel()
+			timeout := opts.Timeout
+			if timeout <= 0 {
+				timeout = DefaultTimeout
+			}
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+			body = &idleDeadline{w: w, rc: http.NewResponseController(w), idle: opts.IdleTimeout}
+		}
 		if r.Method == http.MethodHead {
 			// The headers only: the snapshot is taken (so that the admin
 			// check and the version are real), nothing more is read.
 			body = headOnly{}
 		}
-		out, err := Export(r.Context(), client, body, o)
+		out, err := Export(ctx, client, body, o)
 		if err == nil || errors.Is(err, errHeadOnly) {
 			return
 		}
@@ -55,7 +74,7 @@ func Handler(client *ent.Client, log *slog.Logger, opts ExportOptions) http.Hand
 			middleware.WriteError(w, r, log, err)
 			return
 		}
-		log.WarnContext(r.Context(), "workspace export ended before its trailer", "request_id", middleware.RequestID(r.Context()),
+		log.WarnContext(ctx, "workspace export ended before its trailer", "request_id", middleware.RequestID(r.Context()),
 			"workspace_id", out.Header.WorkspaceID.String(), "error", err.Error())
 		panic(http.ErrAbortHandler)
 	})
@@ -68,3 +87,26 @@ var errHeadOnly = errors.New("archive: HEAD request")
 type headOnly struct{}
 
 func (headOnly) Write([]byte) (int, error) { return 0, errHeadOnly }
+
+// idleDeadline moves the connection's write deadline to idle ahead as the
+// download is written, so that only a write that blocks for idle (a client
+// that stopped taking the archive) fails. The deadline is moved at most
+// every quarter of idle: each write has at least three quarters of it.
+type idleDeadline struct {
+	w    io.Writer
+	rc   *http.ResponseController
+	idle time.Duration
+	set  time.Time
+}
+
+func (d *idleDeadline) Write(p []byte) (int, error) {
+	if now := time.Now(); now.Sub(d.set) >= d.idle/4 {
+		// Not supported (a writer that does not unwrap to the
+		// connection): the server's write timeout stays in force.
+		if err := d.rc.SetWriteDeadline(now.Add(d.idle)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return 0, err
+		}
+		d.set = now
+	}
+	return d.w.Write(p)
+}

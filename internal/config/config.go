@@ -87,6 +87,9 @@ type Config struct {
 	// statistics are refreshed while serving, besides once at start
 	// (0: only at start).
 	SQLiteStatisticsInterval time.Duration
+	// ExportTimeout is the longest a workspace's download
+	// (GET /workspace/export) may take in all.
+	ExportTimeout time.Duration
 	// ReadYourWrites is how long a token's reads avoid standbys that have
 	// not replayed its last write (0: only X-Min-Version does).
 	ReadYourWrites time.Duration
@@ -228,6 +231,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		// SQLite's documentation suggests refreshing statistics hourly
 		// for long-lived connections.
 		SQLiteStatisticsInterval: time.Hour,
+		ExportTimeout:            30 * time.Minute,
 		DBProbeTimeout:           3 * time.Second,
 		ReadYourWrites:           10 * time.Second,
 
@@ -287,6 +291,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		dur(&c.ReadHeaderTimeout, "read-header-timeout", "PROCSVC_READ_HEADER_TIMEOUT", "HTTP read-header timeout"),
 		dur(&c.ReadTimeout, "read-timeout", "PROCSVC_READ_TIMEOUT", "HTTP read timeout"),
 		dur(&c.WriteTimeout, "write-timeout", "PROCSVC_WRITE_TIMEOUT", "HTTP write timeout"),
+		dur(&c.ExportTimeout, "export-timeout", "PROCSVC_EXPORT_TIMEOUT", "the longest a workspace's download (GET /workspace/export) may take, however steadily the client reads; it holds one read transaction open meanwhile (1m to 24h)"),
 		dur(&c.IdleTimeout, "idle-timeout", "PROCSVC_IDLE_TIMEOUT", "HTTP keep-alive idle timeout"),
 		str(&c.AI.Provider, "ai-provider", "PROCSVC_AI_PROVIDER", "content generator for generateProcedure: template (offline) or openai (any OpenAI-compatible server)"),
 		str(&c.AI.URL, "ai-url", "PROCSVC_AI_URL", "openai: base URL, e.g. http://127.0.0.1:11434 for Ollama"),
@@ -455,6 +460,9 @@ func (c *Config) validate() error {
 	}
 	if c.SQLiteStatisticsInterval < 0 || c.SQLiteStatisticsInterval > 24*time.Hour || (c.SQLiteStatisticsInterval > 0 && c.SQLiteStatisticsInterval < time.Minute) {
 		errs = append(errs, fmt.Errorf("invalid statistics interval %s: use 0 (only at start) or 1m to 24h (--sqlite-statistics-interval, PROCSVC_SQLITE_STATISTICS_INTERVAL)", c.SQLiteStatisticsInterval))
+	}
+	if c.ExportTimeout < time.Minute || c.ExportTimeout > 24*time.Hour {
+		errs = append(errs, fmt.Errorf("invalid export timeout %s: use 1m to 24h (--export-timeout, PROCSVC_EXPORT_TIMEOUT)", c.ExportTimeout))
 	}
 	if c.EventRetention < time.Hour || c.EventRetention > 8760*time.Hour {
 		errs = append(errs, fmt.Errorf("invalid event retention %s: use 1h to 8760h (--event-retention, PROCSVC_EVENT_RETENTION)", c.EventRetention))

@@ -47,6 +47,10 @@ type Deps struct {
 	// RequestTimeout, when set, bounds every request's work (database and
 	// generation calls see the deadline); use the server's write timeout.
 	RequestTimeout time.Duration
+	// ExportTimeout bounds a workspace's download in all
+	// (archive.DefaultTimeout if 0); with RequestTimeout set, a download
+	// is otherwise bounded by each write's, Live.WriteTimeout.
+	ExportTimeout time.Duration
 	// RateLimit is the per-token rate limit; nil turns it off.
 	RateLimit *ratelimit.Limiter
 	// IdempotencyTTL is how long an Idempotency-Key is remembered
@@ -194,7 +198,7 @@ func NewHandler(d Deps) *Handler {
 	// like a REST request, and nothing may buffer it (response cache,
 	// idempotency) or route it to a standby.
 	mux.Handle("GET "+archive.Path, authenticate(restErr)(d.RateLimit.PerRequest(restErr)(
-		archive.Handler(d.DB.Client, d.Log, archive.ExportOptions{Dialect: d.DB.Dialect}))))
+		archive.Handler(d.DB.Client, d.Log, exportOptions(d)))))
 	mux.HandleFunc(archive.Path, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, HEAD")
 		restErr(w, r, apperr.New(apperr.MethodNotAllowed, "%s is not allowed on %s; allowed: GET, HEAD", r.Method, archive.Path))
@@ -298,6 +302,21 @@ func NewRateLimiter(c config.RateLimit, opts ...ratelimit.Option) (*ratelimit.Li
 		cfg.Workspaces[ws] = ratelimit.Limit{Rate: r.Rate, Burst: r.Burst}
 	}
 	return ratelimit.New(cfg, opts...)
+}
+
+// exportOptions are the workspace download's: under a request timeout (a
+// server's), each write is bounded as a stream's are, the whole by
+// ExportTimeout; without one, nothing is.
+func exportOptions(d Deps) archive.ExportOptions {
+	o := archive.ExportOptions{Dialect: d.DB.Dialect}
+	if d.RequestTimeout > 0 {
+		o.IdleTimeout = d.Live.WriteTimeout
+		if o.IdleTimeout <= 0 {
+			o.IdleTimeout = d.RequestTimeout
+		}
+		o.Timeout = d.ExportTimeout
+	}
+	return o
 }
 
 // withDeadline gives each request's context a deadline just short of the
