@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/procsvc/procsvc/internal/cli"
 	"github.com/procsvc/procsvc/internal/dbtest"
 )
 
@@ -68,34 +65,7 @@ func TestReadmeOperatorBlocks(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "data"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var out, errOut syncBuffer
-	ready := make(chan string, 1)
-	e := env(map[string]string{
-		"DATABASE_URL": "sqlite://" + filepath.Join(dir, "data", "procsvc.db"),
-		"PROCSVC_ADDR": "127.0.0.1:0",
-	}, &out, &errOut)
-	e.Ready = func(addr string) { ready <- addr }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() { done <- cli.Run(ctx, nil, e) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("the server did not stop")
-		}
-	})
-	var base string
-	select {
-	case addr := <-ready:
-		base = "http://" + addr
-	case code := <-done:
-		t.Fatalf("serve exited with %d: %s", code, errOut.String())
-	case <-time.After(60 * time.Second):
-		t.Fatal("serve did not start")
-	}
-
+	base, out := startServe(t, "the operator's server", "sqlite://"+filepath.Join(dir, "data", "procsvc.db"))
 	token := tokenLine.FindStringSubmatch(out.String())
 	if token == nil {
 		t.Fatalf("serve printed no token; stdout:\n%s", out.String())

@@ -98,35 +98,11 @@ type readmeRun struct {
 // the printed export line into.
 func (r *readmeRun) serve(where string) {
 	t := r.t
-	var out, errOut syncBuffer
-	ready := make(chan string, 1)
-	e := env(map[string]string{
-		// The default's file, in a directory of the test's own (the
-		// default's data/ is created by Open: internal/database's
-		// TestOpenRefusesURLsItCannotServe).
-		"DATABASE_URL": "sqlite://" + filepath.Join(t.TempDir(), "procsvc.db"),
-		"PROCSVC_ADDR": "127.0.0.1:0",
-	}, &out, &errOut)
-	e.Ready = func(addr string) { ready <- addr }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() { done <- cli.Run(ctx, nil, e) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("the README's server did not stop")
-		}
-	})
-	select {
-	case addr := <-ready:
-		r.base = "http://" + addr
-	case code := <-done:
-		t.Fatalf("%s: serve exited with %d: %s", where, code, errOut.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("%s: serve did not start", where)
-	}
+	// The default's file, in a directory of the test's own (the default's
+	// data/ is created by Open: internal/database's
+	// TestOpenRefusesURLsItCannotServe).
+	base, out := startServe(t, where, "sqlite://"+filepath.Join(t.TempDir(), "procsvc.db"))
+	r.base = base
 	var export string
 	for _, line := range strings.Split(out.String(), "\n") {
 		if strings.HasPrefix(strings.TrimSpace(line), "export PROCSVC_TOKEN=") {
@@ -140,6 +116,35 @@ func (r *readmeRun) serve(where string) {
 	r.token = m[1]
 	r.sh = startShell(t, t.TempDir())
 	r.sh.run(where, export)
+}
+
+// startServe runs serve in-process on databaseURL and a free port until t
+// ends, and returns its base URL and what it prints on stdout.
+func startServe(t *testing.T, where, databaseURL string) (base string, stdout *syncBuffer) {
+	var out, errOut syncBuffer
+	ready := make(chan string, 1)
+	e := env(map[string]string{"DATABASE_URL": databaseURL, "PROCSVC_ADDR": "127.0.0.1:0"}, &out, &errOut)
+	e.Ready = func(addr string) { ready <- addr }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- cli.Run(ctx, nil, e) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Errorf("%s: the server did not stop", where)
+		}
+	})
+	select {
+	case addr := <-ready:
+		return "http://" + addr, &out
+	case code := <-done:
+		t.Fatalf("%s: serve exited with %d: %s", where, code, errOut.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s: serve did not start", where)
+	}
+	return "", nil
 }
 
 // local points the README's URLs at the test's server.

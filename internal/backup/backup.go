@@ -73,30 +73,6 @@ type Summary struct {
 	Workspaces []WorkspaceVersion
 }
 
-// SQLitePath returns the file a SQLite URL names (sqlite://PATH,
-// sqlite3://PATH, sqlite:PATH, file:PATH or a bare path; the query is
-// dropped), as database.Open reads it; "" for a PostgreSQL URL.
-func SQLitePath(rawURL string) string {
-	if IsPostgres(rawURL) {
-		return ""
-	}
-	path := rawURL
-	for _, p := range []string{"sqlite://", "sqlite3://", "sqlite:", "file:"} {
-		if strings.HasPrefix(path, p) {
-			path = strings.TrimPrefix(path, p)
-			break
-		}
-	}
-	path, _, _ = strings.Cut(path, "?")
-	return path
-}
-
-// IsPostgres reports whether rawURL names a PostgreSQL database.
-func IsPostgres(rawURL string) bool {
-	scheme, _, ok := strings.Cut(rawURL, "://")
-	return ok && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql"))
-}
-
 // PostgresDumpArgs are pg_dump's arguments that back up the PostgreSQL
 // database of rawURL into file: the custom format (compressed, and what
 // pg_restore reads, table by table), without the tables' owner, so that it

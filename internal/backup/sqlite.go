@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/procsvc/procsvc/internal/database"
 )
 
 // afterCopy, when set, runs once the copy is written and before it is
@@ -72,7 +74,7 @@ func sameFile(a, b string) bool {
 // overwrite), to's directory does not, the source does not exist or is to
 // itself.
 func BackupSQLite(ctx context.Context, sourceURL, to string, overwrite bool) (*Summary, error) {
-	src := SQLitePath(sourceURL)
+	src := database.SQLiteFile(sourceURL)
 	if src == "" || src == ":memory:" {
 		return nil, refusef("procsvc backup copies a SQLite file: %s names none", sourceURL)
 	}
@@ -152,7 +154,7 @@ func BackupSQLite(ctx context.Context, sourceURL, to string, overwrite bool) (*S
 // target holds a workspace, or is not a procsvc database, unless replace;
 // another process has the target open (a server: stop it first).
 func RestoreSQLite(ctx context.Context, from, targetURL string, replace bool) (*Summary, error) {
-	target := SQLitePath(targetURL)
+	target := database.SQLiteFile(targetURL)
 	if target == "" || target == ":memory:" {
 		return nil, refusef("procsvc restore writes a SQLite file: %s names none", targetURL)
 	}

@@ -49,17 +49,14 @@ See docs/operations.md, "Backup and restore".`, env)
 	if err := Parse(fs, args); err != nil {
 		return err
 	}
-	url := d.URL(env)
-	if url == "" {
-		url = database.DefaultURL
-	}
-	if err := database.CheckURL(url); err != nil {
+	url, err := d.CheckedURL(env)
+	if err != nil {
 		return err
 	}
 	if to == "" {
 		return usageLine(env, "--to is required: the file to write the backup to")
 	}
-	if backup.IsPostgres(url) {
+	if database.IsPostgres(url) {
 		return usageLine(env, "procsvc backup copies SQLite; for PostgreSQL use pg_dump: %s (docs/operations.md)", backup.PostgresDumpCommand(url, to))
 	}
 	s, err := backup.BackupSQLite(ctx, url, to, overwrite)
@@ -87,17 +84,14 @@ sqlite://BACKUP --to postgres://... See docs/operations.md, "Backup and restore"
 	if err := Parse(fs, args); err != nil {
 		return err
 	}
-	url := d.URL(env)
-	if url == "" {
-		url = database.DefaultURL
-	}
-	if err := database.CheckURL(url); err != nil {
+	url, err := d.CheckedURL(env)
+	if err != nil {
 		return err
 	}
 	if from == "" {
 		return usageLine(env, "--from is required: the backup file to restore")
 	}
-	if backup.IsPostgres(url) {
+	if database.IsPostgres(url) {
 		return usageLine(env, "procsvc restore writes SQLite; to load a SQLite backup into PostgreSQL use procsvc copy --from sqlite://%s --to DATABASE_URL, and a pg_dump file pg_restore (docs/operations.md)", from)
 	}
 	s, err := backup.RestoreSQLite(ctx, from, url, replace)

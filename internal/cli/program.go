@@ -299,6 +299,17 @@ func (d *DBFlags) URL(env Env) string {
 	return env.Getenv("DATABASE_URL")
 }
 
+// CheckedURL is URL, DefaultURL when neither is set, once
+// database.CheckURL has accepted it: for a command that reads the URL
+// before (or instead of) opening it.
+func (d *DBFlags) CheckedURL(env Env) (string, error) {
+	url := d.URL(env)
+	if url == "" {
+		url = database.DefaultURL
+	}
+	return url, database.CheckURL(url)
+}
+
 // Open opens the database and checks that its schema is ready.
 func (d *DBFlags) Open(ctx context.Context, env Env) (*database.DB, error) {
 	db, err := database.Open(ctx, d.URL(env), database.Options{})

@@ -168,7 +168,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 		primary *pool
 	)
 	switch {
-	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
+	case IsPostgres(rawURL):
 		name = dialect.Postgres
 		if maxOpen == 0 {
 			maxOpen = 20

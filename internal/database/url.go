@@ -51,6 +51,23 @@ func CheckURL(raw string) error {
 	return &badURL{fmt.Sprintf("%s://…: unknown scheme %q", scheme, scheme)}
 }
 
+// IsPostgres reports whether rawURL is a PostgreSQL URL: postgres:// or
+// postgresql://, in any case (as url.Parse, and so lib/pq, reads it).
+func IsPostgres(rawURL string) bool {
+	scheme, _, ok := strings.Cut(rawURL, "://")
+	return ok && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql"))
+}
+
+// SQLiteFile is the file a SQLite URL names, as Open reads it (its query
+// dropped); "" for a PostgreSQL URL.
+func SQLiteFile(rawURL string) string {
+	if IsPostgres(rawURL) {
+		return ""
+	}
+	path, _ := sqlitePath(rawURL)
+	return path
+}
+
 // checkSQLitePath refuses a SQLite URL whose file would be created in a
 // directory that does not exist: a mistyped path (--database-url
 // sqlite://dta/procsvc.db) would otherwise become a new, empty store. Only
@@ -80,7 +97,7 @@ func Where(rawURL string) string {
 	if rawURL == "" {
 		rawURL = DefaultURL
 	}
-	if scheme, _, ok := strings.Cut(rawURL, "://"); ok && strings.HasPrefix(strings.ToLower(scheme), "postgres") {
+	if IsPostgres(rawURL) {
 		u, err := url.Parse(rawURL)
 		if err != nil {
 			return "postgres (an unreadable URL)"

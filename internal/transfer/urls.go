@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/procsvc/procsvc/internal/database"
 )
 
 // CheckEndpoints refuses a source and a target that cannot be copied
@@ -16,10 +18,10 @@ import (
 // would create it, empty). Both URLs have passed database.CheckURL.
 func CheckEndpoints(from, to string) error {
 	for _, u := range []struct{ raw, side string }{{from, "--from"}, {to, "--to"}} {
-		if isPostgres(u.raw) {
+		if database.IsPostgres(u.raw) {
 			continue
 		}
-		path := sqliteFile(u.raw)
+		path := database.SQLiteFile(u.raw)
 		if path == ":memory:" {
 			return fmt.Errorf("%s: an in-memory SQLite database cannot be copied from or to", u.side)
 		}
@@ -35,33 +37,15 @@ func CheckEndpoints(from, to string) error {
 	return nil
 }
 
-func isPostgres(raw string) bool {
-	l := strings.ToLower(raw)
-	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
-}
-
-// sqliteFile is the path of a SQLite URL (database.Open's forms).
-func sqliteFile(raw string) string {
-	path := raw
-	for _, p := range []string{"sqlite://", "sqlite3://", "sqlite:", "file:"} {
-		if strings.HasPrefix(path, p) {
-			path = strings.TrimPrefix(path, p)
-			break
-		}
-	}
-	path, _, _ = strings.Cut(path, "?")
-	return path
-}
-
 // same reports whether two URLs name one database: one SQLite file
 // (however its path is spelled, links included), or one PostgreSQL
 // database of one server.
 func same(a, b string) bool {
-	if isPostgres(a) != isPostgres(b) {
+	if database.IsPostgres(a) != database.IsPostgres(b) {
 		return false
 	}
-	if !isPostgres(a) {
-		pa, pb := sqliteFile(a), sqliteFile(b)
+	if !database.IsPostgres(a) {
+		pa, pb := database.SQLiteFile(a), database.SQLiteFile(b)
 		if ia, err := os.Stat(pa); err == nil {
 			if ib, err := os.Stat(pb); err == nil {
 				return os.SameFile(ia, ib)
