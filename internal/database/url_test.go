@@ -81,3 +81,33 @@ func TestWhereNamesTheDatabaseWithoutItsPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestURLReading: IsPostgres and SQLiteFile read a URL as Open does, for
+// the commands that look at a URL before opening it (backup, restore,
+// copy): a scheme in any case (CheckURL accepts POSTGRES://, and so must
+// Open, or it would take it for a SQLite path), and a SQLite URL's file
+// without its query.
+func TestURLReading(t *testing.T) {
+	for _, tc := range []struct {
+		raw      string
+		postgres bool
+		file     string
+	}{
+		{"postgres://u@h/db", true, ""},
+		{"postgresql://u@h/db", true, ""},
+		{"POSTGRES://u@h/db", true, ""},
+		{"PostgreSQL://u@h/db", true, ""},
+		{"sqlite://data/procsvc.db?_pragma=busy_timeout(1)", false, "data/procsvc.db"},
+		{"sqlite3:///var/x.db", false, "/var/x.db"},
+		{"file:x.db?mode=ro", false, "x.db"},
+		{"./x.db", false, "./x.db"},
+		{"postgres.db", false, "postgres.db"},
+	} {
+		if got := IsPostgres(tc.raw); got != tc.postgres {
+			t.Errorf("IsPostgres(%q) = %t", tc.raw, got)
+		}
+		if got := SQLiteFile(tc.raw); got != tc.file {
+			t.Errorf("SQLiteFile(%q) = %q, want %q", tc.raw, got, tc.file)
+		}
+	}
+}
