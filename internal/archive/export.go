@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"entgo.io/ent/dialect"
@@ -24,9 +25,9 @@ import (
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
-// DefaultPageSize is how many records the export reads at a time: what it
-// holds in memory at most (a page of procedures of maximal content is
-// about 200 × 800 KB in the worst case, 200 × 1 KB usually).
+// DefaultPageSize is how many records the export reads at a time, at
+// most: records with large text (procedures, comments, events) are also
+// bounded by DefaultPageBytes.
 const DefaultPageSize = 200
 
 // DefaultTimeout is the longest an HTTP download of an archive may take
@@ -34,10 +35,20 @@ const DefaultPageSize = 200
 // 30 minutes at 60 KB/s.
 const DefaultTimeout = 30 * time.Minute
 
+// DefaultPageBytes bounds the large text a page holds (procedures'
+// content, comments' text, events' changes and facets): with at most
+// DefaultPageSize records, it is what an export holds at once, about
+// 4 MiB however large a workspace's records are (a procedure's content
+// alone may be 800 KB).
+const DefaultPageBytes = 4 << 20
+
 // ExportOptions tune an export; the zero value is the default.
 type ExportOptions struct {
 	// PageSize is the records read per statement (DefaultPageSize if 0).
 	PageSize int
+	// PageBytes bounds the large text a page holds, one record at least
+	// (DefaultPageBytes if 0).
+	PageBytes int64
 	// Dialect is the database's ent dialect: PostgreSQL's snapshot needs
 	// REPEATABLE READ, SQLite's read transaction is one already.
 	Dialect string
@@ -57,6 +68,8 @@ type ExportOptions struct {
 	// With IdleTimeout 0 the download is an ordinary request, under the
 	// server's write timeout as a whole.
 	IdleTimeout, Timeout time.Duration
+	// Limiter, if set, bounds Handler's downloads in flight.
+	Limiter *Limiter
 
 	now func() time.Time
 }
@@ -84,6 +97,9 @@ func Export(ctx context.Context, client *ent.Client, w io.Writer, opts ExportOpt
 	}
 	if opts.PageSize <= 0 {
 		opts.PageSize = DefaultPageSize
+	}
+	if opts.PageBytes <= 0 {
+		opts.PageBytes = DefaultPageBytes
 	}
 	if opts.now == nil {
 		opts.now = func() time.Time { return time.Now().UTC() }
@@ -160,10 +176,25 @@ func (e *exporter) record(typ string, v any) error {
 
 // pages reads the records of one type a page at a time, each page after
 // the last key of the one before, and writes each before reading the next.
-func pages[T any, K any](ctx context.Context, e *exporter, typ string, read func(after *K, n int) ([]T, error), key func(T) K, conv func(T) any) error {
+// With sizes, which gives the bytes of the large text of each of the next
+// n records (their key and a length only, off the same snapshot), a page
+// takes as many of them as fit in PageBytes, one at least: a page of
+// procedures of maximal content would otherwise hold PageSize × 800 KB.
+func pages[T any, K any](ctx context.Context, e *exporter, typ string, sizes func(after *K, n int) ([]int64, error), read func(after *K, n int) ([]T, error), key func(T) K, conv func(T) any) error {
 	var after *K
 	for {
-		page, err := read(after, e.opts.PageSize)
+		n := e.opts.PageSize
+		if sizes != nil {
+			next, err := sizes(after, n)
+			if err != nil {
+				return apperr.Map(err)
+			}
+			if len(next) == 0 {
+				return ctx.Err()
+			}
+			n = fit(next, e.opts.PageBytes)
+		}
+		page, err := read(after, n)
 		if err != nil {
 			return apperr.Map(err)
 		}
@@ -175,12 +206,65 @@ func pages[T any, K any](ctx context.Context, e *exporter, typ string, read func
 				return err
 			}
 		}
-		if len(page) < e.opts.PageSize {
+		if len(page) < n {
 			return ctx.Err()
 		}
 		k := key(page[len(page)-1])
 		after = &k
 	}
+}
+
+// scanner is ent's selection of a query's columns.
+type scanner interface {
+	Scan(ctx context.Context, v any) error
+}
+
+// sizedQuery is a query of records (its order and page), which textSizes
+// reads only the lengths of.
+type sizedQuery[S scanner] interface {
+	Modify(...func(*sql.Selector)) S
+}
+
+// textSizes is the bytes of the columns of each record q reads, in q's
+// order, counted by the database (octet_length: PostgreSQL takes it from a
+// stored value's header, SQLite from its record's, neither reads the text).
+func textSizes[S scanner](ctx context.Context, dialectName string, q sizedQuery[S], columns ...string) ([]int64, error) {
+	var rows []struct {
+		Size stdsql.NullInt64 `sql:"size"`
+	}
+	err := q.Modify(func(s *sql.Selector) {
+		sum := make([]string, len(columns))
+		for i, c := range columns {
+			col := s.C(c)
+			if dialectName == dialect.Postgres {
+				// jsonb has no octet_length; text::text is no cast at
+				// all, so content's length still comes off its header.
+				col += "::text"
+			}
+			sum[i] = "COALESCE(octet_length(" + col + "), 0)"
+		}
+		s.Select(sql.As(strings.Join(sum, " + "), "size"))
+	}).Scan(ctx, &rows)
+	if err != nil {
+		return nil, err
+	}
+	sizes := make([]int64, len(rows))
+	for i, r := range rows {
+		sizes[i] = r.Size.Int64
+	}
+	return sizes, nil
+}
+
+// fit is how many of the records whose sizes are given, in order, a page
+// of budget bytes takes: those that fit, and the first one at least.
+func fit(sizes []int64, budget int64) int {
+	var total int64
+	for i, size := range sizes {
+		if total += size; total > budget && i > 0 {
+			return i
+		}
+	}
+	return len(sizes)
 }
 
 // procedureKey is where a page of procedures ends.
@@ -198,7 +282,7 @@ func (e *exporter) body(ctx context.Context, tx *ent.Tx) error {
 		u := t.UTC()
 		return &u
 	}
-	if err := pages(ctx, e, TypeMember, func(after *uuid.UUID, n int) ([]*ent.Member, error) {
+	if err := pages(ctx, e, TypeMember, nil, func(after *uuid.UUID, n int) ([]*ent.Member, error) {
 		q := tx.Member.Query().Order(member.ByID()).Limit(n)
 		if after != nil {
 			q.Where(member.IDGT(*after))
@@ -210,7 +294,7 @@ func (e *exporter) body(ctx context.Context, tx *ent.Tx) error {
 	}); err != nil {
 		return err
 	}
-	if err := pages(ctx, e, TypeProject, func(after *uuid.UUID, n int) ([]*ent.Project, error) {
+	if err := pages(ctx, e, TypeProject, nil, func(after *uuid.UUID, n int) ([]*ent.Project, error) {
 		q := tx.Project.Query().Order(project.ByID()).Limit(n)
 		if after != nil {
 			q.Where(project.IDGT(*after))
@@ -222,7 +306,7 @@ func (e *exporter) body(ctx context.Context, tx *ent.Tx) error {
 	}); err != nil {
 		return err
 	}
-	if err := pages(ctx, e, TypeCategory, func(after *uuid.UUID, n int) ([]*ent.Category, error) {
+	if err := pages(ctx, e, TypeCategory, nil, func(after *uuid.UUID, n int) ([]*ent.Category, error) {
 		q := tx.Category.Query().Order(category.ByID()).Limit(n)
 		if after != nil {
 			q.Where(category.IDGT(*after))
@@ -237,7 +321,7 @@ func (e *exporter) body(ctx context.Context, tx *ent.Tx) error {
 	// workspace: by id alone, SQLite read the workspace's procedures
 	// through another of its indexes and sorted them all for each page
 	// (100 000 procedures: 35 s instead of 2).
-	if err := pages(ctx, e, TypeProcedure, func(after *procedureKey, n int) ([]*ent.Procedure, error) {
+	procedures := func(after *procedureKey, n int) *ent.ProcedureQuery {
 		q := tx.Procedure.Query().Order(procedure.ByCreatedAt(), procedure.ByID()).Limit(n)
 		if after != nil {
 			q.Where(func(s *sql.Selector) {
@@ -248,7 +332,12 @@ func (e *exporter) body(ctx context.Context, tx *ent.Tx) error {
 				}))
 			})
 		}
-		return q.All(ctx)
+		return q
+	}
+	if err := pages(ctx, e, TypeProcedure, func(after *procedureKey, n int) ([]int64, error) {
+		return textSizes(ctx, e.opts.Dialect, procedures(after, n), procedure.FieldContent)
+	}, func(after *procedureKey, n int) ([]*ent.Procedure, error) {
+		return procedures(after, n).All(ctx)
 	}, func(p *ent.Procedure) procedureKey { return procedureKey{p.CreatedAt, p.ID} }, func(p *ent.Procedure) any {
 		return ProcedureRecord{Type: TypeProcedure, ID: p.ID, Number: p.Number, ShortID: p.ShortID, Name: p.Name,
 			Priority: string(p.Priority), State: string(p.State), Content: p.Content, CategoryID: p.CategoryID,
@@ -258,24 +347,34 @@ func (e *exporter) body(ctx context.Context, tx *ent.Tx) error {
 	}); err != nil {
 		return err
 	}
-	if err := pages(ctx, e, TypeComment, func(after *uuid.UUID, n int) ([]*ent.Comment, error) {
+	comments := func(after *uuid.UUID, n int) *ent.CommentQuery {
 		q := tx.Comment.Query().Order(comment.ByID()).Limit(n)
 		if after != nil {
 			q.Where(comment.IDGT(*after))
 		}
-		return q.All(ctx)
+		return q
+	}
+	if err := pages(ctx, e, TypeComment, func(after *uuid.UUID, n int) ([]int64, error) {
+		return textSizes(ctx, e.opts.Dialect, comments(after, n), comment.FieldText)
+	}, func(after *uuid.UUID, n int) ([]*ent.Comment, error) {
+		return comments(after, n).All(ctx)
 	}, func(c *ent.Comment) uuid.UUID { return c.ID }, func(c *ent.Comment) any {
 		return CommentRecord{Type: TypeComment, ID: c.ID, ProcedureID: c.ProcedureID, AuthorID: c.AuthorID, Text: c.Text,
 			CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC()}
 	}); err != nil {
 		return err
 	}
-	if err := pages(ctx, e, TypeEvent, func(after *int64, n int) ([]*ent.Event, error) {
+	events := func(after *int64, n int) *ent.EventQuery {
 		q := tx.Event.Query().Order(event.ByVersion()).Limit(n)
 		if after != nil {
 			q.Where(event.VersionGT(*after))
 		}
-		return q.All(ctx)
+		return q
+	}
+	if err := pages(ctx, e, TypeEvent, func(after *int64, n int) ([]int64, error) {
+		return textSizes(ctx, e.opts.Dialect, events(after, n), event.FieldChanges, event.FieldFacets)
+	}, func(after *int64, n int) ([]*ent.Event, error) {
+		return events(after, n).All(ctx)
 	}, func(ev *ent.Event) int64 { return ev.Version }, func(ev *ent.Event) any {
 		r := EventRecord{Type: TypeEvent, ID: ev.ID, Version: ev.Version, Kind: ev.Kind, EntityID: ev.EntityID,
 			ProcedureID: ev.ProcedureID, ProjectID: ev.ProjectID, ActorMemberID: ev.ActorMemberID, ActorTokenID: ev.ActorTokenID,
@@ -287,7 +386,7 @@ func (e *exporter) body(ctx context.Context, tx *ent.Tx) error {
 	}); err != nil {
 		return err
 	}
-	return pages(ctx, e, TypeWebhook, func(after *uuid.UUID, n int) ([]*ent.WebhookEndpoint, error) {
+	return pages(ctx, e, TypeWebhook, nil, func(after *uuid.UUID, n int) ([]*ent.WebhookEndpoint, error) {
 		q := tx.WebhookEndpoint.Query().Order(webhookendpoint.ByID()).Limit(n)
 		if after != nil {
 			q.Where(webhookendpoint.IDGT(*after))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/internal/middleware"
+	"github.com/procsvc/procsvc/internal/viewer"
 )
 
 // ContentType is the export's media type: JSON Lines.
@@ -46,6 +47,17 @@ func Handler(client *ent.Client, log *slog.Logger, opts ExportOptions) http.Hand
 			}
 		}
 		ctx := r.Context()
+		// Only an admin's download takes a slot: anyone else's is
+		// refused by Export before anything is read.
+		if v := viewer.FromContext(ctx); opts.Limiter != nil && v != nil && v.Role.AtLeast(viewer.RoleAdmin) {
+			release, err := opts.Limiter.acquire(v.WorkspaceID)
+			if err != nil {
+				w.Header().Set("Retry-After", "30")
+				middleware.WriteError(w, r, log, err)
+				return
+			}
+			defer release()
+		}
 		var body io.Writer = w
 		if opts.IdleTimeout > 0 {
 			// The request's deadline (just short of the server's write

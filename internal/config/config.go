@@ -90,6 +90,9 @@ type Config struct {
 	// ExportTimeout is the longest a workspace's download
 	// (GET /workspace/export) may take in all.
 	ExportTimeout time.Duration
+	// ExportsInFlight bounds the workspace downloads a replica serves at
+	// once (one per workspace).
+	ExportsInFlight int
 	// ReadYourWrites is how long a token's reads avoid standbys that have
 	// not replayed its last write (0: only X-Min-Version does).
 	ReadYourWrites time.Duration
@@ -232,6 +235,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		// for long-lived connections.
 		SQLiteStatisticsInterval: time.Hour,
 		ExportTimeout:            30 * time.Minute,
+		ExportsInFlight:          2, // archive.DefaultInFlight
 		DBProbeTimeout:           3 * time.Second,
 		ReadYourWrites:           10 * time.Second,
 
@@ -291,6 +295,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		dur(&c.ReadHeaderTimeout, "read-header-timeout", "PROCSVC_READ_HEADER_TIMEOUT", "HTTP read-header timeout"),
 		dur(&c.ReadTimeout, "read-timeout", "PROCSVC_READ_TIMEOUT", "HTTP read timeout"),
 		dur(&c.WriteTimeout, "write-timeout", "PROCSVC_WRITE_TIMEOUT", "HTTP write timeout"),
+		num(&c.ExportsInFlight, "exports-in-flight", "PROCSVC_EXPORTS_IN_FLIGHT", "workspace downloads (GET /workspace/export) this replica serves at once, one per workspace; each holds a database connection while it runs (1 to 64; keep it well under --db-max-conns)"),
 		dur(&c.ExportTimeout, "export-timeout", "PROCSVC_EXPORT_TIMEOUT", "the longest a workspace's download (GET /workspace/export) may take, however steadily the client reads; it holds one read transaction open meanwhile (1m to 24h)"),
 		dur(&c.IdleTimeout, "idle-timeout", "PROCSVC_IDLE_TIMEOUT", "HTTP keep-alive idle timeout"),
 		str(&c.AI.Provider, "ai-provider", "PROCSVC_AI_PROVIDER", "content generator for generateProcedure: template (offline) or openai (any OpenAI-compatible server)"),
@@ -460,6 +465,9 @@ func (c *Config) validate() error {
 	}
 	if c.SQLiteStatisticsInterval < 0 || c.SQLiteStatisticsInterval > 24*time.Hour || (c.SQLiteStatisticsInterval > 0 && c.SQLiteStatisticsInterval < time.Minute) {
 		errs = append(errs, fmt.Errorf("invalid statistics interval %s: use 0 (only at start) or 1m to 24h (--sqlite-statistics-interval, PROCSVC_SQLITE_STATISTICS_INTERVAL)", c.SQLiteStatisticsInterval))
+	}
+	if c.ExportsInFlight < 1 || c.ExportsInFlight > 64 {
+		errs = append(errs, fmt.Errorf("invalid exports in flight %d: use 1 to 64 (--exports-in-flight, PROCSVC_EXPORTS_IN_FLIGHT)", c.ExportsInFlight))
 	}
 	if c.ExportTimeout < time.Minute || c.ExportTimeout > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("invalid export timeout %s: use 1m to 24h (--export-timeout, PROCSVC_EXPORT_TIMEOUT)", c.ExportTimeout))

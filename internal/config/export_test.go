@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/procsvc/procsvc/internal/archive"
 )
 
 // TestExportTimeoutSetting: --export-timeout defaults to 30 minutes, is
@@ -27,6 +29,23 @@ func TestExportTimeoutSetting(t *testing.T) {
 	for _, bad := range []string{"0", "59s", "25h", "-1m"} {
 		if _, err := loadServe([]string{"--export-timeout", bad}, nil); err == nil || !strings.Contains(err.Error(), "--export-timeout") {
 			t.Errorf("--export-timeout %s: %v, want a refusal naming the setting", bad, err)
+		}
+	}
+}
+
+// TestExportsInFlightSetting: --exports-in-flight defaults to
+// archive.DefaultInFlight (2), and is refused outside 1 to 64.
+func TestExportsInFlightSetting(t *testing.T) {
+	c, err := loadServe(nil, map[string]string{"PROCSVC_EXPORTS_IN_FLIGHT": "5"})
+	if err != nil || c.ExportsInFlight != 5 {
+		t.Errorf("PROCSVC_EXPORTS_IN_FLIGHT=5: %d (%v)", c.ExportsInFlight, err)
+	}
+	if c, err := loadServe(nil, nil); err != nil || c.ExportsInFlight != archive.DefaultInFlight {
+		t.Errorf("default: %d (%v); want %d", c.ExportsInFlight, err, archive.DefaultInFlight)
+	}
+	for _, bad := range []string{"0", "65", "-1"} {
+		if _, err := loadServe([]string{"--exports-in-flight", bad}, nil); err == nil || !strings.Contains(err.Error(), "--exports-in-flight") {
+			t.Errorf("--exports-in-flight %s: %v, want a refusal naming the setting", bad, err)
 		}
 	}
 }

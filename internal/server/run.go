@@ -126,7 +126,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	srv := &http.Server{
 		Handler: NewHandler(Deps{DB: db, Service: svc, Log: log, Metrics: m, ResponseCacheBytes: int64(cfg.ResponseCacheMB) << 20,
 			ResponseCacheWorkspaceBytes: int64(cfg.ResponseCacheWorkspaceMB) << 20,
-			RequestTimeout:              cfg.WriteTimeout, ExportTimeout: cfg.ExportTimeout, RateLimit: limiter, IdempotencyTTL: cfg.IdempotencyKeyTTL,
+			RequestTimeout:              cfg.WriteTimeout, ExportTimeout: cfg.ExportTimeout, ExportsInFlight: cfg.ExportsInFlight, RateLimit: limiter, IdempotencyTTL: cfg.IdempotencyKeyTTL,
 			IdempotencyWorkspaceBytes: int64(cfg.IdempotencyWorkspaceMB) << 20, Hub: hub, MaxResponseBytes: cfg.MaxResponseMB << 20,
 			Live: live.Options{MaxPerToken: cfg.Live.SubscriptionsPerToken, Buffer: cfg.Live.Buffer, ReplayLimit: cfg.Live.ReplayLimit, Origins: cfg.Live.WebSocketOrigins,
 				WebSocketsPerToken: cfg.Live.WebSocketsPerToken, MaxConnections: cfg.Live.MaxConnections,

@@ -51,6 +51,9 @@ type Deps struct {
 	// (archive.DefaultTimeout if 0); with RequestTimeout set, a download
 	// is otherwise bounded by each write's, Live.WriteTimeout.
 	ExportTimeout time.Duration
+	// ExportsInFlight bounds the downloads served at once, one per
+	// workspace (archive.DefaultInFlight if 0).
+	ExportsInFlight int
 	// RateLimit is the per-token rate limit; nil turns it off.
 	RateLimit *ratelimit.Limiter
 	// IdempotencyTTL is how long an Idempotency-Key is remembered
@@ -304,11 +307,11 @@ func NewRateLimiter(c config.RateLimit, opts ...ratelimit.Option) (*ratelimit.Li
 	return ratelimit.New(cfg, opts...)
 }
 
-// exportOptions are the workspace download's: under a request timeout (a
-// server's), each write is bounded as a stream's are, the whole by
-// ExportTimeout; without one, nothing is.
+// exportOptions are the workspace download's: ExportsInFlight at once;
+// under a request timeout (a server's), each write is bounded as a
+// stream's are, the whole by ExportTimeout.
 func exportOptions(d Deps) archive.ExportOptions {
-	o := archive.ExportOptions{Dialect: d.DB.Dialect}
+	o := archive.ExportOptions{Dialect: d.DB.Dialect, Limiter: archive.NewLimiter(d.ExportsInFlight)}
 	if d.RequestTimeout > 0 {
 		o.IdleTimeout = d.Live.WriteTimeout
 		if o.IdleTimeout <= 0 {
