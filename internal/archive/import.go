@@ -26,10 +26,17 @@ import (
 // limits, and a batch is all the import holds of the records it writes.
 const DefaultBatchSize = 500
 
+// DefaultBatchBytes bounds the archive's bytes a batch holds besides its
+// rows: 500 procedures of the largest content would be 400 MB.
+const DefaultBatchBytes = 8 << 20
+
 // ImportOptions tune an import; the zero value is the default.
 type ImportOptions struct {
-	// BatchSize is the rows per INSERT (DefaultBatchSize if 0).
-	BatchSize int
+	// BatchSize is the rows per INSERT (DefaultBatchSize if 0), and
+	// BatchBytes the archive's bytes they may take, one row at least
+	// (DefaultBatchBytes if 0).
+	BatchSize  int
+	BatchBytes int
 	// MaxLineBytes bounds a line (MaxLineBytes if 0; tests lower it).
 	MaxLineBytes int
 }
@@ -86,6 +93,9 @@ func Validate(r io.Reader, opts ImportOptions) (*Validated, error) {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = DefaultBatchSize
 	}
+	if opts.BatchBytes <= 0 {
+		opts.BatchBytes = DefaultBatchBytes
+	}
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = MaxLineBytes
 	}
@@ -114,7 +124,7 @@ func (v *Validated) Write(ctx context.Context, client *ent.Client, r io.Reader) 
 	if err != nil {
 		return nil, apperr.Map(err)
 	}
-	w := &writer{tx: tx, checked: c, batch: v.opts.BatchSize}
+	w := &writer{tx: tx, checked: c, batch: v.opts.BatchSize, maxBytes: v.opts.BatchBytes}
 	out, err := w.write(ctx, newLineReader(r, v.opts.MaxLineBytes), hash)
 	if err != nil {
 		_ = tx.Rollback()
@@ -132,8 +142,10 @@ type writer struct {
 	tx      *ent.Tx
 	checked *checked
 	batch   int
-	// rows are the rows gathered of the current type.
-	rows int
+	// rows are the rows gathered of the current type, and bytes the
+	// archive's bytes they were read from.
+	rows, bytes int
+	maxBytes    int
 }
 
 func (w *writer) write(ctx context.Context, lr *lineReader, tokenHash string) (*Imported, error) {
@@ -179,13 +191,14 @@ func (w *writer) write(ctx context.Context, lr *lineReader, tokenHash string) (*
 	counts := map[string]int64{}
 	lastType := ""
 	_, err := walk(lr, func(line int, typ string, rec any) error {
-		if typ != lastType || w.rows >= w.batch {
+		if typ != lastType || w.rows >= w.batch || (w.rows > 0 && w.bytes+lr.last > w.maxBytes) {
 			if err := flushAll(); err != nil {
 				return err
 			}
-			w.rows, lastType = 0, typ
+			w.rows, w.bytes, lastType = 0, 0, typ
 		}
 		w.rows++
+		w.bytes += lr.last
 		counts[typ]++
 		switch r := rec.(type) {
 		case *WorkspaceRecord:

@@ -1,10 +1,13 @@
 package archive_test
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"entgo.io/ent/dialect"
 
 	"github.com/procsvc/procsvc/internal/apitest"
 	"github.com/procsvc/procsvc/internal/archive"
@@ -51,7 +54,8 @@ func TestExportPagesAreBoundedInBytes(t *testing.T) {
 		const pageBytes = 2 << 20
 		// A page's records are written before the next page is read: the
 		// bytes written between two reads are the page's.
-		sink := &sizeWriter{}
+		var archived bytes.Buffer
+		sink := &sizeWriter{w: &archived}
 		var (
 			last struct {
 				typ      string
@@ -88,6 +92,28 @@ func TestExportPagesAreBoundedInBytes(t *testing.T) {
 		}
 		if biggest < len(content) {
 			t.Fatalf("no page held a procedure: the test proves nothing")
+		}
+
+		// The import's batches are bounded in bytes too: with batches of
+		// 2 MiB, the procedures take an INSERT for each two of them, where
+		// a bound of rows alone would have written them in one.
+		statements := func(batchBytes int) int64 {
+			name := "sqlite"
+			if db.Dialect == dialect.Postgres {
+				name = "postgres"
+			}
+			target := dbtest.Open(t, name)
+			before := target.Statements()
+			if _, err := archive.Import(context.Background(), target.Client, bytes.NewReader(archived.Bytes()),
+				archive.ImportOptions{BatchBytes: batchBytes}); err != nil {
+				t.Fatal(err)
+			}
+			return target.Statements() - before
+		}
+		unbounded, bounded := statements(1<<30), statements(pageBytes)
+		t.Logf("import: %d statements with batches of 2 MiB, %d with batches of 1 GiB", bounded, unbounded)
+		if bounded < unbounded+procedures/2-1 {
+			t.Fatalf("batches of 2 MiB took %d statements, batches of 1 GiB %d: the procedures were not written a few at a time", bounded, unbounded)
 		}
 	})
 }

@@ -18,6 +18,8 @@ type lineReader struct {
 	br  *bufio.Reader
 	max int
 	n   int // lines read
+	// last is the length of the last line read, newline included.
+	last int
 	// partial: the last line read ended at the end of the file, without
 	// its newline (an archive cut mid-line).
 	partial bool
@@ -46,6 +48,7 @@ func (l *lineReader) next() ([]byte, error) {
 			return nil, fmt.Errorf("line %d: %w: longer than %d bytes (the archive's bound on a line, docs/archive-format.md)", l.n, errLineTooLong, l.max)
 		}
 		l.buf = append(l.buf, chunk...)
+		l.last = len(l.buf)
 		switch {
 		case err == nil:
 			l.n++

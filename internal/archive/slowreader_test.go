@@ -273,6 +273,16 @@ func TestExportMemoryIsAPage(t *testing.T) {
 	}
 }
 
-type sizeWriter struct{ n int }
+// sizeWriter counts what is written, and passes it on to w if set.
+type sizeWriter struct {
+	n int
+	w io.Writer
+}
 
-func (w *sizeWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
+func (w *sizeWriter) Write(p []byte) (int, error) {
+	w.n += len(p)
+	if w.w != nil {
+		return w.w.Write(p)
+	}
+	return len(p), nil
+}
