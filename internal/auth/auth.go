@@ -25,6 +25,7 @@ import (
 	"github.com/procsvc/procsvc/ent/workspace"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/database"
+	"github.com/procsvc/procsvc/internal/oidc"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -52,6 +53,8 @@ type Authenticator struct {
 	// failures is nil when failures are not limited.
 	failures *failureLimiter
 	refused  *refusedSecrets
+	// oidc, when set, verifies identity providers' tokens (WithOIDC).
+	oidc *oidc.Verifier
 }
 
 // Option configures an Authenticator.
@@ -212,6 +215,11 @@ func refusesCredential(err error) bool {
 
 // authenticate is Authenticate without the failure limit.
 func (a *Authenticator) authenticate(ctx context.Context, header string) (*viewer.Viewer, error) {
+	if a.oidc != nil {
+		if token, ok := providerToken(header); ok {
+			return a.authenticateIdentity(ctx, token)
+		}
+	}
 	secret, err := ParseBearer(header)
 	if err != nil {
 		return nil, err

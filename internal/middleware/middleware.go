@@ -191,7 +191,10 @@ func routeOf(pattern string) string {
 func Authenticate(a *auth.Authenticator, writeErr ErrorWriter) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			v, err := a.Authenticate(r.Context(), r.Header.Get("Authorization"))
+			// The workspace a person of several picks (with an identity
+			// provider's token; a pms_ token names its own).
+			ctx := auth.WithWorkspaceChoice(r.Context(), r.Header.Get(auth.WorkspaceHeader))
+			v, err := a.Authenticate(ctx, r.Header.Get("Authorization"))
 			if err != nil {
 				if seconds, ok := auth.RetryAfter(err); ok {
 					w.Header().Set("Retry-After", strconv.FormatInt(seconds, 10))
