@@ -48,8 +48,8 @@ type signingKey struct {
 }
 
 func (k *signingKey) SignatureAlgorithm() jose.SignatureAlgorithm { return jose.RS256 }
-func (k *signingKey) Key() any                                   { return k.key }
-func (k *signingKey) ID() string                                 { return k.id }
+func (k *signingKey) Key() any                                    { return k.key }
+func (k *signingKey) ID() string                                  { return k.id }
 
 type publicKey struct{ k *signingKey }
 
@@ -301,20 +301,22 @@ type client struct {
 	claimsInIDToken bool
 }
 
-func (c *client) GetID() string                         { return c.id }
-func (c *client) RedirectURIs() []string                { return []string{c.redirectURI} }
-func (c *client) PostLogoutRedirectURIs() []string      { return nil }
-func (c *client) ApplicationType() op.ApplicationType   { return op.ApplicationTypeUserAgent }
-func (c *client) AuthMethod() oidc.AuthMethod           { return oidc.AuthMethodNone }
-func (c *client) ResponseTypes() []oidc.ResponseType    { return []oidc.ResponseType{oidc.ResponseTypeCode} }
-func (c *client) GrantTypes() []oidc.GrantType          { return []oidc.GrantType{oidc.GrantTypeCode} }
-func (c *client) LoginURL(id string) string             { return "/login?authRequestID=" + id }
-func (c *client) AccessTokenType() op.AccessTokenType   { return op.AccessTokenTypeBearer }
-func (c *client) IDTokenLifetime() time.Duration        { return 5 * time.Minute }
-func (c *client) DevMode() bool                         { return true } // http:// redirect URIs on loopback
-func (c *client) IsScopeAllowed(string) bool            { return false }
+func (c *client) GetID() string                       { return c.id }
+func (c *client) RedirectURIs() []string              { return []string{c.redirectURI} }
+func (c *client) PostLogoutRedirectURIs() []string    { return nil }
+func (c *client) ApplicationType() op.ApplicationType { return op.ApplicationTypeUserAgent }
+func (c *client) AuthMethod() oidc.AuthMethod         { return oidc.AuthMethodNone }
+func (c *client) ResponseTypes() []oidc.ResponseType {
+	return []oidc.ResponseType{oidc.ResponseTypeCode}
+}
+func (c *client) GrantTypes() []oidc.GrantType         { return []oidc.GrantType{oidc.GrantTypeCode} }
+func (c *client) LoginURL(id string) string            { return "/login?authRequestID=" + id }
+func (c *client) AccessTokenType() op.AccessTokenType  { return op.AccessTokenTypeBearer }
+func (c *client) IDTokenLifetime() time.Duration       { return 5 * time.Minute }
+func (c *client) DevMode() bool                        { return true } // http:// redirect URIs on loopback
+func (c *client) IsScopeAllowed(string) bool           { return false }
 func (c *client) IDTokenUserinfoClaimsAssertion() bool { return c.claimsInIDToken }
-func (c *client) ClockSkew() time.Duration              { return 0 }
+func (c *client) ClockSkew() time.Duration             { return 0 }
 func (c *client) RestrictAdditionalIdTokenScopes() func([]string) []string {
 	return func(s []string) []string { return s }
 }
