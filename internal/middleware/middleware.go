@@ -203,7 +203,9 @@ func Authenticate(a *auth.Authenticator, writeErr ErrorWriter) func(http.Handler
 				return
 			}
 			Info(r.Context()).WorkspaceID = v.WorkspaceID.String()
-			next.ServeHTTP(w, r.WithContext(viewer.NewContext(r.Context(), v)))
+			// ctx keeps the workspace choice: a subscription's re-checks
+			// of its credential are made with it.
+			next.ServeHTTP(w, r.WithContext(viewer.NewContext(ctx, v)))
 		})
 	}
 }

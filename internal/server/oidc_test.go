@@ -140,3 +140,67 @@ func TestPeopleSignInWithTheirIdentityProvider(t *testing.T) {
 		}
 	})
 }
+
+// TestPersonSubscribesInEachOfTheirWorkspaces: one provider token, two
+// workspaces picked by X-Procsvc-Workspace, a Server-Sent Events
+// subscription in each: each hears its own workspace only, and removing
+// the person's member in one ends that subscription alone (its re-checks
+// are made, and shared, per workspace).
+func TestPersonSubscribesInEachOfTheirWorkspaces(t *testing.T) {
+	for _, dialect := range dbtest.Dialects(t) {
+		t.Run(dialect, func(t *testing.T) {
+			db, dsn := openDB(t, dialect)
+			max := oidctest.User{Subject: "u-max", Username: "max", Password: "max-pw", Email: "member@one.example", EmailVerified: true}
+			p := oidctest.Start(t, max)
+			verifier, err := oidc.New(oidc.Config{Issuers: []string{p.Issuer}, Audiences: []string{oidctest.ClientID},
+				HTTPClient: &http.Client{Timeout: 10 * time.Second}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := startLive(t, db, liveConfig{dsn: dsn, auth: []auth.Option{auth.WithOIDC(verifier)}})
+			one, two := s.NewWorkspace(t, "One", "ONE"), s.NewWorkspace(t, "Two", "TWO")
+			// Max is invited to Two too, by the same email.
+			r := s.GraphQL(t, two.AdminToken, `mutation { addMember(input: {name: "Max", email: "member@one.example"}) { id } }`, nil)
+			var added struct {
+				AddMember struct{ ID string } `json:"addMember"`
+			}
+			r.Decode(t, &added)
+			tokens, err := p.SignIn(context.Background(), oidctest.ClientID, max.Username, max.Password)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const events = `subscription { procedureEvents { kind procedure { name } } }`
+			open := func(workspace string) *sseStream {
+				t.Helper()
+				st, status, body := postSSEWith(t, s, tokens.AccessToken, http.Header{auth.WorkspaceHeader: {workspace}}, events, nil)
+				if status != http.StatusOK {
+					t.Fatalf("subscription in %s: %d %s", workspace, status, body)
+				}
+				return st
+			}
+			inOne, inTwo := open(one.ID), open(two.ID)
+			ready(t, s, 2)
+
+			createProcedure(t, s, one, one.AdminToken, "Only in One", "")
+			createProcedure(t, s, two, two.AdminToken, "Only in Two", "")
+			if e := string(inOne.next()); !strings.Contains(e, "Only in One") {
+				t.Fatalf("One's subscription heard %s", e)
+			}
+			if e := string(inTwo.next()); !strings.Contains(e, "Only in Two") {
+				t.Fatalf("Two's subscription heard %s", e)
+			}
+
+			// Max's member of One is removed: that subscription ends; Two's goes on.
+			gql(t, s, one.AdminToken, `mutation($id: ID!) { removeMember(id: $id) { id } }`, map[string]any{"id": one.MemberID})
+			for e := inOne.next(); e != nil; e = inOne.next() {
+				if strings.Contains(string(e), `"data"`) && !strings.Contains(string(e), `"errors"`) {
+					t.Fatalf("One's subscription after the removal: %s", e)
+				}
+			}
+			createProcedure(t, s, two, two.AdminToken, "Still in Two", "")
+			if e := string(inTwo.next()); !strings.Contains(e, "Still in Two") {
+				t.Fatalf("Two's subscription after One's removal heard %s", e)
+			}
+		})
+	}
+}
