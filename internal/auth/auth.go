@@ -166,9 +166,13 @@ func ParseBearer(header string) (string, error) {
 // subscription's credential (see Recheck) is neither counted nor refused
 // by the limit, so that a revocation always ends the subscription (refused
 // rate_limited, it would stay open on the revoked token).
+// With WithOIDC, a bearer that is not a pms_ token is an identity
+// provider's (authenticateIdentity), under the same failure limit.
 // Errors: unauthenticated (missing, malformed or unknown token, or a
-// checksum that fails), disconnected (expired or revoked token, or removed
-// member), rate_limited (RetryAfter says for how long).
+// checksum that fails; a provider token refused, or a person with no
+// member), disconnected (expired or revoked token, or removed member),
+// rate_limited (RetryAfter says for how long), unavailable (a provider
+// that did not answer).
 func (a *Authenticator) Authenticate(ctx context.Context, header string) (*viewer.Viewer, error) {
 	addr, limited := ClientAddress(ctx)
 	// A request without a credential costs nothing to refuse, and is
