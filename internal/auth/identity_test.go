@@ -157,6 +157,13 @@ func TestPeopleSignInAsTheMembersOfTheirVerifiedEmail(t *testing.T) {
 			}
 		}
 
+		// Without WithOIDC, a provider's token is a malformed header, as
+		// before the identity providers.
+		if _, err := auth.New(db).Authenticate(ctx, "Bearer "+adaTok.IDToken); err == nil ||
+			!strings.Contains(err.Error(), "malformed Authorization header") {
+			t.Errorf("a provider token with no issuer configured: %v", err)
+		}
+
 		// pms_ tokens work as before beside them.
 		if code, _ := c.authenticate(t, ctx, c.token(t)); code != "" {
 			t.Fatalf("a pms_ token with OIDC on: %s", code)
