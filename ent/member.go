@@ -31,6 +31,10 @@ type Member struct {
 	CreatedAt time.Time `json:"created_at,omitempty"`
 	// set when the member is removed; their tokens stop working
 	RemovedAt *time.Time `json:"removed_at,omitempty"`
+	// issuer URL of the identity provider this member signs in with
+	OidcIssuer *string `json:"oidc_issuer,omitempty"`
+	// the member's subject at oidc_issuer; unique per workspace
+	OidcSubject *string `json:"oidc_subject,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the MemberQuery when eager-loading is set.
 	Edges        MemberEdges `json:"edges"`
@@ -106,7 +110,7 @@ func (*Member) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case member.FieldName, member.FieldEmail, member.FieldRole:
+		case member.FieldName, member.FieldEmail, member.FieldRole, member.FieldOidcIssuer, member.FieldOidcSubject:
 			values[i] = new(sql.NullString)
 		case member.FieldCreatedAt, member.FieldRemovedAt:
 			values[i] = new(sql.NullTime)
@@ -169,6 +173,20 @@ func (_m *Member) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.RemovedAt = new(time.Time)
 				*_m.RemovedAt = value.Time
+			}
+		case member.FieldOidcIssuer:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field oidc_issuer", values[i])
+			} else if value.Valid {
+				_m.OidcIssuer = new(string)
+				*_m.OidcIssuer = value.String
+			}
+		case member.FieldOidcSubject:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field oidc_subject", values[i])
+			} else if value.Valid {
+				_m.OidcSubject = new(string)
+				*_m.OidcSubject = value.String
 			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
@@ -249,6 +267,16 @@ func (_m *Member) String() string {
 	if v := _m.RemovedAt; v != nil {
 		builder.WriteString("removed_at=")
 		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.OidcIssuer; v != nil {
+		builder.WriteString("oidc_issuer=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.OidcSubject; v != nil {
+		builder.WriteString("oidc_subject=")
+		builder.WriteString(*v)
 	}
 	builder.WriteByte(')')
 	return builder.String()

@@ -85,6 +85,34 @@ func (_c *MemberCreate) SetNillableRemovedAt(v *time.Time) *MemberCreate {
 	return _c
 }
 
+// SetOidcIssuer sets the "oidc_issuer" field.
+func (_c *MemberCreate) SetOidcIssuer(v string) *MemberCreate {
+	_c.mutation.SetOidcIssuer(v)
+	return _c
+}
+
+// SetNillableOidcIssuer sets the "oidc_issuer" field if the given value is not nil.
+func (_c *MemberCreate) SetNillableOidcIssuer(v *string) *MemberCreate {
+	if v != nil {
+		_c.SetOidcIssuer(*v)
+	}
+	return _c
+}
+
+// SetOidcSubject sets the "oidc_subject" field.
+func (_c *MemberCreate) SetOidcSubject(v string) *MemberCreate {
+	_c.mutation.SetOidcSubject(v)
+	return _c
+}
+
+// SetNillableOidcSubject sets the "oidc_subject" field if the given value is not nil.
+func (_c *MemberCreate) SetNillableOidcSubject(v *string) *MemberCreate {
+	if v != nil {
+		_c.SetOidcSubject(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *MemberCreate) SetID(v uuid.UUID) *MemberCreate {
 	_c.mutation.SetID(v)
@@ -254,6 +282,16 @@ func (_c *MemberCreate) check() error {
 	if _, ok := _c.mutation.CreatedAt(); !ok {
 		return &ValidationError{Name: "created_at", err: errors.New(`ent: missing required field "Member.created_at"`)}
 	}
+	if v, ok := _c.mutation.OidcIssuer(); ok {
+		if err := member.OidcIssuerValidator(v); err != nil {
+			return &ValidationError{Name: "oidc_issuer", err: fmt.Errorf(`ent: validator failed for field "Member.oidc_issuer": %w`, err)}
+		}
+	}
+	if v, ok := _c.mutation.OidcSubject(); ok {
+		if err := member.OidcSubjectValidator(v); err != nil {
+			return &ValidationError{Name: "oidc_subject", err: fmt.Errorf(`ent: validator failed for field "Member.oidc_subject": %w`, err)}
+		}
+	}
 	if len(_c.mutation.WorkspaceIDs()) == 0 {
 		return &ValidationError{Name: "workspace", err: errors.New(`ent: missing required edge "Member.workspace"`)}
 	}
@@ -311,6 +349,14 @@ func (_c *MemberCreate) createSpec() (*Member, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.RemovedAt(); ok {
 		_spec.SetField(member.FieldRemovedAt, field.TypeTime, value)
 		_node.RemovedAt = &value
+	}
+	if value, ok := _c.mutation.OidcIssuer(); ok {
+		_spec.SetField(member.FieldOidcIssuer, field.TypeString, value)
+		_node.OidcIssuer = &value
+	}
+	if value, ok := _c.mutation.OidcSubject(); ok {
+		_spec.SetField(member.FieldOidcSubject, field.TypeString, value)
+		_node.OidcSubject = &value
 	}
 	if nodes := _c.mutation.WorkspaceIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{

@@ -95,6 +95,46 @@ func (_u *MemberUpdate) ClearRemovedAt() *MemberUpdate {
 	return _u
 }
 
+// SetOidcIssuer sets the "oidc_issuer" field.
+func (_u *MemberUpdate) SetOidcIssuer(v string) *MemberUpdate {
+	_u.mutation.SetOidcIssuer(v)
+	return _u
+}
+
+// SetNillableOidcIssuer sets the "oidc_issuer" field if the given value is not nil.
+func (_u *MemberUpdate) SetNillableOidcIssuer(v *string) *MemberUpdate {
+	if v != nil {
+		_u.SetOidcIssuer(*v)
+	}
+	return _u
+}
+
+// ClearOidcIssuer clears the value of the "oidc_issuer" field.
+func (_u *MemberUpdate) ClearOidcIssuer() *MemberUpdate {
+	_u.mutation.ClearOidcIssuer()
+	return _u
+}
+
+// SetOidcSubject sets the "oidc_subject" field.
+func (_u *MemberUpdate) SetOidcSubject(v string) *MemberUpdate {
+	_u.mutation.SetOidcSubject(v)
+	return _u
+}
+
+// SetNillableOidcSubject sets the "oidc_subject" field if the given value is not nil.
+func (_u *MemberUpdate) SetNillableOidcSubject(v *string) *MemberUpdate {
+	if v != nil {
+		_u.SetOidcSubject(*v)
+	}
+	return _u
+}
+
+// ClearOidcSubject clears the value of the "oidc_subject" field.
+func (_u *MemberUpdate) ClearOidcSubject() *MemberUpdate {
+	_u.mutation.ClearOidcSubject()
+	return _u
+}
+
 // AddTokenIDs adds the "tokens" edge to the Token entity by IDs.
 func (_u *MemberUpdate) AddTokenIDs(ids ...uuid.UUID) *MemberUpdate {
 	_u.mutation.AddTokenIDs(ids...)
@@ -288,6 +328,16 @@ func (_u *MemberUpdate) check() error {
 			return &ValidationError{Name: "role", err: fmt.Errorf(`ent: validator failed for field "Member.role": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.OidcIssuer(); ok {
+		if err := member.OidcIssuerValidator(v); err != nil {
+			return &ValidationError{Name: "oidc_issuer", err: fmt.Errorf(`ent: validator failed for field "Member.oidc_issuer": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.OidcSubject(); ok {
+		if err := member.OidcSubjectValidator(v); err != nil {
+			return &ValidationError{Name: "oidc_subject", err: fmt.Errorf(`ent: validator failed for field "Member.oidc_subject": %w`, err)}
+		}
+	}
 	if _u.mutation.WorkspaceCleared() && len(_u.mutation.WorkspaceIDs()) > 0 {
 		return errors.New(`ent: clearing a required unique edge "Member.workspace"`)
 	}
@@ -326,6 +376,18 @@ func (_u *MemberUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.RemovedAtCleared() {
 		_spec.ClearField(member.FieldRemovedAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.OidcIssuer(); ok {
+		_spec.SetField(member.FieldOidcIssuer, field.TypeString, value)
+	}
+	if _u.mutation.OidcIssuerCleared() {
+		_spec.ClearField(member.FieldOidcIssuer, field.TypeString)
+	}
+	if value, ok := _u.mutation.OidcSubject(); ok {
+		_spec.SetField(member.FieldOidcSubject, field.TypeString, value)
+	}
+	if _u.mutation.OidcSubjectCleared() {
+		_spec.ClearField(member.FieldOidcSubject, field.TypeString)
 	}
 	if _u.mutation.TokensCleared() {
 		edge := &sqlgraph.EdgeSpec{
@@ -591,6 +653,46 @@ func (_u *MemberUpdateOne) ClearRemovedAt() *MemberUpdateOne {
 	return _u
 }
 
+// SetOidcIssuer sets the "oidc_issuer" field.
+func (_u *MemberUpdateOne) SetOidcIssuer(v string) *MemberUpdateOne {
+	_u.mutation.SetOidcIssuer(v)
+	return _u
+}
+
+// SetNillableOidcIssuer sets the "oidc_issuer" field if the given value is not nil.
+func (_u *MemberUpdateOne) SetNillableOidcIssuer(v *string) *MemberUpdateOne {
+	if v != nil {
+		_u.SetOidcIssuer(*v)
+	}
+	return _u
+}
+
+// ClearOidcIssuer clears the value of the "oidc_issuer" field.
+func (_u *MemberUpdateOne) ClearOidcIssuer() *MemberUpdateOne {
+	_u.mutation.ClearOidcIssuer()
+	return _u
+}
+
+// SetOidcSubject sets the "oidc_subject" field.
+func (_u *MemberUpdateOne) SetOidcSubject(v string) *MemberUpdateOne {
+	_u.mutation.SetOidcSubject(v)
+	return _u
+}
+
+// SetNillableOidcSubject sets the "oidc_subject" field if the given value is not nil.
+func (_u *MemberUpdateOne) SetNillableOidcSubject(v *string) *MemberUpdateOne {
+	if v != nil {
+		_u.SetOidcSubject(*v)
+	}
+	return _u
+}
+
+// ClearOidcSubject clears the value of the "oidc_subject" field.
+func (_u *MemberUpdateOne) ClearOidcSubject() *MemberUpdateOne {
+	_u.mutation.ClearOidcSubject()
+	return _u
+}
+
 // AddTokenIDs adds the "tokens" edge to the Token entity by IDs.
 func (_u *MemberUpdateOne) AddTokenIDs(ids ...uuid.UUID) *MemberUpdateOne {
 	_u.mutation.AddTokenIDs(ids...)
@@ -797,6 +899,16 @@ func (_u *MemberUpdateOne) check() error {
 			return &ValidationError{Name: "role", err: fmt.Errorf(`ent: validator failed for field "Member.role": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.OidcIssuer(); ok {
+		if err := member.OidcIssuerValidator(v); err != nil {
+			return &ValidationError{Name: "oidc_issuer", err: fmt.Errorf(`ent: validator failed for field "Member.oidc_issuer": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.OidcSubject(); ok {
+		if err := member.OidcSubjectValidator(v); err != nil {
+			return &ValidationError{Name: "oidc_subject", err: fmt.Errorf(`ent: validator failed for field "Member.oidc_subject": %w`, err)}
+		}
+	}
 	if _u.mutation.WorkspaceCleared() && len(_u.mutation.WorkspaceIDs()) > 0 {
 		return errors.New(`ent: clearing a required unique edge "Member.workspace"`)
 	}
@@ -852,6 +964,18 @@ func (_u *MemberUpdateOne) sqlSave(ctx context.Context) (_node *Member, err erro
 	}
 	if _u.mutation.RemovedAtCleared() {
 		_spec.ClearField(member.FieldRemovedAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.OidcIssuer(); ok {
+		_spec.SetField(member.FieldOidcIssuer, field.TypeString, value)
+	}
+	if _u.mutation.OidcIssuerCleared() {
+		_spec.ClearField(member.FieldOidcIssuer, field.TypeString)
+	}
+	if value, ok := _u.mutation.OidcSubject(); ok {
+		_spec.SetField(member.FieldOidcSubject, field.TypeString, value)
+	}
+	if _u.mutation.OidcSubjectCleared() {
+		_spec.ClearField(member.FieldOidcSubject, field.TypeString)
 	}
 	if _u.mutation.TokensCleared() {
 		edge := &sqlgraph.EdgeSpec{

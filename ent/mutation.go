@@ -4038,6 +4038,8 @@ type MemberMutation struct {
 	role             *member.Role
 	created_at       *time.Time
 	removed_at       *time.Time
+	oidc_issuer      *string
+	oidc_subject     *string
 	clearedFields    map[string]struct{}
 	workspace        *uuid.UUID
 	clearedworkspace bool
@@ -4391,6 +4393,104 @@ func (m *MemberMutation) ResetRemovedAt() {
 	delete(m.clearedFields, member.FieldRemovedAt)
 }
 
+// SetOidcIssuer sets the "oidc_issuer" field.
+func (m *MemberMutation) SetOidcIssuer(s string) {
+	m.oidc_issuer = &s
+}
+
+// OidcIssuer returns the value of the "oidc_issuer" field in the mutation.
+func (m *MemberMutation) OidcIssuer() (r string, exists bool) {
+	v := m.oidc_issuer
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOidcIssuer returns the old "oidc_issuer" field's value of the Member entity.
+// If the Member object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MemberMutation) OldOidcIssuer(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOidcIssuer is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOidcIssuer requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOidcIssuer: %w", err)
+	}
+	return oldValue.OidcIssuer, nil
+}
+
+// ClearOidcIssuer clears the value of the "oidc_issuer" field.
+func (m *MemberMutation) ClearOidcIssuer() {
+	m.oidc_issuer = nil
+	m.clearedFields[member.FieldOidcIssuer] = struct{}{}
+}
+
+// OidcIssuerCleared returns if the "oidc_issuer" field was cleared in this mutation.
+func (m *MemberMutation) OidcIssuerCleared() bool {
+	_, ok := m.clearedFields[member.FieldOidcIssuer]
+	return ok
+}
+
+// ResetOidcIssuer resets all changes to the "oidc_issuer" field.
+func (m *MemberMutation) ResetOidcIssuer() {
+	m.oidc_issuer = nil
+	delete(m.clearedFields, member.FieldOidcIssuer)
+}
+
+// SetOidcSubject sets the "oidc_subject" field.
+func (m *MemberMutation) SetOidcSubject(s string) {
+	m.oidc_subject = &s
+}
+
+// OidcSubject returns the value of the "oidc_subject" field in the mutation.
+func (m *MemberMutation) OidcSubject() (r string, exists bool) {
+	v := m.oidc_subject
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOidcSubject returns the old "oidc_subject" field's value of the Member entity.
+// If the Member object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MemberMutation) OldOidcSubject(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOidcSubject is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOidcSubject requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOidcSubject: %w", err)
+	}
+	return oldValue.OidcSubject, nil
+}
+
+// ClearOidcSubject clears the value of the "oidc_subject" field.
+func (m *MemberMutation) ClearOidcSubject() {
+	m.oidc_subject = nil
+	m.clearedFields[member.FieldOidcSubject] = struct{}{}
+}
+
+// OidcSubjectCleared returns if the "oidc_subject" field was cleared in this mutation.
+func (m *MemberMutation) OidcSubjectCleared() bool {
+	_, ok := m.clearedFields[member.FieldOidcSubject]
+	return ok
+}
+
+// ResetOidcSubject resets all changes to the "oidc_subject" field.
+func (m *MemberMutation) ResetOidcSubject() {
+	m.oidc_subject = nil
+	delete(m.clearedFields, member.FieldOidcSubject)
+}
+
 // ClearWorkspace clears the "workspace" edge to the Workspace entity.
 func (m *MemberMutation) ClearWorkspace() {
 	m.clearedworkspace = true
@@ -4668,7 +4768,7 @@ func (m *MemberMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *MemberMutation) Fields() []string {
-	fields := make([]string, 0, 6)
+	fields := make([]string, 0, 8)
 	if m.workspace != nil {
 		fields = append(fields, member.FieldWorkspaceID)
 	}
@@ -4686,6 +4786,12 @@ func (m *MemberMutation) Fields() []string {
 	}
 	if m.removed_at != nil {
 		fields = append(fields, member.FieldRemovedAt)
+	}
+	if m.oidc_issuer != nil {
+		fields = append(fields, member.FieldOidcIssuer)
+	}
+	if m.oidc_subject != nil {
+		fields = append(fields, member.FieldOidcSubject)
 	}
 	return fields
 }
@@ -4707,6 +4813,10 @@ func (m *MemberMutation) Field(name string) (ent.Value, bool) {
 		return m.CreatedAt()
 	case member.FieldRemovedAt:
 		return m.RemovedAt()
+	case member.FieldOidcIssuer:
+		return m.OidcIssuer()
+	case member.FieldOidcSubject:
+		return m.OidcSubject()
 	}
 	return nil, false
 }
@@ -4728,6 +4838,10 @@ func (m *MemberMutation) OldField(ctx context.Context, name string) (ent.Value, 
 		return m.OldCreatedAt(ctx)
 	case member.FieldRemovedAt:
 		return m.OldRemovedAt(ctx)
+	case member.FieldOidcIssuer:
+		return m.OldOidcIssuer(ctx)
+	case member.FieldOidcSubject:
+		return m.OldOidcSubject(ctx)
 	}
 	return nil, fmt.Errorf("unknown Member field %s", name)
 }
@@ -4779,6 +4893,20 @@ func (m *MemberMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetRemovedAt(v)
 		return nil
+	case member.FieldOidcIssuer:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOidcIssuer(v)
+		return nil
+	case member.FieldOidcSubject:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOidcSubject(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Member field %s", name)
 }
@@ -4812,6 +4940,12 @@ func (m *MemberMutation) ClearedFields() []string {
 	if m.FieldCleared(member.FieldRemovedAt) {
 		fields = append(fields, member.FieldRemovedAt)
 	}
+	if m.FieldCleared(member.FieldOidcIssuer) {
+		fields = append(fields, member.FieldOidcIssuer)
+	}
+	if m.FieldCleared(member.FieldOidcSubject) {
+		fields = append(fields, member.FieldOidcSubject)
+	}
 	return fields
 }
 
@@ -4828,6 +4962,12 @@ func (m *MemberMutation) ClearField(name string) error {
 	switch name {
 	case member.FieldRemovedAt:
 		m.ClearRemovedAt()
+		return nil
+	case member.FieldOidcIssuer:
+		m.ClearOidcIssuer()
+		return nil
+	case member.FieldOidcSubject:
+		m.ClearOidcSubject()
 		return nil
 	}
 	return fmt.Errorf("unknown Member nullable field %s", name)
@@ -4854,6 +4994,12 @@ func (m *MemberMutation) ResetField(name string) error {
 		return nil
 	case member.FieldRemovedAt:
 		m.ResetRemovedAt()
+		return nil
+	case member.FieldOidcIssuer:
+		m.ResetOidcIssuer()
+		return nil
+	case member.FieldOidcSubject:
+		m.ResetOidcSubject()
 		return nil
 	}
 	return fmt.Errorf("unknown Member field %s", name)

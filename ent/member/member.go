@@ -29,6 +29,10 @@ const (
 	FieldCreatedAt = "created_at"
 	// FieldRemovedAt holds the string denoting the removed_at field in the database.
 	FieldRemovedAt = "removed_at"
+	// FieldOidcIssuer holds the string denoting the oidc_issuer field in the database.
+	FieldOidcIssuer = "oidc_issuer"
+	// FieldOidcSubject holds the string denoting the oidc_subject field in the database.
+	FieldOidcSubject = "oidc_subject"
 	// EdgeWorkspace holds the string denoting the workspace edge name in mutations.
 	EdgeWorkspace = "workspace"
 	// EdgeTokens holds the string denoting the tokens edge name in mutations.
@@ -87,6 +91,8 @@ var Columns = []string{
 	FieldRole,
 	FieldCreatedAt,
 	FieldRemovedAt,
+	FieldOidcIssuer,
+	FieldOidcSubject,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -113,6 +119,10 @@ var (
 	EmailValidator func(string) error
 	// DefaultCreatedAt holds the default value on creation for the "created_at" field.
 	DefaultCreatedAt func() time.Time
+	// OidcIssuerValidator is a validator for the "oidc_issuer" field. It is called by the builders before save.
+	OidcIssuerValidator func(string) error
+	// OidcSubjectValidator is a validator for the "oidc_subject" field. It is called by the builders before save.
+	OidcSubjectValidator func(string) error
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() uuid.UUID
 )
@@ -180,6 +190,16 @@ func ByCreatedAt(opts ...sql.OrderTermOption) OrderOption {
 // ByRemovedAt orders the results by the removed_at field.
 func ByRemovedAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldRemovedAt, opts...).ToFunc()
+}
+
+// ByOidcIssuer orders the results by the oidc_issuer field.
+func ByOidcIssuer(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldOidcIssuer, opts...).ToFunc()
+}
+
+// ByOidcSubject orders the results by the oidc_subject field.
+func ByOidcSubject(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldOidcSubject, opts...).ToFunc()
 }
 
 // ByWorkspaceField orders the results by workspace field.

@@ -198,6 +198,14 @@ func init() {
 	memberDescCreatedAt := memberFields[5].Descriptor()
 	// member.DefaultCreatedAt holds the default value on creation for the created_at field.
 	member.DefaultCreatedAt = memberDescCreatedAt.Default.(func() time.Time)
+	// memberDescOidcIssuer is the schema descriptor for oidc_issuer field.
+	memberDescOidcIssuer := memberFields[7].Descriptor()
+	// member.OidcIssuerValidator is a validator for the "oidc_issuer" field. It is called by the builders before save.
+	member.OidcIssuerValidator = memberDescOidcIssuer.Validators[0].(func(string) error)
+	// memberDescOidcSubject is the schema descriptor for oidc_subject field.
+	memberDescOidcSubject := memberFields[8].Descriptor()
+	// member.OidcSubjectValidator is a validator for the "oidc_subject" field. It is called by the builders before save.
+	member.OidcSubjectValidator = memberDescOidcSubject.Validators[0].(func(string) error)
 	// memberDescID is the schema descriptor for id field.
 	memberDescID := memberFields[0].Descriptor()
 	// member.DefaultID holds the default value on creation for the id field.

@@ -26,6 +26,12 @@ func (Member) Fields() []ent.Field {
 		field.Enum("role").Values("ADMIN", "MEMBER", "VIEWER").Default("MEMBER"),
 		field.Time("created_at").Default(nowUTC).Immutable(),
 		field.Time("removed_at").Optional().Nillable().Comment("set when the member is removed; their tokens stop working"),
+		// The person an identity provider vouches for (docs/api.md,
+		// "Authentication"): set together at their first sign-in with the
+		// provider, when its verified email equals email. OpenID Connect
+		// bounds a subject to 255 ASCII characters.
+		field.String("oidc_issuer").Optional().Nillable().Validate(maxChars(2048)).Comment("issuer URL of the identity provider this member signs in with"),
+		field.String("oidc_subject").Optional().Nillable().Validate(maxChars(255)).Comment("the member's subject at oidc_issuer; unique per workspace"),
 	}
 }
 
@@ -45,5 +51,12 @@ func (Member) Indexes() []ent.Index {
 	return []ent.Index{
 		index.Fields("workspace_id", "email").Unique(),
 		index.Fields("workspace_id", "name"),
+		// One member per person in a workspace; NULLs (members not linked)
+		// are distinct, on SQLite and PostgreSQL alike.
+		index.Fields("workspace_id", "oidc_issuer", "oidc_subject").Unique(),
+		// A person's members across workspaces, at every request, and
+		// their invitations by email, at the first sign-in.
+		index.Fields("oidc_issuer", "oidc_subject"),
+		index.Fields("email"),
 	}
 }

@@ -389,6 +389,13 @@ func (l *Live) MemoryHeldBy(workspace uuid.UUID) int64 { return l.memory.HeldBy(
 // would keep a revoked token's subscription.
 func (l *Live) reauthenticate(ctx context.Context, credential string, previous *viewer.Viewer, strict bool) (*viewer.Viewer, error) {
 	v, err := l.opts.Authenticate(auth.Recheck(ctx), credential)
+	if err == nil && previous != nil && v.WorkspaceID != previous.WorkspaceID {
+		// An identity provider's token names a person, who may be a
+		// member of several workspaces (docs/api.md, "Identity provider
+		// tokens"): a re-check that resolves to another workspace's member
+		// never carries the subscription over.
+		return nil, apperr.New(apperr.Unauthenticated, "the credential no longer acts in this subscription's workspace")
+	}
 	if err == nil {
 		return v, nil
 	}
@@ -419,6 +426,9 @@ func lostAccess(err error) bool {
 // (access).
 type checkKey struct {
 	credential string
-	seq        uint64
-	access     int64
+	// workspace: an identity provider's token is one person's in each of
+	// their workspaces, so its checks are shared per workspace.
+	workspace uuid.UUID
+	seq       uint64
+	access    int64
 }

@@ -244,7 +244,7 @@ func (s *stream) handle(ctx context.Context, se streamEvent, open bool) (*render
 	// A REFETCH or an access change: after a REFETCH an access change may
 	// have been missed too. Every subscription of a token hears it: the
 	// token is looked up once for all of them.
-	if err := s.sharedCheck(ctx, checkKey{credential: s.credential, seq: se.e.Seq}); err != nil {
+	if err := s.sharedCheck(ctx, checkKey{credential: s.credential, workspace: s.v.WorkspaceID, seq: se.e.Seq}); err != nil {
 		return nil, err
 	}
 	e := se.e
@@ -304,7 +304,7 @@ func (s *stream) checkAccess(ctx context.Context, r *rendered) error {
 	if r.access <= s.v.WorkspaceVersion {
 		return nil
 	}
-	if err := s.sharedCheck(ctx, checkKey{credential: s.credential, access: r.access}); err != nil {
+	if err := s.sharedCheck(ctx, checkKey{credential: s.credential, workspace: s.v.WorkspaceID, access: r.access}); err != nil {
 		return err
 	}
 	return nil

@@ -25,6 +25,7 @@ import (
 	"github.com/procsvc/procsvc/ent/workspace"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/database"
+	"github.com/procsvc/procsvc/internal/oidc"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -52,6 +53,8 @@ type Authenticator struct {
 	// failures is nil when failures are not limited.
 	failures *failureLimiter
 	refused  *refusedSecrets
+	// oidc, when set, verifies identity providers' tokens (WithOIDC).
+	oidc *oidc.Verifier
 }
 
 // Option configures an Authenticator.
@@ -163,9 +166,13 @@ func ParseBearer(header string) (string, error) {
 // subscription's credential (see Recheck) is neither counted nor refused
 // by the limit, so that a revocation always ends the subscription (refused
 // rate_limited, it would stay open on the revoked token).
+// With WithOIDC, a bearer that is not a pms_ token is an identity
+// provider's (authenticateIdentity), under the same failure limit.
 // Errors: unauthenticated (missing, malformed or unknown token, or a
-// checksum that fails), disconnected (expired or revoked token, or removed
-// member), rate_limited (RetryAfter says for how long).
+// checksum that fails; a provider token refused, or a person with no
+// member), disconnected (expired or revoked token, or removed member),
+// rate_limited (RetryAfter says for how long), unavailable (a provider
+// that did not answer).
 func (a *Authenticator) Authenticate(ctx context.Context, header string) (*viewer.Viewer, error) {
 	addr, limited := ClientAddress(ctx)
 	// A request without a credential costs nothing to refuse, and is
@@ -212,6 +219,11 @@ func refusesCredential(err error) bool {
 
 // authenticate is Authenticate without the failure limit.
 func (a *Authenticator) authenticate(ctx context.Context, header string) (*viewer.Viewer, error) {
+	if a.oidc != nil {
+		if token, ok := providerToken(header); ok {
+			return a.authenticateIdentity(ctx, token)
+		}
+	}
 	secret, err := ParseBearer(header)
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/procsvc/procsvc/internal/contentgen"
 	"github.com/procsvc/procsvc/internal/limits"
+	"github.com/procsvc/procsvc/internal/oidc"
 )
 
 // Config is every setting of `procsvc serve`.
@@ -54,6 +55,9 @@ type Config struct {
 	// connection's remote address.
 	ClientIPHeader string
 	Live           Live
+	// OIDC is the identity providers whose tokens authenticate people
+	// (internal/oidc; none by default: only pms_ tokens).
+	OIDC oidc.Config
 
 	// IdempotencyWorkspaceMB bounds the answers one workspace's
 	// Idempotency-Keys keep for replay (internal/idempotency).
@@ -221,6 +225,8 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		AI:                contentgen.Config{Provider: contentgen.ProviderTemplate, Timeout: contentgen.DefaultTimeout, MaxRetries: contentgen.DefaultMaxRetries},
 		RateLimit:         RateLimit{Rate: 50, Burst: 200},
 		AuthFailures:      AuthFailures{Rate: 5, Burst: 100},
+		OIDC: oidc.Config{ClockSkew: oidc.DefaultClockSkew, KeyRefetchInterval: oidc.DefaultKeyRefetchInterval,
+			UserinfoTTL: oidc.DefaultUserinfoTTL},
 		Live: Live{SubscriptionsPerToken: 20, Buffer: 64, ReplayLimit: 1000, WebSocketsPerToken: 20, MaxConnections: 10_000,
 			Recheck: 30 * time.Second, WriteTimeout: 15 * time.Second, FlushInterval: 40 * time.Millisecond, CacheMB: 16,
 			MemoryMB:               256,
@@ -322,6 +328,11 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		num(&c.Live.MemoryMB, "live-memory-mb", "PROCSVC_LIVE_MEMORY_MB", "live updates: memory for the renderings held for subscribers until they are written, live events and replayed ones (1 to 65536); past it, or past a workspace's share, the subscriptions asking for more end with unavailable, to resume later"),
 		num(&c.Live.WorkspaceMemoryMB, "live-workspace-memory-mb", "PROCSVC_LIVE_WORKSPACE_MEMORY_MB", "live updates: one workspace's share of --live-memory-mb (1 to --live-memory-mb; 0, the default: half of it)"),
 		list(&c.Live.WebSocketOrigins, "websocket-origins", "PROCSVC_WEBSOCKET_ORIGINS", "live updates: host patterns of web pages, besides this server's own host, allowed to open WebSockets, comma-separated (e.g. app.example.com,*.example.com)"),
+		list(&c.OIDC.Issuers, "oidc-issuer", "PROCSVC_OIDC_ISSUER", "sign-in: issuer URL of an OpenID Connect provider whose ID and access tokens authenticate people as the members invited with their verified email, discovered at its first token; https://, or http:// on loopback only; several comma-separated (default: none, only pms_ tokens)"),
+		list(&c.OIDC.Audiences, "oidc-audience", "PROCSVC_OIDC_AUDIENCE", "sign-in: client ids (or API audiences) a provider's JWT must be issued for, comma-separated; required with --oidc-issuer"),
+		dur(&c.OIDC.ClockSkew, "oidc-clock-skew", "PROCSVC_OIDC_CLOCK_SKEW", "sign-in: how far a provider token's exp and nbf may be off this server's clock (1s to 5m)"),
+		dur(&c.OIDC.KeyRefetchInterval, "oidc-key-refetch-interval", "PROCSVC_OIDC_KEY_REFETCH_INTERVAL", "sign-in: the least time between two fetches of a provider's keys (JWKS) on a token signed with a key id it lacks, or two attempts of its discovery (1s to 1h)"),
+		dur(&c.OIDC.UserinfoTTL, "oidc-userinfo-ttl", "PROCSVC_OIDC_USERINFO_TTL", "sign-in: how long a provider's userinfo answer about an opaque access token is reused, the longest a token revoked at the provider keeps working (1s to 1h)"),
 		workspaceRates(&c.RateLimit.Workspaces, "rate-limit-workspace", "PROCSVC_RATE_LIMIT_WORKSPACES", "per-token rate limit of one workspace's tokens, as WORKSPACE_ID=RATE/BURST, or WORKSPACE_ID=0 for none; repeat the flag, or separate with commas"),
 	}
 	for _, s := range settings {
@@ -407,6 +418,18 @@ func (c *Config) validate() error {
 	}
 	if c.AuthFailures.Rate > 0 && (c.AuthFailures.Burst < 1 || c.AuthFailures.Burst > 1_000_000) {
 		errs = append(errs, fmt.Errorf("invalid failure burst %d: use 1 to 1000000 (--auth-failure-burst, PROCSVC_AUTH_FAILURE_BURST)", c.AuthFailures.Burst))
+	}
+	if err := c.OIDC.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("%w (--oidc-issuer, --oidc-audience, PROCSVC_OIDC_ISSUER, PROCSVC_OIDC_AUDIENCE)", err))
+	}
+	if c.OIDC.ClockSkew < time.Second || c.OIDC.ClockSkew > 5*time.Minute {
+		errs = append(errs, fmt.Errorf("invalid clock skew %s: use 1s to 5m (--oidc-clock-skew, PROCSVC_OIDC_CLOCK_SKEW)", c.OIDC.ClockSkew))
+	}
+	if c.OIDC.KeyRefetchInterval < time.Second || c.OIDC.KeyRefetchInterval > time.Hour {
+		errs = append(errs, fmt.Errorf("invalid key refetch interval %s: use 1s to 1h (--oidc-key-refetch-interval, PROCSVC_OIDC_KEY_REFETCH_INTERVAL)", c.OIDC.KeyRefetchInterval))
+	}
+	if c.OIDC.UserinfoTTL < time.Second || c.OIDC.UserinfoTTL > time.Hour {
+		errs = append(errs, fmt.Errorf("invalid userinfo TTL %s: use 1s to 1h (--oidc-userinfo-ttl, PROCSVC_OIDC_USERINFO_TTL)", c.OIDC.UserinfoTTL))
 	}
 	if err := validHeaderName(c.ClientIPHeader); err != nil {
 		errs = append(errs, fmt.Errorf("invalid client IP header %q: %w (--client-ip-header, PROCSVC_CLIENT_IP_HEADER)", c.ClientIPHeader, err))

@@ -191,7 +191,10 @@ func routeOf(pattern string) string {
 func Authenticate(a *auth.Authenticator, writeErr ErrorWriter) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			v, err := a.Authenticate(r.Context(), r.Header.Get("Authorization"))
+			// The workspace a person of several picks (with an identity
+			// provider's token; a pms_ token names its own).
+			ctx := auth.WithWorkspaceChoice(r.Context(), r.Header.Get(auth.WorkspaceHeader))
+			v, err := a.Authenticate(ctx, r.Header.Get("Authorization"))
 			if err != nil {
 				if seconds, ok := auth.RetryAfter(err); ok {
 					w.Header().Set("Retry-After", strconv.FormatInt(seconds, 10))
@@ -200,7 +203,9 @@ func Authenticate(a *auth.Authenticator, writeErr ErrorWriter) func(http.Handler
 				return
 			}
 			Info(r.Context()).WorkspaceID = v.WorkspaceID.String()
-			next.ServeHTTP(w, r.WithContext(viewer.NewContext(r.Context(), v)))
+			// ctx keeps the workspace choice: a subscription's re-checks
+			// of its credential are made with it.
+			next.ServeHTTP(w, r.WithContext(viewer.NewContext(ctx, v)))
 		})
 	}
 }

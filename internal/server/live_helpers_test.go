@@ -24,6 +24,7 @@ import (
 
 	"github.com/procsvc/procsvc/graph/live"
 	"github.com/procsvc/procsvc/internal/apitest"
+	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
@@ -59,6 +60,8 @@ type liveConfig struct {
 	burst int
 	// clock is the rate limit's (nil: the time).
 	clock func() time.Time
+	// auth configures authentication (identity providers' tokens).
+	auth []auth.Option
 }
 
 // startLive serves db with a hub fed by the dialect's announcer: on
@@ -95,7 +98,7 @@ func startLive(t testing.TB, db *database.DB, cfg liveConfig) *liveServer {
 		t.Fatal(err)
 	}
 	h := server.NewHandler(server.Deps{DB: db, Service: svc, Log: log, ResponseCacheBytes: 16 << 20,
-		Hub: hub, Live: cfg.live, RateLimit: limiter, MaxResponseBytes: cfg.maxResponse})
+		Hub: hub, Live: cfg.live, RateLimit: limiter, MaxResponseBytes: cfg.maxResponse, Auth: cfg.auth})
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	// Before the server closes (cleanups run last first): ends the streams.
@@ -373,6 +376,12 @@ type sseStream struct {
 // other than 200 is returned with its body read, and no stream.
 func postSSE(t *testing.T, s *liveServer, token, query string, vars map[string]any) (*sseStream, int, []byte) {
 	t.Helper()
+	return postSSEWith(t, s, token, nil, query, vars)
+}
+
+// postSSEWith is postSSE with extra request headers.
+func postSSEWith(t *testing.T, s *liveServer, token string, header http.Header, query string, vars map[string]any) (*sseStream, int, []byte) {
+	t.Helper()
 	body := mustJSON(map[string]any{"query": query, "variables": vars})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -382,6 +391,9 @@ func postSSE(t *testing.T, s *liveServer, token, query string, vars map[string]a
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
+	for name, values := range header {
+		req.Header[name] = values
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

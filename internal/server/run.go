@@ -23,6 +23,7 @@ import (
 	"github.com/procsvc/procsvc/internal/events"
 	"github.com/procsvc/procsvc/internal/idempotency"
 	"github.com/procsvc/procsvc/internal/metrics"
+	"github.com/procsvc/procsvc/internal/oidc"
 	"github.com/procsvc/procsvc/internal/periodic"
 	"github.com/procsvc/procsvc/internal/playground"
 )
@@ -123,6 +124,15 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	if err := bootstrap(ctx, svc, cfg.BootstrapToken, out); err != nil {
 		return err
 	}
+	authOptions := []auth.Option{auth.WithFailureLimit(auth.FailureLimit{Rate: cfg.AuthFailures.Rate, Burst: cfg.AuthFailures.Burst})}
+	if cfg.OIDC.Enabled() {
+		verifier, err := oidc.New(cfg.OIDC)
+		if err != nil {
+			return err
+		}
+		authOptions = append(authOptions, auth.WithOIDC(verifier))
+		log.Info("sign-in with identity providers", "issuers", cfg.OIDC.Issuers, "audiences", cfg.OIDC.Audiences)
+	}
 	srv := &http.Server{
 		Handler: NewHandler(Deps{DB: db, Service: svc, Log: log, Metrics: m, ResponseCacheBytes: int64(cfg.ResponseCacheMB) << 20,
 			ResponseCacheWorkspaceBytes: int64(cfg.ResponseCacheWorkspaceMB) << 20,
@@ -133,7 +143,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 				Recheck: cfg.Live.Recheck, WriteTimeout: cfg.Live.WriteTimeout, FlushInterval: cfg.Live.FlushInterval, CacheBytes: int64(cfg.Live.CacheMB) << 20,
 				MemoryBytes: int64(cfg.Live.MemoryMB) << 20, WorkspaceMemoryBytes: int64(cfg.Live.WorkspaceMemoryMB) << 20,
 				OperationsPerWorkspace: cfg.Live.OperationsPerWorkspace},
-			Auth:           []auth.Option{auth.WithFailureLimit(auth.FailureLimit{Rate: cfg.AuthFailures.Rate, Burst: cfg.AuthFailures.Burst})},
+			Auth:           authOptions,
 			ClientIPHeader: cfg.ClientIPHeader, ReadYourWrites: cfg.ReadYourWrites,
 			DocumentCacheBytes: int64(cfg.DocumentCacheMB) << 20, DocumentCacheWorkspaceBytes: int64(cfg.DocumentCacheWorkspaceMB) << 20}),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,

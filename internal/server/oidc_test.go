@@ -1,0 +1,206 @@
+package server_test
+
+// People sign in with their identity provider, through the whole handler on
+// both databases: a real OpenID Provider (internal/oidctest) is signed in to
+// through its login form, and its tokens call REST and GraphQL (POST and
+// GET, a read and a write) as the member the person's verified email was
+// invited as; a person with no member is refused with the reason; removing
+// the member takes effect on the next request though the provider's token
+// is still valid; pms_ tokens work beside them.
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/procsvc/procsvc/internal/apitest"
+	"github.com/procsvc/procsvc/internal/auth"
+	"github.com/procsvc/procsvc/internal/database"
+	"github.com/procsvc/procsvc/internal/dbtest"
+	"github.com/procsvc/procsvc/internal/oidc"
+	"github.com/procsvc/procsvc/internal/oidctest"
+	"github.com/procsvc/procsvc/internal/server"
+)
+
+// request sends one request with a bearer and an optional workspace
+// choice, and returns the status and the body.
+func request(t *testing.T, s *apitest.Server, method, path, body, token, workspace string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, s.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if workspace != "" {
+		req.Header.Set(auth.WorkspaceHeader, workspace)
+	}
+	resp, err := s.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(raw)
+}
+
+func TestPeopleSignInWithTheirIdentityProvider(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		ctx := context.Background()
+		max := oidctest.User{Subject: "u-max", Username: "max", Password: "max-pw", Email: "member@sgn.example", EmailVerified: true}
+		eve := oidctest.User{Subject: "u-eve", Username: "eve", Password: "eve-pw", Email: "eve@elsewhere.example", EmailVerified: true}
+		p := oidctest.Start(t, max, eve)
+		verifier, err := oidc.New(oidc.Config{Issuers: []string{p.Issuer}, Audiences: []string{oidctest.ClientID},
+			HTTPClient: &http.Client{Timeout: 10 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := apitest.StartWith(t, db, server.Deps{Auth: []auth.Option{auth.WithOIDC(verifier)}})
+		w := s.NewWorkspace(t, "Signin", "SGN") // invites member@SGN.example as a MEMBER
+		s.NewWorkspace(t, "Elsewhere", "ELS")   // Max is no member of this one
+
+		maxTokens, err := p.SignIn(ctx, oidctest.ClientID, max.Username, max.Password)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, token := range map[string]string{"access token": maxTokens.AccessToken, "ID token": maxTokens.IDToken} {
+			// REST, as the member (without the header: Max has one workspace).
+			status, body := request(t, s, http.MethodGet, "/members/"+w.MemberID, "", token, "")
+			if status != http.StatusOK || !strings.Contains(body, `"member@sgn.example"`) {
+				t.Fatalf("%s: GET /members/{id}: %d %s", name, status, body)
+			}
+			// A write, as the member (the header naming the workspace).
+			status, body = request(t, s, http.MethodPost, "/projects", `{"name":"Signed in with `+name+`"}`, token, w.ID)
+			if status != http.StatusOK && status != http.StatusCreated {
+				t.Fatalf("%s: POST /projects: %d %s", name, status, body)
+			}
+			// GraphQL POST and GET: the viewer is the member.
+			status, body = request(t, s, http.MethodPost, "/graphql", `{"query":"{ viewer { id role email } }"}`, token, "")
+			if status != http.StatusOK || !strings.Contains(body, `"id":"`+w.MemberID+`"`) || !strings.Contains(body, `"role":"MEMBER"`) {
+				t.Fatalf("%s: GraphQL POST viewer: %d %s", name, status, body)
+			}
+			status, body = request(t, s, http.MethodGet, "/graphql?query="+url.QueryEscape("{ viewer { id } }"), "", token, "")
+			if status != http.StatusOK || !strings.Contains(body, w.MemberID) {
+				t.Fatalf("%s: GraphQL GET viewer: %d %s", name, status, body)
+			}
+		}
+		// The projects were written in the member's workspace: read back with a pms_ token.
+		status, body := request(t, s, http.MethodPost, "/graphql",
+			`{"query":"{ projects(first: 10) { nodes { name } } }"}`, w.MemberToken, "")
+		if status != http.StatusOK || !strings.Contains(body, "Signed in with access token") || !strings.Contains(body, "Signed in with ID token") {
+			t.Fatalf("the member's projects, read with a pms_ token: %d %s", status, body)
+		}
+
+		// A workspace Max is no member of, named: refused.
+		if status, body := request(t, s, http.MethodGet, "/projects", "", maxTokens.AccessToken, "00000000-0000-7000-8000-000000000001"); status != http.StatusUnauthorized {
+			t.Fatalf("a workspace of no member of his: %d %s", status, body)
+		}
+
+		// Eve signs in, but no member was invited with her email.
+		eveTokens, err := p.SignIn(ctx, oidctest.ClientID, eve.Username, eve.Password)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range []string{"/projects", "/graphql?query=" + url.QueryEscape("{ viewer { id } }")} {
+			status, body := request(t, s, http.MethodGet, path, "", eveTokens.IDToken, "")
+			if status != http.StatusUnauthorized || !strings.Contains(body, auth.NoMemberMessage) || !strings.Contains(body, `"unauthenticated"`) {
+				t.Fatalf("GET %s as a person with no member: %d %s", path, status, body)
+			}
+		}
+
+		// The admin removes Max's member: his next request is refused,
+		// though his provider's tokens are still valid.
+		status, body = request(t, s, http.MethodPost, "/graphql", `{"query":"mutation($id: ID!) { removeMember(id: $id) { id } }","variables":{"id":"`+w.MemberID+`"}}`, w.AdminToken, "")
+		if status != http.StatusOK || strings.Contains(body, `"errors"`) {
+			t.Fatalf("removeMember: %d %s", status, body)
+		}
+		for name, token := range map[string]string{"access token": maxTokens.AccessToken, "ID token": maxTokens.IDToken} {
+			status, body := request(t, s, http.MethodGet, "/projects", "", token, "")
+			var refusal struct {
+				Code, Reason string
+			}
+			_ = json.Unmarshal([]byte(body), &refusal)
+			if status != http.StatusBadRequest || refusal.Code != "disconnected" || refusal.Reason != "member_removed" {
+				t.Fatalf("%s after the removal: %d %s", name, status, body)
+			}
+		}
+		// pms_ tokens are unchanged: the viewer's still works.
+		if status, body := request(t, s, http.MethodGet, "/projects", "", w.ViewToken, ""); status != http.StatusOK {
+			t.Fatalf("a pms_ token beside them: %d %s", status, body)
+		}
+	})
+}
+
+// TestPersonSubscribesInEachOfTheirWorkspaces: one provider token, two
+// workspaces picked by X-Procsvc-Workspace, a Server-Sent Events
+// subscription in each: each hears its own workspace only, and removing
+// the person's member in one ends that subscription alone (its re-checks
+// are made, and shared, per workspace).
+func TestPersonSubscribesInEachOfTheirWorkspaces(t *testing.T) {
+	for _, dialect := range dbtest.Dialects(t) {
+		t.Run(dialect, func(t *testing.T) {
+			db, dsn := openDB(t, dialect)
+			max := oidctest.User{Subject: "u-max", Username: "max", Password: "max-pw", Email: "member@one.example", EmailVerified: true}
+			p := oidctest.Start(t, max)
+			verifier, err := oidc.New(oidc.Config{Issuers: []string{p.Issuer}, Audiences: []string{oidctest.ClientID},
+				HTTPClient: &http.Client{Timeout: 10 * time.Second}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := startLive(t, db, liveConfig{dsn: dsn, auth: []auth.Option{auth.WithOIDC(verifier)}})
+			one, two := s.NewWorkspace(t, "One", "ONE"), s.NewWorkspace(t, "Two", "TWO")
+			// Max is invited to Two too, by the same email.
+			r := s.GraphQL(t, two.AdminToken, `mutation { addMember(input: {name: "Max", email: "member@one.example"}) { id } }`, nil)
+			var added struct {
+				AddMember struct{ ID string } `json:"addMember"`
+			}
+			r.Decode(t, &added)
+			tokens, err := p.SignIn(context.Background(), oidctest.ClientID, max.Username, max.Password)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const events = `subscription { procedureEvents { kind procedure { name } } }`
+			open := func(workspace string) *sseStream {
+				t.Helper()
+				st, status, body := postSSEWith(t, s, tokens.AccessToken, http.Header{auth.WorkspaceHeader: {workspace}}, events, nil)
+				if status != http.StatusOK {
+					t.Fatalf("subscription in %s: %d %s", workspace, status, body)
+				}
+				return st
+			}
+			inOne, inTwo := open(one.ID), open(two.ID)
+			ready(t, s, 2)
+
+			createProcedure(t, s, one, one.AdminToken, "Only in One", "")
+			createProcedure(t, s, two, two.AdminToken, "Only in Two", "")
+			if e := string(inOne.next()); !strings.Contains(e, "Only in One") {
+				t.Fatalf("One's subscription heard %s", e)
+			}
+			if e := string(inTwo.next()); !strings.Contains(e, "Only in Two") {
+				t.Fatalf("Two's subscription heard %s", e)
+			}
+
+			// Max's member of One is removed: that subscription ends; Two's goes on.
+			gql(t, s, one.AdminToken, `mutation($id: ID!) { removeMember(id: $id) { id } }`, map[string]any{"id": one.MemberID})
+			for e := inOne.next(); e != nil; e = inOne.next() {
+				if strings.Contains(string(e), `"data"`) && !strings.Contains(string(e), `"errors"`) {
+					t.Fatalf("One's subscription after the removal: %s", e)
+				}
+			}
+			createProcedure(t, s, two, two.AdminToken, "Still in Two", "")
+			if e := string(inTwo.next()); !strings.Contains(e, "Still in Two") {
+				t.Fatalf("Two's subscription after One's removal heard %s", e)
+			}
+		})
+	}
+}
