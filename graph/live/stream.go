@@ -73,12 +73,12 @@ func (l *Live) open(ctx context.Context, exec graphql.GraphExecutor, oc *graphql
 	if v == nil {
 		return nil, gqlerror.List{l.present(ctx, apperr.New(apperr.Unauthenticated, "authentication required"))}
 	}
-	if err := l.acquire(v.TokenID); err != nil {
+	if err := l.acquire(v.Credential()); err != nil {
 		return nil, gqlerror.List{l.present(ctx, err)}
 	}
 	g, errs := l.join(ctx, exec, oc, v)
 	if errs != nil {
-		l.release(v.TokenID)
+		l.release(v.Credential())
 		return nil, errs
 	}
 	s := &stream{live: l, g: g, credential: credential, v: v, queue: make(chan streamEvent, l.opts.Buffer), wake: make(chan struct{}, 1)}
@@ -146,7 +146,7 @@ func (s *stream) close() {
 			drained = true
 		}
 	}
-	s.live.release(s.v.TokenID)
+	s.live.release(s.v.Credential())
 	s.live.leave(s.g)
 }
 

@@ -172,7 +172,7 @@ func (c *socket) serve() {
 	_ = c.conn.CloseNow()
 	c.endWrites()
 	if c.initialised.Load() {
-		c.live.closeSocket(c.viewer.TokenID)
+		c.live.closeSocket(c.viewer.Credential())
 	}
 }
 
@@ -521,7 +521,7 @@ func (c *socket) init(payload json.RawMessage) {
 		c.shut(CloseTooManyRequests, "Too many requests: "+string(apperr.RateLimited))
 		return
 	}
-	if err := l.openSocket(v.TokenID); err != nil {
+	if err := l.openSocket(v.Credential()); err != nil {
 		c.shut(CloseTooManyRequests, "Too many WebSockets for this token")
 		return
 	}

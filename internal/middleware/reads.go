@@ -80,7 +80,7 @@ func (rd *Reads) Middleware(writeErr func(http.ResponseWriter, *http.Request, er
 			ctx, written := consistency.WithWritten(r.Context())
 			v := viewer.FromContext(ctx)
 			if v != nil && rd.store.HasReadPool() && (r.Method == http.MethodGet || r.Method == http.MethodHead || consistency.RoutableToStandby(ctx)) {
-				min = max(min, rd.recent.Min(v.TokenID))
+				min = max(min, rd.recent.Min(v.Credential()))
 				switch rctx, version, ok := rd.store.ReadsAt(ctx, v.WorkspaceID); {
 				case !ok:
 					rd.unanswered.Add(1)
@@ -95,7 +95,7 @@ func (rd *Reads) Middleware(writeErr func(http.ResponseWriter, *http.Request, er
 			}
 			next.ServeHTTP(&versionWriter{ResponseWriter: w, written: written}, r.WithContext(ctx))
 			if v != nil {
-				rd.recent.Wrote(v.TokenID, written.Version())
+				rd.recent.Wrote(v.Credential(), written.Version())
 			}
 		})
 	}

@@ -114,7 +114,7 @@ func (l *Limiter) viewerBucket(v *viewer.Viewer) *bucket {
 	if v == nil {
 		return nil
 	}
-	return l.bucket(v.TokenID, v.WorkspaceID)
+	return l.bucket(v.Credential(), v.WorkspaceID)
 }
 
 type chargeKey struct{}

@@ -24,6 +24,7 @@ import (
 	"github.com/procsvc/procsvc/internal/dbtest"
 	"github.com/procsvc/procsvc/internal/oidc"
 	"github.com/procsvc/procsvc/internal/oidctest"
+	"github.com/procsvc/procsvc/internal/ratelimit"
 	"github.com/procsvc/procsvc/internal/server"
 )
 
@@ -202,5 +203,50 @@ func TestPersonSubscribesInEachOfTheirWorkspaces(t *testing.T) {
 				t.Fatalf("Two's subscription after One's removal heard %s", e)
 			}
 		})
+	}
+}
+
+// TestEachPersonHasTheirOwnLimits: a provider's token has no token id, so
+// limits key it by its member (viewer.Viewer.Credential). Two people of one
+// workspace have a rate-limit bucket each, as two pms_ tokens do: one
+// spending theirs leaves the other's whole. Keyed by the empty token id,
+// every provider token of the replica would share one bucket, across
+// workspaces.
+func TestEachPersonHasTheirOwnLimits(t *testing.T) {
+	db := dbtest.Open(t, "sqlite")
+	ctx := context.Background()
+	member := oidctest.User{Subject: "u-max", Username: "max", Password: "max-pw", Email: "member@lim.example", EmailVerified: true}
+	admin := oidctest.User{Subject: "u-ada", Username: "ada", Password: "ada-pw", Email: "admin@lim.example", EmailVerified: true}
+	p := oidctest.Start(t, member, admin)
+	verifier, err := oidc.New(oidc.Config{Issuers: []string{p.Issuer}, Audiences: []string{oidctest.ClientID},
+		HTTPClient: &http.Client{Timeout: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const burst = 3
+	limiter, err := ratelimit.New(ratelimit.Config{Limit: ratelimit.Limit{Rate: 0.001, Burst: burst}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := apitest.StartWith(t, db, server.Deps{RateLimit: limiter, Auth: []auth.Option{auth.WithOIDC(verifier)}})
+	w := s.NewWorkspace(t, "Limits", "LIM")
+	tokenOf := func(u oidctest.User) string {
+		tokens, err := p.SignIn(ctx, oidctest.ClientID, u.Username, u.Password)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tokens.AccessToken
+	}
+	maxToken, adaToken := tokenOf(member), tokenOf(admin)
+	for i := range burst {
+		if status, body := request(t, s, http.MethodGet, "/members/"+w.MemberID, "", maxToken, ""); status != http.StatusOK {
+			t.Fatalf("Max's request %d: %d %s", i+1, status, body)
+		}
+	}
+	if status, body := request(t, s, http.MethodGet, "/members/"+w.MemberID, "", maxToken, ""); status != http.StatusTooManyRequests {
+		t.Fatalf("Max's request past the burst: %d %s, want 429", status, body)
+	}
+	if status, body := request(t, s, http.MethodGet, "/members/"+w.MemberID, "", adaToken, ""); status != http.StatusOK {
+		t.Fatalf("Ada's first request, after Max spent his bucket: %d %s", status, body)
 	}
 }

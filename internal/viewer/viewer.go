@@ -64,6 +64,17 @@ type Viewer struct {
 	ExpiresAt time.Time
 }
 
+// Credential is what limits and read-your-writes key a caller by: the
+// token of a pms_ token, the member of an identity provider's token (one
+// person in one workspace: such a viewer has no TokenID). Two callers
+// never share it, and one caller's requests always have the same.
+func (v *Viewer) Credential() uuid.UUID {
+	if v.TokenID != uuid.Nil {
+		return v.TokenID
+	}
+	return v.MemberID
+}
+
 // ErrNoViewer is returned by tenant-scoped queries run without a viewer or
 // the system marker. It always indicates a programming error.
 var ErrNoViewer = errors.New("viewer: no viewer in context")
