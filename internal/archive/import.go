@@ -39,6 +39,11 @@ type ImportOptions struct {
 	BatchBytes int
 	// MaxLineBytes bounds a line (MaxLineBytes if 0; tests lower it).
 	MaxLineBytes int
+	// WebhookAllowPrivateAddresses lets webhook endpoints name private
+	// hosts, as serve's --webhook-allow-private-addresses lets their
+	// registration: an endpoint's URL passes the rule it would have to
+	// pass to be registered here.
+	WebhookAllowPrivateAddresses bool
 }
 
 // Imported is the outcome of an import.
@@ -99,7 +104,7 @@ func Validate(r io.Reader, opts ImportOptions) (*Validated, error) {
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = MaxLineBytes
 	}
-	c, err := validate(newLineReader(r, opts.MaxLineBytes))
+	c, err := validate(newLineReader(r, opts.MaxLineBytes), opts.WebhookAllowPrivateAddresses)
 	if err != nil {
 		return nil, err
 	}

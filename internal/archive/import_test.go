@@ -79,6 +79,10 @@ func TestImportRefusesABadArchiveAndWritesNothing(t *testing.T) {
 			{"out of order", join(append(append(append([][]byte{}, ls[:event+1]...), ls[2]), ls[event+1:]...)), dst, "a member record after event records"},
 			{"a bad enum", join(replaceIn(ls, proc, `"state":"[A-Z_]*"`, `"state":"DONE"`)), dst, `state "DONE" is not`},
 			{"a corrupt line near the end", join(replaceIn(ls, event, `"changes":`, `"changes":{`)), dst, "not a JSON object"},
+			// Registration's rule: no credentials in a URL lists show, no
+			// loopback or private host (unless the import is told).
+			{"a webhook URL with credentials", join(replaceIn(ls, lineOf(t, ls, "webhook"), `"url":"[^"]*"`, `"url":"https://user:pw@hooks.example.com/x"`)), dst, "must not contain a user name or password"},
+			{"a webhook URL on loopback", join(replaceIn(ls, lineOf(t, ls, "webhook"), `"url":"[^"]*"`, `"url":"http://127.0.0.1:9/x"`)), dst, "url: must not be a loopback address"},
 			{"after its trailer", append(append([]byte{}, good...), ls[2]...), dst, "a line after the trailer"},
 			{"its workspace already exists", good, src, "workspace already exists: " + w.ID},
 		} {
@@ -208,4 +212,24 @@ func dialectOf(db *database.DB) string {
 		return "postgres"
 	}
 	return "sqlite"
+}
+
+// TestImportTakesPrivateWebhooksWhenTold: a webhook endpoint on a private
+// host, refused by default (registration's rule), is imported with
+// WebhookAllowPrivateAddresses, as serve's --webhook-allow-private-addresses
+// lets such endpoints be registered.
+func TestImportTakesPrivateWebhooksWhenTold(t *testing.T) {
+	db := dbtest.Open(t, "sqlite")
+	src := apitest.Start(t, db)
+	w := src.NewWorkspace(t, "Acme", "ACME")
+	seed(t, src, w, 2)
+	ls := lines(export(t, src, w.AdminToken))
+	private := join(replaceIn(ls, lineOf(t, ls, "webhook"), `"url":"[^"]*"`, `"url":"http://10.1.2.3:8080/hook"`))
+	dst := apitest.Start(t, dbtest.Open(t, "sqlite"))
+	if _, err := archive.Import(context.Background(), dst.DB.Client, bytes.NewReader(private), archive.ImportOptions{}); err == nil {
+		t.Fatal("a private webhook host was imported without being allowed")
+	}
+	if _, err := archive.Import(context.Background(), dst.DB.Client, bytes.NewReader(private), archive.ImportOptions{WebhookAllowPrivateAddresses: true}); err != nil {
+		t.Fatalf("allowed: %v", err)
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/ent/procedure"
+	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/ids"
 	"github.com/procsvc/procsvc/internal/limits"
 )
@@ -165,16 +165,19 @@ type checked struct {
 	// workspace's token is theirs.
 	admin     *MemberRecord
 	lastEvent int64
-	sum       []byte
+	// privateWebhooks: webhook URLs may name private hosts
+	// (ImportOptions.WebhookAllowPrivateAddresses).
+	privateWebhooks bool
+	sum             []byte
 }
 
 // validate is the import's first pass: every line of the archive checked,
 // nothing written. Its memory is a line and the ids of the workspace's
 // members, projects (with their names), categories and procedures, about
 // 60 bytes each.
-func validate(lr *lineReader) (*checked, error) {
+func validate(lr *lineReader, privateWebhooks bool) (*checked, error) {
 	c := &checked{members: map[uuid.UUID]struct{}{}, projects: map[uuid.UUID]string{},
-		categories: map[uuid.UUID]struct{}{}, procedures: map[uuid.UUID]struct{}{}}
+		categories: map[uuid.UUID]struct{}{}, procedures: map[uuid.UUID]struct{}{}, privateWebhooks: privateWebhooks}
 	h, err := walk(lr, c.check)
 	if err != nil {
 		return nil, err
@@ -295,9 +298,12 @@ func (c *checked) check(_ int, typ string, rec any) error {
 		if err := all(id(ids.KindWebhook, "id", r.ID), at("createdAt", r.CreatedAt), at("updatedAt", r.UpdatedAt)); err != nil {
 			return err
 		}
-		u, err := url.Parse(r.URL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(r.URL) > 2048 {
-			return fmt.Errorf("url %q must be an http or https URL of at most 2048 bytes", r.URL)
+		// Registration's own rule (no credentials in the URL, no private
+		// host unless the server allows them): an archive is another
+		// procsvc's word, not this one's.
+		if err := core.CheckWebhookURL(r.URL, c.privateWebhooks); err != nil {
+			// Not the URL itself: it may hold a password.
+			return fmt.Errorf("%v", err)
 		}
 		var kinds []string
 		if err := json.Unmarshal(r.Kinds, &kinds); err != nil || kinds == nil {

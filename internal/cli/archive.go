@@ -128,7 +128,9 @@ func workspaceImport(ctx context.Context, args []string, env Env) error {
 			"is written, then written in one transaction: a refused or failed import leaves\n"+
 			"nothing. Webhook endpoints arrive disabled with a fresh secret. An archive whose\n"+
 			"workspace is already in the database is refused. A line may hold at most 4 MiB.", env)
+	var allowPrivate bool
 	fs.StringVar(&file, "file", "", "the archive to import (required)")
+	fs.BoolVar(&allowPrivate, "webhook-allow-private-addresses", false, "accept webhook endpoints on loopback, private and other non-public hosts, as serve's flag of that name does (the servers of this database must run with it for them to be sent to)")
 	d.Bind(fs)
 	if err := Parse(fs, args); err != nil {
 		return err
@@ -146,7 +148,7 @@ func workspaceImport(ctx context.Context, args []string, env Env) error {
 	}
 	// The whole archive is checked before the database is opened: a
 	// refused archive creates no database file and touches no database.
-	checked, err := archive.Validate(f, archive.ImportOptions{})
+	checked, err := archive.Validate(f, archive.ImportOptions{WebhookAllowPrivateAddresses: allowPrivate})
 	if err != nil {
 		return fmt.Errorf("import %s: %w (nothing was imported)", file, err)
 	}

@@ -93,6 +93,17 @@ type WebhookUpdate struct {
 	Enabled   Optional[bool]
 }
 
+// CheckWebhookURL is the rule an endpoint's URL passes when it is
+// registered (validWebhookURL), for what brings endpoints in from elsewhere:
+// a workspace archive's import, with the server's
+// --webhook-allow-private-addresses as allowPrivate.
+// Errors: validation_failed (url).
+func CheckWebhookURL(s string, allowPrivate bool) error {
+	val := &apperr.Validation{}
+	validWebhookURL(val, "url", s, allowPrivate)
+	return val.Err()
+}
+
 // validWebhookURL checks an endpoint's URL, trimmed: an absolute http or
 // https URL with a host (and a valid port, when it names one), no user
 // name or password (credentials belong in the signature's secret, not in a
