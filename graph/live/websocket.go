@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/auth"
 	"github.com/procsvc/procsvc/internal/middleware"
 	"github.com/procsvc/procsvc/internal/textclip"
 	"github.com/procsvc/procsvc/internal/viewer"
@@ -484,7 +485,8 @@ func forbidden(err error) string {
 
 // init authenticates connection_init: the payload's authorization
 // ("Bearer <token>", as browsers cannot set headers on a WebSocket), else
-// the upgrade request's Authorization header; then charges the
+// the upgrade request's Authorization header, in the payload's workspace
+// (else the header's, auth.WorkspaceHeader); then charges the
 // connection's rate limit and takes one of the token's WebSocket slots.
 // A refusal closes the socket: 4403 for the credential, 4429 for the rate
 // limit or the token's WebSockets.
@@ -504,7 +506,17 @@ func (c *socket) init(payload json.RawMessage) {
 			break
 		}
 	}
-	v, err := l.opts.Authenticate(c.ctx, credential)
+	// The workspace a person of several acts in, with an identity
+	// provider's token (docs/api.md, "Identity provider tokens"): the
+	// payload's workspace, else the upgrade request's header. Kept in the
+	// connection's context, so that every operation's re-check of the
+	// credential acts in the same workspace.
+	choice := c.req.Header.Get(auth.WorkspaceHeader)
+	if s, ok := p["workspace"].(string); ok && s != "" {
+		choice = s
+	}
+	ctx := auth.WithWorkspaceChoice(c.ctx, choice)
+	v, err := l.opts.Authenticate(ctx, credential)
 	if err != nil {
 		if c.legacy {
 			c.writeNow(message{raw: frame("connection_error", "", mustMarshal(l.present(c.ctx, err)))})
@@ -516,7 +528,7 @@ func (c *socket) init(payload json.RawMessage) {
 		c.shut(CloseForbidden, forbidden(err))
 		return
 	}
-	base, err := l.opts.Limiter.Connection(c.ctx, v)
+	base, err := l.opts.Limiter.Connection(ctx, v)
 	if err != nil {
 		c.shut(CloseTooManyRequests, "Too many requests: "+string(apperr.RateLimited))
 		return

@@ -203,13 +203,19 @@ func dialWS(t *testing.T, s *liveServer, header http.Header) (*websocket.Conn, *
 // payload; it does not wait for the acknowledgement.
 func connectWS(t *testing.T, s *liveServer, token string) *wsClient {
 	t.Helper()
+	return connectWSWith(t, s, map[string]any{"authorization": "Bearer " + token})
+}
+
+// connectWSWith is connectWS with connection_init's payload given.
+func connectWSWith(t *testing.T, s *liveServer, payload map[string]any) *wsClient {
+	t.Helper()
 	c, _, err := dialWS(t, s, nil)
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
 	w := &wsClient{t: t, c: c, msgs: make(chan wsMsg, 4096), closed: make(chan struct{})}
 	go w.read()
-	w.send(wsMsg{Type: "connection_init", Payload: mustJSON(map[string]any{"authorization": "Bearer " + token})})
+	w.send(wsMsg{Type: "connection_init", Payload: mustJSON(payload)})
 	return w
 }
 

@@ -250,3 +250,67 @@ func TestEachPersonHasTheirOwnLimits(t *testing.T) {
 		t.Fatalf("Ada's first request, after Max spent his bucket: %d %s", status, body)
 	}
 }
+
+// TestPersonSubscribesOverWebSocketInEachWorkspace: over a WebSocket, where
+// a browser sets no header, connection_init's payload names the workspace
+// beside the provider's token. A person of two workspaces opens a socket in
+// each and hears each workspace alone; a socket that names none is refused
+// (4403), as an HTTP request without X-Procsvc-Workspace is; removing the
+// person's member in one workspace closes that socket alone.
+func TestPersonSubscribesOverWebSocketInEachWorkspace(t *testing.T) {
+	for _, dialect := range dbtest.Dialects(t) {
+		t.Run(dialect, func(t *testing.T) {
+			db, dsn := openDB(t, dialect)
+			max := oidctest.User{Subject: "u-max", Username: "max", Password: "max-pw", Email: "member@one.example", EmailVerified: true}
+			p := oidctest.Start(t, max)
+			verifier, err := oidc.New(oidc.Config{Issuers: []string{p.Issuer}, Audiences: []string{oidctest.ClientID},
+				HTTPClient: &http.Client{Timeout: 10 * time.Second}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := startLive(t, db, liveConfig{dsn: dsn, auth: []auth.Option{auth.WithOIDC(verifier)}})
+			one, two := s.NewWorkspace(t, "One", "ONE"), s.NewWorkspace(t, "Two", "TWO")
+			gql(t, s, two.AdminToken, `mutation { addMember(input: {name: "Max", email: "member@one.example"}) { id } }`, nil)
+			tokens, err := p.SignIn(context.Background(), oidctest.ClientID, max.Username, max.Password)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bearer := "Bearer " + tokens.AccessToken
+
+			nameless := connectWSWith(t, s, map[string]any{"authorization": bearer})
+			if code := nameless.waitClosed(); code != 4403 || !strings.Contains(nameless.closeReason(), "unauthenticated") {
+				t.Fatalf("a socket naming no workspace: closed %d %q, want 4403 unauthenticated", code, nameless.closeReason())
+			}
+
+			const events = `subscription { procedureEvents { kind procedure { name } } }`
+			open := func(workspace string) *wsClient {
+				t.Helper()
+				w := connectWSWith(t, s, map[string]any{"authorization": bearer, "workspace": workspace})
+				if m := w.recv(); m.Type != "connection_ack" {
+					t.Fatalf("socket in %s: got %s %s, want connection_ack", workspace, m.Type, m.Payload)
+				}
+				w.subscribe("1", events, nil)
+				return w
+			}
+			inOne, inTwo := open(one.ID), open(two.ID)
+			ready(t, s, 2)
+			createProcedure(t, s, one, one.AdminToken, "Only in One", "")
+			createProcedure(t, s, two, two.AdminToken, "Only in Two", "")
+			if e := inOne.next("1"); e.Procedure == nil || e.Procedure.Name != "Only in One" {
+				t.Fatalf("One's socket heard %+v", e)
+			}
+			if e := inTwo.next("1"); e.Procedure == nil || e.Procedure.Name != "Only in Two" {
+				t.Fatalf("Two's socket heard %+v", e)
+			}
+
+			gql(t, s, one.AdminToken, `mutation($id: ID!) { removeMember(id: $id) { id } }`, map[string]any{"id": one.MemberID})
+			if code := inOne.waitClosed(); code != 4403 {
+				t.Fatalf("One's socket after the removal: closed %d (%s)", code, inOne.closeReason())
+			}
+			createProcedure(t, s, two, two.AdminToken, "Still in Two", "")
+			if e := inTwo.next("1"); e.Procedure == nil || e.Procedure.Name != "Still in Two" {
+				t.Fatalf("Two's socket after One's removal heard %+v", e)
+			}
+		})
+	}
+}
