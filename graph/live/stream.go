@@ -109,12 +109,18 @@ func (l *Live) open(ctx context.Context, exec graphql.GraphExecutor, oc *graphql
 
 // setViewer keeps v, the credential as last checked, and schedules the
 // next check: the re-check interval from now, or the token's expiry if
-// that comes first.
+// that comes first. A credential that passed its check although its
+// expiry has passed (a clock that disagrees) is checked again a second
+// later, not at once: never a loop of checks.
 func (s *stream) setViewer(v *viewer.Viewer) {
 	s.v = v
 	d := s.live.opts.Recheck
 	if !v.ExpiresAt.IsZero() {
-		d = min(d, max(time.Until(v.ExpiresAt)+10*time.Millisecond, 0))
+		until := time.Until(v.ExpiresAt)
+		if until < 0 {
+			until = expiredRecheck
+		}
+		d = min(d, until+10*time.Millisecond)
 	}
 	if s.check == nil {
 		s.check = time.AfterFunc(d, func() { s.due.Or(dueCheck); s.signal() })
@@ -122,6 +128,10 @@ func (s *stream) setViewer(v *viewer.Viewer) {
 	}
 	s.check.Reset(d)
 }
+
+// expiredRecheck is how soon a credential whose expiry has passed, but
+// that passed its check, is checked again.
+const expiredRecheck = time.Second
 
 // close ends the subscription and frees its slot. What its group handed
 // it and it did not send is given back.

@@ -298,7 +298,11 @@ func (v *Verifier) verifyJWT(ctx context.Context, raw string) (*Identity, error)
 	if tok.Subject == "" {
 		return nil, refused("it names no subject")
 	}
-	id := &Identity{Issuer: iss.url, Subject: tok.Subject, Expires: tok.Expiry}
+	// Expires is when this verifier stops taking the token: its exp and
+	// the skew. A long-lived connection re-checks its credential then; at
+	// exp alone the token would still pass, and the connection would
+	// re-check it again and again until the skew ran out.
+	id := &Identity{Issuer: iss.url, Subject: tok.Subject, Expires: tok.Expiry.Add(v.cfg.ClockSkew)}
 	if claims.Email != "" {
 		if !verifiedFlag(claims.Verified) {
 			return nil, refused("the provider has not verified its email")

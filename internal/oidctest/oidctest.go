@@ -192,6 +192,11 @@ func readPage(resp *http.Response, want int) (string, error) {
 	return string(body), nil
 }
 
+// SetTokenLife sets the life of the tokens the provider issues from now on,
+// access and ID tokens (five minutes until then): tests of what happens
+// when a token runs out.
+func (p *Provider) SetTokenLife(d time.Duration) { p.storage.tokenLife.Store(int64(d)) }
+
 // Sign signs claims with the provider's own signing key (RS256, its key
 // id), for tokens the provider would never issue (expired, another
 // audience, not yet valid ...): the hostile cases.

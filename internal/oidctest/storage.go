@@ -27,7 +27,9 @@ type storage struct {
 	codes        map[string]string // code → auth request id
 	tokens       map[string]*accessToken
 	key          signingKey
-	tokenLife    time.Duration
+	// tokenLife is the life of the tokens it issues, access and ID
+	// (Provider.SetTokenLife; five minutes).
+	tokenLife *atomic.Int64
 	// keysFetched counts KeySet calls: the keys endpoint (and the
 	// userinfo endpoint's check of a JWT access token, which this
 	// provider never issues).
@@ -65,11 +67,13 @@ func newStorage(users []User, clients ...*client) (*storage, error) {
 	}
 	s := &storage{users: map[string]User{}, clients: map[string]*client{}, authRequests: map[string]*authRequest{},
 		codes: map[string]string{}, tokens: map[string]*accessToken{},
-		key: signingKey{id: uuid.NewString(), key: key}, tokenLife: 5 * time.Minute}
+		key: signingKey{id: uuid.NewString(), key: key}, tokenLife: &atomic.Int64{}}
+	s.tokenLife.Store(int64(5 * time.Minute))
 	for _, u := range users {
 		s.users[u.Subject] = u
 	}
 	for _, c := range clients {
+		c.life = s.tokenLife
 		s.clients[c.id] = c
 	}
 	return s, nil
@@ -148,7 +152,7 @@ func (s *storage) CreateAccessToken(_ context.Context, r op.TokenRequest) (strin
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := &accessToken{subject: r.GetSubject(), scopes: r.GetScopes(), audience: r.GetAudience(),
-		expires: time.Now().Add(s.tokenLife)}
+		expires: time.Now().Add(time.Duration(s.tokenLife.Load()))}
 	if a, ok := r.(*authRequest); ok {
 		t.clientID = a.clientID
 	}
@@ -299,6 +303,8 @@ type client struct {
 	// claimsInIDToken asserts the userinfo claims (email) in the ID token;
 	// without it the ID token carries the subject only, as ZITADEL's do.
 	claimsInIDToken bool
+	// life is the provider's token life (storage.tokenLife).
+	life *atomic.Int64
 }
 
 func (c *client) GetID() string                       { return c.id }
@@ -312,7 +318,7 @@ func (c *client) ResponseTypes() []oidc.ResponseType {
 func (c *client) GrantTypes() []oidc.GrantType         { return []oidc.GrantType{oidc.GrantTypeCode} }
 func (c *client) LoginURL(id string) string            { return "/login?authRequestID=" + id }
 func (c *client) AccessTokenType() op.AccessTokenType  { return op.AccessTokenTypeBearer }
-func (c *client) IDTokenLifetime() time.Duration       { return 5 * time.Minute }
+func (c *client) IDTokenLifetime() time.Duration       { return time.Duration(c.life.Load()) }
 func (c *client) DevMode() bool                        { return true } // http:// redirect URIs on loopback
 func (c *client) IsScopeAllowed(string) bool           { return false }
 func (c *client) IDTokenUserinfoClaimsAssertion() bool { return c.claimsInIDToken }

@@ -314,3 +314,56 @@ func TestPersonSubscribesOverWebSocketInEachWorkspace(t *testing.T) {
 		})
 	}
 }
+
+// TestSubscriptionEndsWithItsProviderTokenAndResumes: a subscription opened
+// with a provider's JWT is closed 4403 once the token runs out (its exp and
+// the verifier's skew), having checked it once then, not in a loop; the
+// person signs in again and resumes from the last version they saw, and
+// hears what was written while they were away (the change log).
+func TestSubscriptionEndsWithItsProviderTokenAndResumes(t *testing.T) {
+	db, dsn := openDB(t, "sqlite")
+	max := oidctest.User{Subject: "u-max", Username: "max", Password: "max-pw", Email: "member@exp.example", EmailVerified: true}
+	p := oidctest.Start(t, max)
+	const life, skew = 2 * time.Second, 500 * time.Millisecond
+	verifier, err := oidc.New(oidc.Config{Issuers: []string{p.Issuer}, Audiences: []string{oidctest.ClientID},
+		ClockSkew: skew, HTTPClient: &http.Client{Timeout: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startLive(t, db, liveConfig{dsn: dsn, auth: []auth.Option{auth.WithOIDC(verifier)}})
+	w := s.NewWorkspace(t, "Expiry", "EXP")
+	p.SetTokenLife(life)
+	signIn := func() string {
+		tokens, err := p.SignIn(context.Background(), oidctest.ClientID, max.Username, max.Password)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tokens.IDToken // a JWT: its expiry is its own
+	}
+	const events = `subscription($after: Int) { procedureEvents(afterVersion: $after) { kind workspaceVersion procedure { name } } }`
+	first := openWS(t, s, signIn())
+	first.subscribe("1", events, nil)
+	ready(t, s, 1)
+	createProcedure(t, s, w, w.AdminToken, "Before expiry", "")
+	seen := first.next("1")
+	if seen.Procedure == nil || seen.Procedure.Name != "Before expiry" {
+		t.Fatalf("heard %+v", seen)
+	}
+	statements := s.DB.Statements()
+	if code := first.waitClosed(); code != 4403 {
+		t.Fatalf("at the token's expiry the socket closed %d (%s), want 4403", code, first.closeReason())
+	}
+	// One check at the expiry, refused before the database; a check
+	// that passed within the skew would have been repeated at once, a
+	// statement each time, until the skew ran out.
+	if n := s.DB.Statements() - statements; n > 5 {
+		t.Fatalf("%d statements while the subscription waited for its token's expiry: its credential was checked in a loop", n)
+	}
+	createProcedure(t, s, w, w.AdminToken, "While away", "")
+
+	again := openWS(t, s, signIn())
+	again.subscribe("1", events, map[string]any{"after": seen.WorkspaceVersion})
+	if e := again.next("1"); e.Procedure == nil || e.Procedure.Name != "While away" {
+		t.Fatalf("resumed after version %d, heard %+v", seen.WorkspaceVersion, e)
+	}
+}
