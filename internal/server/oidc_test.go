@@ -367,3 +367,55 @@ func TestSubscriptionEndsWithItsProviderTokenAndResumes(t *testing.T) {
 		t.Fatalf("resumed after version %d, heard %+v", seen.WorkspaceVersion, e)
 	}
 }
+
+// TestProviderTokensRetryWritesWithAnIdempotencyKey: a write retried with
+// its Idempotency-Key under a provider's token is answered from the first
+// (Idempotent-Replayed), and written once; the key belongs to the member,
+// whatever credential they present it with.
+func TestProviderTokensRetryWritesWithAnIdempotencyKey(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		max := oidctest.User{Subject: "u-max", Username: "max", Password: "max-pw", Email: "member@idm.example", EmailVerified: true}
+		p := oidctest.Start(t, max)
+		verifier, err := oidc.New(oidc.Config{Issuers: []string{p.Issuer}, Audiences: []string{oidctest.ClientID},
+			HTTPClient: &http.Client{Timeout: 10 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := apitest.StartWith(t, db, server.Deps{Auth: []auth.Option{auth.WithOIDC(verifier)}})
+		w := s.NewWorkspace(t, "Keys", "IDM")
+		tokens, err := p.SignIn(context.Background(), oidctest.ClientID, max.Username, max.Password)
+		if err != nil {
+			t.Fatal(err)
+		}
+		post := func(token string) (int, string, string) {
+			req, err := http.NewRequest(http.MethodPost, s.URL+"/projects", strings.NewReader(`{"name":"Once"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Idempotency-Key", "create-once")
+			resp, err := s.HTTP.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			raw, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(raw), resp.Header.Get("Idempotent-Replayed")
+		}
+		status, first, _ := post(tokens.AccessToken)
+		if status != http.StatusCreated && status != http.StatusOK {
+			t.Fatalf("first: %d %s", status, first)
+		}
+		for name, token := range map[string]string{"the access token again": tokens.AccessToken, "the ID token": tokens.IDToken, "the member's pms_ token": w.MemberToken} {
+			status, again, replayed := post(token)
+			if again != first || replayed != "true" {
+				t.Fatalf("retried with %s: %d %s (replayed %q), want the first answer replayed: %s", name, status, again, replayed, first)
+			}
+		}
+		status, body := request(t, s, http.MethodGet, "/projects", "", w.MemberToken, "")
+		if status != http.StatusOK || strings.Count(body, `"Once"`) != 1 {
+			t.Fatalf("projects after the retries: %d %s", status, body)
+		}
+	})
+}
