@@ -25,7 +25,7 @@ import (
 	"github.com/procsvc/procsvc/ent/workspace"
 	"github.com/procsvc/procsvc/internal/apperr"
 	"github.com/procsvc/procsvc/internal/database"
-	"github.com/procsvc/procsvc/internal/oidc"
+	"github.com/procsvc/procsvc/internal/identity"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -54,7 +54,7 @@ type Authenticator struct {
 	failures *failureLimiter
 	refused  *refusedSecrets
 	// oidc, when set, verifies identity providers' tokens (WithOIDC).
-	oidc *oidc.Verifier
+	oidc identity.Verifier
 }
 
 // Option configures an Authenticator.

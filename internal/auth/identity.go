@@ -11,7 +11,7 @@ import (
 
 	"github.com/procsvc/procsvc/ent/member"
 	"github.com/procsvc/procsvc/internal/apperr"
-	"github.com/procsvc/procsvc/internal/oidc"
+	"github.com/procsvc/procsvc/internal/identity"
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
@@ -28,7 +28,7 @@ const NoMemberMessage = "no member with this email in any workspace"
 // WithOIDC makes the Authenticator accept the tokens of the identity
 // providers v trusts besides pms_ tokens (none without it: a bearer that
 // is not a pms_ token is refused as malformed, as before).
-func WithOIDC(v *oidc.Verifier) Option { return func(a *Authenticator) { a.oidc = v } }
+func WithOIDC(v identity.Verifier) Option { return func(a *Authenticator) { a.oidc = v } }
 
 type workspaceChoiceKey struct{}
 
@@ -154,7 +154,7 @@ func pickMember(members []linkedMember, choice string, chosen uuid.UUID) (linked
 
 // linkedMembers reads the members linked to id's person, removed ones too
 // (their refusal says so), with their workspaces' versions.
-func (a *Authenticator) linkedMembers(ctx context.Context, id *oidc.Identity) ([]linkedMember, error) {
+func (a *Authenticator) linkedMembers(ctx context.Context, id *identity.Identity) ([]linkedMember, error) {
 	b := entsql.Dialect(a.db.Dialect)
 	m, w := b.Table(member.Table).As("m"), b.Table("workspaces").As("w")
 	query, args := b.Select(m.C(member.FieldID), m.C(member.FieldWorkspaceID), m.C(member.FieldRole), m.C(member.FieldRemovedAt), w.C("version")).
@@ -190,7 +190,7 @@ const maxLinkedMembers = 100
 // link links id's person to every member not removed and not linked yet
 // whose email is id's verified email, and returns how many it linked. The
 // link is not shown by the API, so it bumps no workspace version.
-func (a *Authenticator) link(ctx context.Context, id *oidc.Identity) (int64, error) {
+func (a *Authenticator) link(ctx context.Context, id *identity.Identity) (int64, error) {
 	b := entsql.Dialect(a.db.Dialect)
 	query, args := b.Update(member.Table).
 		Set(member.FieldOidcIssuer, id.Issuer).Set(member.FieldOidcSubject, id.Subject).

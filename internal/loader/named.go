@@ -61,6 +61,13 @@ var (
 		member.FieldCreatedAt, member.FieldRemovedAt, "", ""}
 )
 
+// unread are the columns namedReader leaves out on purpose: what no answer
+// shows, that a record served by the loaders never needs. A member's link to
+// an identity provider's person is internal/auth's, read there.
+var unread = map[string][]string{
+	member.Table: {member.FieldOidcIssuer, member.FieldOidcSubject},
+}
+
 // The kinds, the first column of every row.
 const (
 	kindProject = iota + 1

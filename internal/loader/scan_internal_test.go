@@ -23,7 +23,8 @@ func TestCommentColumns(t *testing.T) {
 
 // namedReader scans categories, members and projects by hand: a column
 // added to one of their schemas must be given a slot (and a scan), or its
-// records would be served without it.
+// records would be served without it, unless it is listed as unread (with
+// why) in named.go.
 func TestNamedColumns(t *testing.T) {
 	for _, c := range []struct {
 		table       string
@@ -39,7 +40,7 @@ func TestNamedColumns(t *testing.T) {
 				got = append(got, s)
 			}
 		}
-		want := slices.Clone(c.want)
+		want := slices.DeleteFunc(slices.Clone(c.want), func(col string) bool { return slices.Contains(unread[c.table], col) })
 		slices.Sort(got)
 		slices.Sort(want)
 		if !slices.Equal(got, want) {

@@ -34,6 +34,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/procsvc/procsvc/internal/apperr"
+	"github.com/procsvc/procsvc/internal/identity"
 )
 
 // Defaults of Config, and the bounds of what a caller controls.
@@ -148,7 +149,8 @@ func (c Config) Check() error {
 	return nil
 }
 
-// Identity is the person a provider's token stands for.
+// Identity is the person a provider's token stands for, as this package
+// works it out (Verify answers identity.Identity).
 type Identity struct {
 	Issuer, Subject string
 	// Email is the provider's verified email, or "" when the token says
@@ -235,7 +237,16 @@ func LooksLikeJWT(token string) bool { return strings.Count(token, ".") == 2 }
 // access token resolved through the userinfo endpoint.
 // Errors: unauthenticated (a token refused), unavailable (a provider that
 // did not answer).
-func (v *Verifier) Verify(ctx context.Context, token string) (*Identity, error) {
+func (v *Verifier) Verify(ctx context.Context, token string) (*identity.Identity, error) {
+	id, err := v.verify(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	return &identity.Identity{Issuer: id.Issuer, Subject: id.Subject, Email: id.Email, Expires: id.Expires}, nil
+}
+
+// verify is Verify, with the identity as this package keeps it.
+func (v *Verifier) verify(ctx context.Context, token string) (*Identity, error) {
 	if len(token) > MaxTokenBytes {
 		return nil, refused("longer than %d bytes", MaxTokenBytes)
 	}
