@@ -120,6 +120,11 @@ main(async () => {
     const target = answer.data.procedures.nodes[0];
     if (!target) throw new Error('the workspace has no procedure (serve on an empty database seeds one)');
     log(`query ran as ${answer.data.viewer.name} (${answer.data.viewer.role})`);
+    if (process.env.SCREENSHOT) {
+      const signedIn = process.env.SCREENSHOT.replace(/\.png$/, '') + '-signed-in.png';
+      await page.screenshot({ path: signedIn });
+      log(`screenshot saved to ${signedIn}`);
+    }
 
     // A subscription over the same-origin WebSocket with the provider's token.
     await setEditor(page, QUERY_SEL, SUBSCRIPTION);
