@@ -90,6 +90,15 @@ main(async () => {
     const connectSrc = /connect-src ([^;]*)/.exec(csp)?.[1] ?? '';
     if (connectSrc !== `'self' ${issuerOrigin}`) throw new Error(`connect-src is ${JSON.stringify(connectSrc)}, want 'self' ${issuerOrigin}`);
 
+    // An answer this tab never asked for (no state kept, or another one)
+    // is refused with a reason, and leaves the address bar.
+    await page.goto(`${origin}/playground?code=forged&state=forged`, { waitUntil: 'load' });
+    const refusal = await page.waitForSelector('.procsvc-sign-in-error');
+    if (!/state does not match/.test(await refusal.textContent())) throw new Error(`forged answer: ${await refusal.textContent()}`);
+    if (new URL(page.url()).search !== '') throw new Error(`the forged code stayed in the address bar: ${page.url()}`);
+    if (await page.evaluate((k) => sessionStorage.getItem(k), TOKEN_KEY)) throw new Error('a token was kept from a forged answer');
+    log('an answer with a state this tab did not make is refused');
+
     // Sign in through the provider's own login page.
     await page.click('button.procsvc-sign-in');
     await page.waitForURL((u) => u.origin === issuerOrigin);

@@ -185,17 +185,36 @@ function KeptToken() {
   );
 }
 
+function SignInButton({ label }) {
+  return (
+    <button
+      type="button"
+      className="procsvc-sign-in"
+      onClick={() => {
+        signInError.set('');
+        signIn(signInCfg).catch((err) => signInError.set(`Sign-in failed: ${err && err.message ? err.message : err}.`));
+      }}
+    >
+      {label}
+    </button>
+  );
+}
+
 // SignInStatus is TokenStatus with an identity provider configured: who is
 // signed in and a Sign out button, or a Sign in button (beside the pasted
 // token's status, if there is one), and why the last sign-in failed.
 function SignInStatus({ token }) {
   const error = useValue(signInError);
+  const { status } = useValue(schemaState);
   const who = signedInAs(token);
   if (who) {
+    // The provider's token runs out (procsvc then refuses it, and the
+    // schema fails to load): offer a fresh sign-in beside Sign out.
     return (
       <span className="procsvc-hint procsvc-signed-in">
         Signed in as <strong className="procsvc-who">{who}</strong>: the provider&apos;s token is kept in this
         browser tab until it closes (sessionStorage).{' '}
+        {status === 'failed' ? <SignInButton label="Sign in again" /> : null}
         <button
           type="button"
           className="procsvc-sign-out"
@@ -211,16 +230,7 @@ function SignInStatus({ token }) {
   }
   return (
     <span className="procsvc-hint procsvc-sign-in-status">
-      <button
-        type="button"
-        className="procsvc-sign-in"
-        onClick={() => {
-          signInError.set('');
-          signIn(signInCfg).catch((err) => signInError.set(`Sign-in failed: ${err && err.message ? err.message : err}.`));
-        }}
-      >
-        Sign in
-      </button>{' '}
+      <SignInButton label="Sign in" />{' '}
       {error ? (
         <span className="procsvc-sign-in-error" role="alert">
           {error}
