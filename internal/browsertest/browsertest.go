@@ -84,7 +84,7 @@ func BrowserAvailable() (bool, string) {
 	if _, err := os.Stat(filepath.Join(root, "web", "node_modules", "playwright-core", "package.json")); err != nil {
 		return false, "web/node_modules/playwright-core is not installed (cd web && npm ci)"
 	}
-	for _, name := range []string{"harness.mjs", "playground.test.mjs", "subscription.test.mjs", "refusal.test.mjs"} {
+	for _, name := range []string{"harness.mjs", "playground.test.mjs", "subscription.test.mjs", "refusal.test.mjs", "signin.test.mjs"} {
 		if _, err := os.Stat(filepath.Join(root, "web", "e2e", name)); err != nil {
 			return false, "web/e2e/" + name + " is missing"
 		}
@@ -143,7 +143,29 @@ func RunRefusalBrowserTest(ctx context.Context, baseURL, token, screenshot strin
 	return runE2E(ctx, "refusal.test.mjs", baseURL, token, screenshot)
 }
 
-func runE2E(ctx context.Context, name, baseURL, token, screenshot string) error {
+// SignIn is who signs in through the playground's Sign in button
+// (RunSignInBrowserTest): a user of the identity provider at Issuer, and
+// the email the provider has verified for them.
+type SignIn struct {
+	Issuer, Username, Password, Email string
+}
+
+// RunSignInBrowserTest runs web/e2e/signin.test.mjs with node against the
+// procsvc at baseURL, started with Issuer as its --oidc-issuer and a
+// --oidc-playground-client-id registered there: under the same checks as
+// RunBrowserTest (but for requests to the provider's origin, which is also
+// the only one connect-src names), it invites who.Email as a member with
+// token (an admin's), clicks Sign in, fills the provider's login form,
+// comes back signed in (the email shown, the provider's token in
+// sessionStorage and the headers), runs a query as that member and a
+// subscription that shows the event of a write, then signs out.
+func RunSignInBrowserTest(ctx context.Context, baseURL, token string, who SignIn, screenshot string) error {
+	return runE2E(ctx, "signin.test.mjs", baseURL, token, screenshot,
+		"PLAYGROUND_ISSUER="+who.Issuer, "PLAYGROUND_USER="+who.Username, "PLAYGROUND_PASSWORD="+who.Password,
+		"PLAYGROUND_EMAIL="+who.Email)
+}
+
+func runE2E(ctx context.Context, name, baseURL, token, screenshot string, env ...string) error {
 	root, err := RepoRoot()
 	if err != nil {
 		return err
@@ -155,6 +177,7 @@ func runE2E(ctx context.Context, name, baseURL, token, screenshot string) error 
 		"PLAYGROUND_URL="+strings.TrimRight(baseURL, "/"),
 		"PLAYGROUND_TOKEN="+token,
 	)
+	cmd.Env = append(cmd.Env, env...)
 	if screenshot != "" {
 		cmd.Env = append(cmd.Env, "SCREENSHOT="+screenshot)
 	}

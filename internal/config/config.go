@@ -58,6 +58,10 @@ type Config struct {
 	// OIDC is the identity providers whose tokens authenticate people
 	// (internal/oidc; none by default: only pms_ tokens).
 	OIDC oidc.Config
+	// PlaygroundClientID is the client id, at the first OIDC issuer, of
+	// the public client the playground's Sign in button uses (empty: no
+	// button).
+	PlaygroundClientID string
 
 	// IdempotencyWorkspaceMB bounds the answers one workspace's
 	// Idempotency-Keys keep for replay (internal/idempotency).
@@ -333,6 +337,7 @@ func (c *Config) FlagSet(name string, out io.Writer) (*flag.FlagSet, func(Getenv
 		dur(&c.OIDC.ClockSkew, "oidc-clock-skew", "PROCSVC_OIDC_CLOCK_SKEW", "sign-in: how far a provider token's exp and nbf may be off this server's clock (1s to 5m)"),
 		dur(&c.OIDC.KeyRefetchInterval, "oidc-key-refetch-interval", "PROCSVC_OIDC_KEY_REFETCH_INTERVAL", "sign-in: the least time between two fetches of a provider's keys (JWKS) on a token signed with a key id it lacks, or two attempts of its discovery (1s to 1h)"),
 		dur(&c.OIDC.UserinfoTTL, "oidc-userinfo-ttl", "PROCSVC_OIDC_USERINFO_TTL", "sign-in: how long a provider's userinfo answer about an opaque access token is reused, the longest a token revoked at the provider keeps working (1s to 1h)"),
+		str(&c.PlaygroundClientID, "oidc-playground-client-id", "PROCSVC_OIDC_PLAYGROUND_CLIENT_ID", "sign-in: client id of a public client (authorization code with PKCE, redirect URI this server's /playground URL) at the first --oidc-issuer, for the playground's Sign in button (default: none, no button)"),
 		workspaceRates(&c.RateLimit.Workspaces, "rate-limit-workspace", "PROCSVC_RATE_LIMIT_WORKSPACES", "per-token rate limit of one workspace's tokens, as WORKSPACE_ID=RATE/BURST, or WORKSPACE_ID=0 for none; repeat the flag, or separate with commas"),
 	}
 	for _, s := range settings {
@@ -421,6 +426,9 @@ func (c *Config) validate() error {
 	}
 	if err := c.OIDC.Check(); err != nil {
 		errs = append(errs, fmt.Errorf("%w (--oidc-issuer, --oidc-audience, PROCSVC_OIDC_ISSUER, PROCSVC_OIDC_AUDIENCE)", err))
+	}
+	if c.PlaygroundClientID != "" && !c.OIDC.Enabled() {
+		errs = append(errs, errors.New("a playground client id is set without an OIDC issuer: set --oidc-issuer too (--oidc-playground-client-id, PROCSVC_OIDC_PLAYGROUND_CLIENT_ID)"))
 	}
 	if c.OIDC.ClockSkew < time.Second || c.OIDC.ClockSkew > 5*time.Minute {
 		errs = append(errs, fmt.Errorf("invalid clock skew %s: use 1s to 5m (--oidc-clock-skew, PROCSVC_OIDC_CLOCK_SKEW)", c.OIDC.ClockSkew))

@@ -50,12 +50,39 @@ func TestOIDCSettingsRefused(t *testing.T) {
 		{"an audience without an issuer", []string{"--oidc-audience", "app"}, nil, "without an issuer"},
 		{"skew over the bound", []string{"--oidc-clock-skew", "10m"}, nil, "--oidc-clock-skew"},
 		{"refetch interval under the bound", []string{"--oidc-key-refetch-interval", "10ms"}, nil, "--oidc-key-refetch-interval"},
+		{"a playground client id without an issuer", []string{"--oidc-playground-client-id", "playground"}, nil, "--oidc-playground-client-id"},
 		{"userinfo TTL over the bound", nil, map[string]string{"PROCSVC_OIDC_USERINFO_TTL": "2h"}, "PROCSVC_OIDC_USERINFO_TTL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parse(tc.args, tc.env)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestPlaygroundClientID: the playground's client id comes from the flag or
+// the environment, and is empty (no Sign in button) by default.
+func TestPlaygroundClientID(t *testing.T) {
+	issuer := []string{"--oidc-issuer", "https://idp.example.com", "--oidc-audience", "playground"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"default: none", issuer, nil, ""},
+		{"flag", append(slices.Clone(issuer), "--oidc-playground-client-id", "playground"), nil, "playground"},
+		{"environment", issuer, map[string]string{"PROCSVC_OIDC_PLAYGROUND_CLIENT_ID": "web"}, "web"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parse(tc.args, tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.PlaygroundClientID != tc.want {
+				t.Fatalf("PlaygroundClientID %q, want %q", c.PlaygroundClientID, tc.want)
 			}
 		})
 	}

@@ -39,7 +39,9 @@ type User struct {
 
 // Client ids of the provider's public clients, both redirecting to RedirectURI.
 const (
-	// ClientID's ID tokens carry the user's email claims.
+	// ClientID's ID tokens carry the user's email claims. It also
+	// redirects to PlaygroundRedirectURIs: procsvc's playground served on
+	// a test's loopback port.
 	ClientID = "procsvc-playground"
 	// SubjectOnlyClientID's ID tokens carry the subject only (as
 	// ZITADEL's): the email is known through the userinfo endpoint.
@@ -47,6 +49,11 @@ const (
 	// RedirectURI is never served: SignIn stops at the redirect to it.
 	RedirectURI = "http://127.0.0.1/callback"
 )
+
+// PlaygroundRedirectURIs are the redirect URIs ClientID accepts besides
+// RedirectURI, as globs: /playground on any port of loopback, where a test
+// serves procsvc's playground (its Sign in button redirects back there).
+var PlaygroundRedirectURIs = []string{"http://127.0.0.1:*/playground", "http://localhost:*/playground"}
 
 // Provider is a running OpenID Provider.
 type Provider struct {
@@ -78,7 +85,7 @@ var loginForm = template.Must(template.New("login").Parse(`<!doctype html>
 func Start(t testing.TB, users ...User) *Provider {
 	t.Helper()
 	st, err := newStorage(users,
-		&client{id: ClientID, redirectURI: RedirectURI, claimsInIDToken: true},
+		&client{id: ClientID, redirectURI: RedirectURI, claimsInIDToken: true, redirectGlobs: PlaygroundRedirectURIs},
 		&client{id: SubjectOnlyClientID, redirectURI: RedirectURI})
 	if err != nil {
 		t.Fatal(err)

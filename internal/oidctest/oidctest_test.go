@@ -2,6 +2,9 @@ package oidctest_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -48,6 +51,35 @@ func TestSignInThroughTheLoginForm(t *testing.T) {
 		}
 		if info.Subject != "u-ada" || info.Email != "ada@example.com" || !info.EmailVerified {
 			t.Errorf("userinfo %+v", info)
+		}
+	}
+}
+
+// TestPlaygroundRedirects: ClientID accepts procsvc's playground on any
+// loopback port as its redirect URI (the authorization request goes on to
+// the login form), and no other page, on loopback or not.
+func TestPlaygroundRedirects(t *testing.T) {
+	p := oidctest.Start(t)
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for redirect, ok := range map[string]bool{
+		"http://127.0.0.1:41234/playground":     true,
+		"http://localhost:8080/playground":      true,
+		"http://127.0.0.1:41234/elsewhere":      false,
+		"http://127.0.0.1:41234/playground/x":   false,
+		"https://evil.example.com/playground":   false,
+		"http://evil.example.com:80/playground": false,
+	} {
+		q := url.Values{"client_id": {oidctest.ClientID}, "response_type": {"code"}, "scope": {"openid email"},
+			"redirect_uri": {redirect}, "state": {"s"}, "code_challenge": {strings.Repeat("a", 43)}, "code_challenge_method": {"S256"}}
+		resp, err := noFollow.Get(p.Issuer + "/authorize?" + q.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		toLogin := resp.StatusCode == http.StatusFound && strings.HasPrefix(resp.Header.Get("Location"), "/login?")
+		if toLogin != ok {
+			t.Errorf("%s: status %d, Location %q, want the login form: %v\n%s", redirect, resp.StatusCode, resp.Header.Get("Location"), ok, body)
 		}
 	}
 }

@@ -305,13 +305,17 @@ type client struct {
 	claimsInIDToken bool
 	// life is the provider's token life (storage.tokenLife).
 	life *atomic.Int64
+	// redirectGlobs are further redirect URIs it accepts, as globs.
+	redirectGlobs []string
 }
 
-func (c *client) GetID() string                       { return c.id }
-func (c *client) RedirectURIs() []string              { return []string{c.redirectURI} }
-func (c *client) PostLogoutRedirectURIs() []string    { return nil }
-func (c *client) ApplicationType() op.ApplicationType { return op.ApplicationTypeUserAgent }
-func (c *client) AuthMethod() oidc.AuthMethod         { return oidc.AuthMethodNone }
+func (c *client) GetID() string                        { return c.id }
+func (c *client) RedirectURIs() []string               { return []string{c.redirectURI} }
+func (c *client) PostLogoutRedirectURIs() []string     { return nil }
+func (c *client) RedirectURIGlobs() []string           { return c.redirectGlobs }
+func (c *client) PostLogoutRedirectURIGlobs() []string { return nil }
+func (c *client) ApplicationType() op.ApplicationType  { return op.ApplicationTypeUserAgent }
+func (c *client) AuthMethod() oidc.AuthMethod          { return oidc.AuthMethodNone }
 func (c *client) ResponseTypes() []oidc.ResponseType {
 	return []oidc.ResponseType{oidc.ResponseTypeCode}
 }

@@ -9,7 +9,12 @@
 //	mux.Handle(playground.Path, h)
 //	mux.Handle(playground.Path+"/", h)
 //
-// The page talks to the same-origin /graphql endpoint.
+// The page talks to the same-origin /graphql endpoint. With an identity
+// provider configured (NewHandler's SignIn), it also signs people in there:
+// the page learns the issuer and its client id from meta tags, and its
+// Content-Security-Policy admits the issuer's origin, and no other, for the
+// provider's discovery, token and userinfo requests (docs/api.md, "The
+// playground's Sign in button").
 package playground
 
 import (
@@ -21,8 +26,10 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"html"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"path"
 	"regexp"
 	"strconv"
@@ -43,18 +50,25 @@ const Path = "/playground"
 // style props, codemirror) need no allowance, so 'unsafe-inline' is not used.
 // connect-src 'self' also admits ws: and wss: to the page's own host and
 // port (CSP Level 3), which is how the page runs subscriptions on /graphql;
-// the browser test runs one.
-func contentSecurityPolicy(styleNonce string) string {
+// the browser test runs one. issuerOrigin, when set, is the identity
+// provider's origin the Sign in button talks to (discovery, token exchange,
+// userinfo: fetches, so connect-src alone); going to the provider's login
+// page and back is a top-level navigation, which no directive here governs.
+func contentSecurityPolicy(styleNonce, issuerOrigin string) string {
 	styleSrc := "'self'"
 	if styleNonce != "" {
 		styleSrc += " 'nonce-" + styleNonce + "'"
+	}
+	connectSrc := "'self'"
+	if issuerOrigin != "" {
+		connectSrc += " " + issuerOrigin
 	}
 	return "default-src 'self'; " +
 		"script-src 'self'; " +
 		"style-src " + styleSrc + "; " +
 		"img-src 'self' data:; " +
 		"font-src 'self' data:; " +
-		"connect-src 'self'; " +
+		"connect-src " + connectSrc + "; " +
 		"worker-src 'none'; " +
 		"object-src 'none'; " +
 		"base-uri 'none'; " +
@@ -65,6 +79,43 @@ func contentSecurityPolicy(styleNonce string) string {
 // noncePlaceholder is what web/build.mjs leaves in index.html's csp-nonce
 // meta tag for the handler to replace on every response.
 const noncePlaceholder = "__CSP_NONCE__"
+
+// The placeholders web/build.mjs leaves in index.html's procsvc-oidc-issuer
+// and procsvc-oidc-client-id meta tags, replaced once by NewHandler (with
+// nothing when no provider is configured: the page then shows no Sign in
+// button).
+const (
+	issuerPlaceholder   = "__OIDC_ISSUER__"
+	clientIDPlaceholder = "__OIDC_CLIENT_ID__"
+)
+
+// SignIn is the identity provider the playground's Sign in button uses: an
+// OpenID Connect issuer (discovery at Issuer/.well-known/openid-configuration)
+// and the client id of a public client registered there for the
+// authorization-code flow with PKCE, whose redirect URI is the playground's
+// own URL (https://procsvc.example.com/playground). The zero value: no
+// button.
+type SignIn struct {
+	Issuer, ClientID string
+}
+
+// issuerOrigin is the origin of s's issuer (scheme://host[:port]) for the
+// Content-Security-Policy; it refuses what cannot be one.
+func (s SignIn) issuerOrigin() (string, error) {
+	u, err := url.Parse(s.Issuer)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+		return "", fmt.Errorf("playground: issuer %q is not an absolute http(s) URL", s.Issuer)
+	}
+	origin := u.Scheme + "://" + strings.ToLower(u.Host)
+	// A source expression ends at white space, ';' or ','; nothing of the
+	// kind may come from a flag into the policy.
+	if !cspHost.MatchString(strings.ToLower(u.Host)) {
+		return "", fmt.Errorf("playground: issuer %q has a host the Content-Security-Policy cannot name", s.Issuer)
+	}
+	return origin, nil
+}
+
+var cspHost = regexp.MustCompile(`^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:[0-9]{1,5})?$`)
 
 //go:embed dist
 var distFS embed.FS
@@ -116,6 +167,8 @@ func (a *asset) gzipBody() []byte {
 type handler struct {
 	page   [2][]byte         // index.html around noncePlaceholder
 	assets map[string]*asset // by file name under dist/
+	// issuerOrigin is the sign-in provider's origin ("" without one).
+	issuerOrigin string
 }
 
 var (
@@ -124,15 +177,48 @@ var (
 	loadErr  error
 )
 
-// Handler returns the playground's handler. It panics if the embedded bundle
-// is missing its index.html (a broken build of web/), which the package's
-// tests catch.
+// Handler returns the playground's handler, without sign-in. It panics if
+// the embedded bundle is missing its index.html (a broken build of web/),
+// which the package's tests catch.
 func Handler() http.Handler {
+	h, err := NewHandler(SignIn{})
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+// NewHandler returns the playground's handler with a Sign in button for s
+// (none for the zero SignIn). It refuses an issuer without a client id or
+// the reverse, and an issuer that is not an http(s) URL.
+func NewHandler(s SignIn) (http.Handler, error) {
 	loadOnce.Do(func() { loaded, loadErr = load(distFS) })
 	if loadErr != nil {
-		panic(loadErr)
+		return nil, loadErr
 	}
-	return loaded
+	if (s.Issuer == "") != (s.ClientID == "") {
+		return nil, fmt.Errorf("playground: sign-in needs both an issuer and a client id (got issuer %q, client id %q)", s.Issuer, s.ClientID)
+	}
+	return loaded.withSignIn(s)
+}
+
+// withSignIn is h with s's issuer and client id in the page's meta tags and
+// its origin in the policy.
+func (h *handler) withSignIn(s SignIn) (*handler, error) {
+	out := *h
+	if s.Issuer != "" {
+		origin, err := s.issuerOrigin()
+		if err != nil {
+			return nil, err
+		}
+		out.issuerOrigin = origin
+	}
+	fill := func(b []byte) []byte {
+		b = bytes.ReplaceAll(b, []byte(issuerPlaceholder), []byte(html.EscapeString(s.Issuer)))
+		return bytes.ReplaceAll(b, []byte(clientIDPlaceholder), []byte(html.EscapeString(s.ClientID)))
+	}
+	out.page = [2][]byte{fill(h.page[0]), fill(h.page[1])}
+	return &out, nil
 }
 
 func load(fsys fs.FS) (*handler, error) {
@@ -178,6 +264,11 @@ func load(fsys fs.FS) (*handler, error) {
 	if !ok || bytes.Contains(after, []byte(noncePlaceholder)) {
 		return nil, fmt.Errorf("playground: index.html must hold %s exactly once; run web/build.sh", noncePlaceholder)
 	}
+	for _, p := range []string{issuerPlaceholder, clientIDPlaceholder} {
+		if bytes.Count(page.body, []byte(p)) != 1 {
+			return nil, fmt.Errorf("playground: index.html must hold %s exactly once; run web/build.sh", p)
+		}
+	}
 	h.page = [2][]byte{before, after}
 	delete(h.assets, "index.html") // served at Path only
 	return h, nil
@@ -185,7 +276,7 @@ func load(fsys fs.FS) (*handler, error) {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
-	hdr.Set("Content-Security-Policy", contentSecurityPolicy(""))
+	hdr.Set("Content-Security-Policy", contentSecurityPolicy("", h.issuerOrigin))
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	hdr.Set("Referrer-Policy", "no-referrer")
 	hdr.Set("X-Frame-Options", "DENY")
@@ -252,7 +343,7 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
 	body := make([]byte, 0, len(h.page[0])+len(nonce)+len(h.page[1]))
 	body = append(append(append(body, h.page[0]...), nonce...), h.page[1]...)
 	hdr := w.Header()
-	hdr.Set("Content-Security-Policy", contentSecurityPolicy(nonce))
+	hdr.Set("Content-Security-Policy", contentSecurityPolicy(nonce, h.issuerOrigin))
 	hdr.Set("Content-Type", contentTypes[".html"])
 	hdr.Set("Cache-Control", "no-store")
 	hdr.Set("Content-Length", strconv.Itoa(len(body)))

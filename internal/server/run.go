@@ -133,6 +133,17 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		authOptions = append(authOptions, auth.WithOIDC(verifier))
 		log.Info("sign-in with identity providers", "issuers", cfg.OIDC.Issuers, "audiences", cfg.OIDC.Audiences)
 	}
+	// The playground signs in at the first issuer (docs/api.md, "The
+	// playground's Sign in button"); a bad pairing is refused here, in one
+	// line, before the handler is built.
+	var playgroundSignIn playground.SignIn
+	if cfg.PlaygroundClientID != "" && cfg.OIDC.Enabled() {
+		playgroundSignIn = playground.SignIn{Issuer: cfg.OIDC.Issuers[0], ClientID: cfg.PlaygroundClientID}
+		if _, err := playground.NewHandler(playgroundSignIn); err != nil {
+			return err
+		}
+		log.Info("playground sign-in", "issuer", playgroundSignIn.Issuer, "client_id", playgroundSignIn.ClientID)
+	}
 	srv := &http.Server{
 		Handler: NewHandler(Deps{DB: db, Service: svc, Log: log, Metrics: m, ResponseCacheBytes: int64(cfg.ResponseCacheMB) << 20,
 			ResponseCacheWorkspaceBytes: int64(cfg.ResponseCacheWorkspaceMB) << 20,
@@ -143,7 +154,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 				Recheck: cfg.Live.Recheck, WriteTimeout: cfg.Live.WriteTimeout, FlushInterval: cfg.Live.FlushInterval, CacheBytes: int64(cfg.Live.CacheMB) << 20,
 				MemoryBytes: int64(cfg.Live.MemoryMB) << 20, WorkspaceMemoryBytes: int64(cfg.Live.WorkspaceMemoryMB) << 20,
 				OperationsPerWorkspace: cfg.Live.OperationsPerWorkspace},
-			Auth:           authOptions,
+			Auth: authOptions, PlaygroundSignIn: playgroundSignIn,
 			ClientIPHeader: cfg.ClientIPHeader, ReadYourWrites: cfg.ReadYourWrites,
 			DocumentCacheBytes: int64(cfg.DocumentCacheMB) << 20, DocumentCacheWorkspaceBytes: int64(cfg.DocumentCacheWorkspaceMB) << 20}),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,

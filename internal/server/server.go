@@ -88,6 +88,9 @@ type Deps struct {
 	// GraphQL documents (parsed, and persisted queries) the replica keeps,
 	// and one workspace's share of them (0: gqlhttp's defaults).
 	DocumentCacheBytes, DocumentCacheWorkspaceBytes int64
+	// PlaygroundSignIn is the identity provider of the playground's Sign
+	// in button (the zero value: no button).
+	PlaygroundSignIn playground.SignIn
 	// Loader tunes the loaders (loader.WithoutShared: the benchmarks that
 	// weigh the shared edges, docs/caching.md).
 	Loader []loader.Option
@@ -206,7 +209,10 @@ func NewHandler(d Deps) *Handler {
 		w.Header().Set("Allow", "GET, HEAD")
 		restErr(w, r, apperr.New(apperr.MethodNotAllowed, "%s is not allowed on %s; allowed: GET, HEAD", r.Method, archive.Path))
 	})
-	pg := playground.Handler()
+	pg, err := playground.NewHandler(d.PlaygroundSignIn)
+	if err != nil {
+		panic(err) // run checks it first (PlaygroundSignIn's caller)
+	}
 	mux.Handle(playground.Path, pg)
 	mux.Handle(playground.Path+"/", pg)
 	mux.HandleFunc("GET /{$}", serveIndex)

@@ -13,6 +13,9 @@ import { chromium } from 'playwright-core';
 export const TIMEOUT_MS = Number(process.env.PLAYGROUND_TIMEOUT_MS || 30000);
 export const baseURL = (process.env.PLAYGROUND_URL || '').replace(/\/+$/, '');
 export const token = process.env.PLAYGROUND_TOKEN || '';
+// issuer is the identity provider the playground signs in with
+// (signin.test.mjs): its origin is the one other origin the page may reach.
+export const issuer = (process.env.PLAYGROUND_ISSUER || '').replace(/\/+$/, '');
 const screenshot = process.env.SCREENSHOT || '';
 const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
 
@@ -89,6 +92,7 @@ export async function runPlaygroundTest(body) {
     throw new Error('set PLAYGROUND_URL (e.g. http://127.0.0.1:8080) and PLAYGROUND_TOKEN');
   }
   const origin = new URL(baseURL).origin;
+  const issuerOrigin = issuer ? new URL(issuer).origin : '';
   const wsOrigin = origin.replace(/^http/, 'ws');
   const pageURL = `${baseURL}/playground`;
 
@@ -128,7 +132,7 @@ export async function runPlaygroundTest(body) {
       } catch {
         reqOrigin = '(unparseable)';
       }
-      if (reqOrigin !== origin) foreign.push(url);
+      if (reqOrigin !== origin && reqOrigin !== issuerOrigin) foreign.push(url);
     });
     context.on('requestfailed', (req) => failedRequests.push(`${req.url()}: ${req.failure()?.errorText}`));
 
@@ -178,7 +182,7 @@ export async function runPlaygroundTest(body) {
       throw new Error(`headers editor is not prefilled with the token placeholder: ${headerBefore}`);
     }
 
-    await body({ page, context, origin, wsOrigin, sockets });
+    await body({ page, context, origin, wsOrigin, sockets, csp, requests });
 
     if (screenshot) {
       await page.waitForTimeout(300); // let the panes settle for the picture
@@ -190,7 +194,7 @@ export async function runPlaygroundTest(body) {
     if (pageErrors.length > 0) throw new Error(`uncaught errors in the page:\n  ${pageErrors.join('\n  ')}`);
     if (cspViolations.length > 0) throw new Error(`Content-Security-Policy violations:\n  ${[...new Set(cspViolations)].join('\n  ')}`);
     if (foreign.length > 0) throw new Error(`the page made requests to other origins:\n  ${foreign.join('\n  ')}`);
-    log(`${requests.length} requests, all to ${origin}`);
+    log(`${requests.length} requests, all to ${origin}${issuerOrigin ? ` or the identity provider, ${issuerOrigin}` : ''}`);
   } catch (err) {
     log(`requests made:\n  ${requests.join('\n  ')}`);
     if (failedRequests.length > 0) log(`failed requests:\n  ${failedRequests.join('\n  ')}`);

@@ -118,11 +118,15 @@ async function tokenEverywhere(page, context, tok) {
 }
 
 main(() =>
-  runPlaygroundTest(async ({ page, context, origin, sockets }) => {
+  runPlaygroundTest(async ({ page, context, origin, sockets, csp }) => {
     const starter = await editorValue(page, QUERY_SEL);
     for (const want of ['go run ./cmd/procsvc', 'viewer', 'totalCount']) {
       if (!starter.includes(want)) throw new Error(`starter query lacks ${JSON.stringify(want)}`);
     }
+    // No identity provider configured: no Sign in button, no other origin
+    // in the policy (signin.test.mjs covers the configured page).
+    if ((await page.locator('button.procsvc-sign-in').count()) !== 0) throw new Error('a Sign in button with no identity provider configured');
+    if (!/connect-src 'self';/.test(csp)) throw new Error(`connect-src names more than 'self' with no identity provider: ${csp}`);
 
     // 1. Nothing run yet: no error anywhere but where it explains itself.
     await page.waitForSelector(RESULT_SEL);

@@ -9,6 +9,7 @@ import { setNonce } from 'get-nonce';
 import { createProcsvcFetcher } from './fetcher.js';
 import { DOCS_PLUGIN, EXPLORER_PLUGIN } from './panes.jsx';
 import { loadSchema, schemaState } from './schema.js';
+import { completeSignIn, signIn, signInConfig, signOut, signedInAs } from './signin.js';
 import { createValue, useValue } from './state.js';
 import {
   TOKEN_PLACEHOLDER,
@@ -77,6 +78,12 @@ const storage = tokenFreeStorage();
 
 // sessionToken is the token kept for this tab (token.js).
 const sessionToken = createValue(loadToken());
+
+// signInCfg is the identity provider of the Sign in button (signin.js),
+// null when the server configured none: then the page is as it always was.
+const signInCfg = signInConfig();
+// signInError says why the last sign-in failed ('' when it did not).
+const signInError = createValue('');
 
 // How long the headers editor must rest before its text counts: a paste is
 // one change, typing many.
@@ -147,6 +154,7 @@ function HeadersWatcher() {
 // reload drops them all (the query and tabs are kept, without it).
 function TokenStatus() {
   const token = useValue(sessionToken);
+  if (signInCfg) return <SignInStatus token={token} />;
   if (!token) {
     return (
       <span className="procsvc-hint">
@@ -155,6 +163,10 @@ function TokenStatus() {
       </span>
     );
   }
+  return <KeptToken />;
+}
+
+function KeptToken() {
   return (
     <span className="procsvc-hint procsvc-token-status">
       Your token is kept in this browser tab until it closes (sessionStorage: no cookie, nothing saved across
@@ -169,6 +181,65 @@ function TokenStatus() {
       >
         Forget token
       </button>
+    </span>
+  );
+}
+
+function SignInButton({ label }) {
+  return (
+    <button
+      type="button"
+      className="procsvc-sign-in"
+      onClick={() => {
+        signInError.set('');
+        signIn(signInCfg).catch((err) => signInError.set(`Sign-in failed: ${err && err.message ? err.message : err}.`));
+      }}
+    >
+      {label}
+    </button>
+  );
+}
+
+// SignInStatus is TokenStatus with an identity provider configured: who is
+// signed in and a Sign out button, or a Sign in button (beside the pasted
+// token's status, if there is one), and why the last sign-in failed.
+function SignInStatus({ token }) {
+  const error = useValue(signInError);
+  const { status } = useValue(schemaState);
+  const who = signedInAs(token);
+  if (who) {
+    // The provider's token runs out (procsvc then refuses it, and the
+    // schema fails to load): offer a fresh sign-in beside Sign out.
+    return (
+      <span className="procsvc-hint procsvc-signed-in">
+        Signed in as <strong className="procsvc-who">{who}</strong>: the provider&apos;s token is kept in this
+        browser tab until it closes (sessionStorage).{' '}
+        {status === 'failed' ? <SignInButton label="Sign in again" /> : null}
+        <button
+          type="button"
+          className="procsvc-sign-out"
+          onClick={() => {
+            signOut();
+            window.location.reload();
+          }}
+        >
+          Sign out
+        </button>
+      </span>
+    );
+  }
+  return (
+    <span className="procsvc-hint procsvc-sign-in-status">
+      <SignInButton label="Sign in" />{' '}
+      {error ? (
+        <span className="procsvc-sign-in-error" role="alert">
+          {error}
+        </span>
+      ) : token ? (
+        <KeptToken />
+      ) : (
+        <>with your identity provider, or paste a token into Headers; either is kept until this browser tab closes.</>
+      )}
     </span>
   );
 }
@@ -198,4 +269,18 @@ function Playground() {
   );
 }
 
-createRoot(document.getElementById('playground')).render(<Playground />);
+function render() {
+  createRoot(document.getElementById('playground')).render(<Playground />);
+}
+
+if (signInCfg) {
+  // Back from the provider's login page: exchange the code before GraphiQL
+  // reads the session's token into its headers.
+  completeSignIn(signInCfg).then((error) => {
+    signInError.set(error);
+    sessionToken.set(loadToken());
+    render();
+  });
+} else {
+  render();
+}
