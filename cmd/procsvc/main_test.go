@@ -422,46 +422,30 @@ func TestPlaygroundInRealBrowser(t *testing.T) {
 		}
 		t.Skipf("no browser: %s (bash .ci/browser-test.sh installs one)", why)
 	}
-	dbURL := "sqlite://" + filepath.Join(t.TempDir(), "procsvc.db")
-	var out, errOut syncBuffer
-	ready := make(chan string, 1)
-	e := env(map[string]string{"DATABASE_URL": dbURL, "PROCSVC_ADDR": "127.0.0.1:0"}, &out, &errOut)
-	e.Ready = func(addr string) { ready <- addr }
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan int, 1)
-	go func() { done <- cli.Run(ctx, []string{"serve"}, e) }()
-	var addr string
-	select {
-	case addr = <-ready:
-	case code := <-done:
-		t.Fatalf("serve exited with %d: %s", code, errOut.String())
-	}
+	base, out := startServe(t, "serve", "sqlite://"+filepath.Join(t.TempDir(), "procsvc.db"))
 	m := tokenLine.FindStringSubmatch(out.String())
 	if m == nil {
 		t.Fatalf("no token printed:\n%s", out.String())
 	}
 	shot := filepath.Join(browsertest.ScreenshotDir(t), "procsvc-playground.png")
-	bctx, bcancel := context.WithTimeout(ctx, 3*time.Minute)
+	bctx, bcancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer bcancel()
-	if err := browsertest.RunBrowserTest(bctx, "http://"+addr, m[1], shot); err != nil {
+	if err := browsertest.RunBrowserTest(bctx, base, m[1], shot); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", shot)
 	// The same page runs a subscription over a same-origin WebSocket and
 	// shows the event of a write made meanwhile (web/e2e/subscription.test.mjs).
 	subShot := strings.TrimSuffix(shot, ".png") + "-subscription.png"
-	if err := browsertest.RunSubscriptionBrowserTest(bctx, "http://"+addr, m[1], subShot); err != nil {
+	if err := browsertest.RunSubscriptionBrowserTest(bctx, base, m[1], subShot); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", subShot)
 	// A revoked, an expired and a removed member's token: the playground
 	// says which (web/e2e/refusal.test.mjs). The printed token is an admin's.
 	refusalShot := strings.TrimSuffix(shot, ".png") + "-refusal.png"
-	if err := browsertest.RunRefusalBrowserTest(bctx, "http://"+addr, m[1], refusalShot); err != nil {
+	if err := browsertest.RunRefusalBrowserTest(bctx, base, m[1], refusalShot); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", refusalShot)
-	cancel()
-	<-done
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -121,9 +122,17 @@ func (r *readmeRun) serve(where string) {
 // startServe runs serve in-process on databaseURL and a free port until t
 // ends, and returns its base URL and what it prints on stdout.
 func startServe(t *testing.T, where, databaseURL string) (base string, stdout *syncBuffer) {
+	return startServeWith(t, where, map[string]string{"DATABASE_URL": databaseURL})
+}
+
+// startServeWith is startServe with the environment vars (DATABASE_URL
+// among them), on a free port.
+func startServeWith(t *testing.T, where string, vars map[string]string) (base string, stdout *syncBuffer) {
 	var out, errOut syncBuffer
 	ready := make(chan string, 1)
-	e := env(map[string]string{"DATABASE_URL": databaseURL, "PROCSVC_ADDR": "127.0.0.1:0"}, &out, &errOut)
+	all := map[string]string{"PROCSVC_ADDR": "127.0.0.1:0"}
+	maps.Copy(all, vars)
+	e := env(all, &out, &errOut)
 	e.Ready = func(addr string) { ready <- addr }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)

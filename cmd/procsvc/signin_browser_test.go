@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/procsvc/procsvc/internal/browsertest"
-	"github.com/procsvc/procsvc/internal/cli"
 	"github.com/procsvc/procsvc/internal/oidctest"
 )
 
@@ -29,34 +28,19 @@ func TestPlaygroundSignsInInRealBrowser(t *testing.T) {
 	}
 	ada := oidctest.User{Subject: "u-ada", Username: "ada", Password: "correct horse", Email: "ada@example.com", EmailVerified: true}
 	provider := oidctest.Start(t, ada)
-	var out, errOut syncBuffer
-	ready := make(chan string, 1)
-	e := env(map[string]string{"DATABASE_URL": "sqlite://" + filepath.Join(t.TempDir(), "procsvc.db"), "PROCSVC_ADDR": "127.0.0.1:0",
+	base, out := startServeWith(t, "serve", map[string]string{"DATABASE_URL": "sqlite://" + filepath.Join(t.TempDir(), "procsvc.db"),
 		"PROCSVC_OIDC_ISSUER": provider.Issuer, "PROCSVC_OIDC_AUDIENCE": oidctest.ClientID,
-		"PROCSVC_OIDC_PLAYGROUND_CLIENT_ID": oidctest.ClientID}, &out, &errOut)
-	e.Ready = func(addr string) { ready <- addr }
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan int, 1)
-	go func() { done <- cli.Run(ctx, []string{"serve"}, e) }()
-	var addr string
-	select {
-	case addr = <-ready:
-	case code := <-done:
-		t.Fatalf("serve exited with %d: %s", code, errOut.String())
-	}
+		"PROCSVC_OIDC_PLAYGROUND_CLIENT_ID": oidctest.ClientID})
 	m := tokenLine.FindStringSubmatch(out.String())
 	if m == nil {
 		t.Fatalf("no token printed:\n%s", out.String())
 	}
 	shot := filepath.Join(browsertest.ScreenshotDir(t), "procsvc-playground-signin.png")
-	bctx, bcancel := context.WithTimeout(ctx, 3*time.Minute)
+	bctx, bcancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer bcancel()
 	who := browsertest.SignIn{Issuer: provider.Issuer, Username: ada.Username, Password: ada.Password, Email: ada.Email}
-	if err := browsertest.RunSignInBrowserTest(bctx, "http://"+addr, m[1], who, shot); err != nil {
+	if err := browsertest.RunSignInBrowserTest(bctx, base, m[1], who, shot); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", shot)
-	cancel()
-	<-done
 }

@@ -28,6 +28,18 @@ import (
 	"github.com/procsvc/procsvc/internal/server"
 )
 
+// trusting is a verifier of p's tokens for its ClientID, with the clock
+// skew given (0: the default).
+func trusting(t *testing.T, p *oidctest.Provider, skew time.Duration) *oidc.Verifier {
+	t.Helper()
+	verifier, err := oidc.New(oidc.Config{Issuers: []string{p.Issuer}, Audiences: []string{oidctest.ClientID},
+		ClockSkew: skew, HTTPClient: &http.Client{Timeout: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return verifier
+}
+
 // request sends one request with a bearer and an optional workspace
 // choice, and returns the status and the body.
 func request(t *testing.T, s *apitest.Server, method, path, body, token, workspace string) (int, string) {
@@ -61,11 +73,7 @@ func TestPeopleSignInWithTheirIdentityProvider(t *testing.T) {
 		max := oidctest.User{Subject: "u-max", Username: "max", Password: "max-pw", Email: "member@sgn.example", EmailVerified: true}
 		eve := oidctest.User{Subject: "u-eve", Username: "eve", Password: "eve-pw", Email: "eve@elsewhere.example", EmailVerified: true}
 		p := oidctest.Start(t, max, eve)
-		verifier, err := oidc.New(oidc.Config{Issuers: []string{p.Issuer}, Audiences: []string{oidctest.ClientID},
-			HTTPClient: &http.Client{Timeout: 10 * time.Second}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		verifier := trusting(t, p, 0)
 		s := apitest.StartWith(t, db, server.Deps{Auth: []auth.Option{auth.WithOIDC(verifier)}})
 		w := s.NewWorkspace(t, "Signin", "SGN") // invites member@SGN.example as a MEMBER
 		s.NewWorkspace(t, "Elsewhere", "ELS")   // Max is no member of this one
@@ -153,11 +161,7 @@ func TestPersonSubscribesInEachOfTheirWorkspaces(t *testing.T) {
 			db, dsn := openDB(t, dialect)
 			max := oidctest.User{Subject: "u-max", Username: "max", Password: "max-pw", Email: "member@one.example", EmailVerified: true}
 			p := oidctest.Start(t, max)
-			verifier, err := oidc.New(oidc.Config{Issuers: []string{p.Issuer}, Audiences: []string{oidctest.ClientID},
-				HTTPClient: &http.Client{Timeout: 10 * time.Second}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			verifier := trusting(t, p, 0)
 			s := startLive(t, db, liveConfig{dsn: dsn, auth: []auth.Option{auth.WithOIDC(verifier)}})
 			one, two := s.NewWorkspace(t, "One", "ONE"), s.NewWorkspace(t, "Two", "TWO")
 			// Max is invited to Two too, by the same email.
@@ -218,11 +222,7 @@ func TestEachPersonHasTheirOwnLimits(t *testing.T) {
 	member := oidctest.User{Subject: "u-max", Username: "max", Password: "max-pw", Email: "member@lim.example", EmailVerified: true}
 	admin := oidctest.User{Subject: "u-ada", Username: "ada", Password: "ada-pw", Email: "admin@lim.example", EmailVerified: true}
 	p := oidctest.Start(t, member, admin)
-	verifier, err := oidc.New(oidc.Config{Issuers: []string{p.Issuer}, Audiences: []string{oidctest.ClientID},
-		HTTPClient: &http.Client{Timeout: 10 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	verifier := trusting(t, p, 0)
 	const burst = 3
 	limiter, err := ratelimit.New(ratelimit.Config{Limit: ratelimit.Limit{Rate: 0.001, Burst: burst}})
 	if err != nil {
@@ -263,11 +263,7 @@ func TestPersonSubscribesOverWebSocketInEachWorkspace(t *testing.T) {
 			db, dsn := openDB(t, dialect)
 			max := oidctest.User{Subject: "u-max", Username: "max", Password: "max-pw", Email: "member@one.example", EmailVerified: true}
 			p := oidctest.Start(t, max)
-			verifier, err := oidc.New(oidc.Config{Issuers: []string{p.Issuer}, Audiences: []string{oidctest.ClientID},
-				HTTPClient: &http.Client{Timeout: 10 * time.Second}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			verifier := trusting(t, p, 0)
 			s := startLive(t, db, liveConfig{dsn: dsn, auth: []auth.Option{auth.WithOIDC(verifier)}})
 			one, two := s.NewWorkspace(t, "One", "ONE"), s.NewWorkspace(t, "Two", "TWO")
 			gql(t, s, two.AdminToken, `mutation { addMember(input: {name: "Max", email: "member@one.example"}) { id } }`, nil)
@@ -325,11 +321,7 @@ func TestSubscriptionEndsWithItsProviderTokenAndResumes(t *testing.T) {
 	max := oidctest.User{Subject: "u-max", Username: "max", Password: "max-pw", Email: "member@exp.example", EmailVerified: true}
 	p := oidctest.Start(t, max)
 	const life, skew = 2 * time.Second, 500 * time.Millisecond
-	verifier, err := oidc.New(oidc.Config{Issuers: []string{p.Issuer}, Audiences: []string{oidctest.ClientID},
-		ClockSkew: skew, HTTPClient: &http.Client{Timeout: 10 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	verifier := trusting(t, p, skew)
 	s := startLive(t, db, liveConfig{dsn: dsn, auth: []auth.Option{auth.WithOIDC(verifier)}})
 	w := s.NewWorkspace(t, "Expiry", "EXP")
 	p.SetTokenLife(life)
@@ -376,11 +368,7 @@ func TestProviderTokensRetryWritesWithAnIdempotencyKey(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *database.DB) {
 		max := oidctest.User{Subject: "u-max", Username: "max", Password: "max-pw", Email: "member@idm.example", EmailVerified: true}
 		p := oidctest.Start(t, max)
-		verifier, err := oidc.New(oidc.Config{Issuers: []string{p.Issuer}, Audiences: []string{oidctest.ClientID},
-			HTTPClient: &http.Client{Timeout: 10 * time.Second}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		verifier := trusting(t, p, 0)
 		s := apitest.StartWith(t, db, server.Deps{Auth: []auth.Option{auth.WithOIDC(verifier)}})
 		w := s.NewWorkspace(t, "Keys", "IDM")
 		tokens, err := p.SignIn(context.Background(), oidctest.ClientID, max.Username, max.Password)
