@@ -2,6 +2,7 @@ package database
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"entgo.io/ent/dialect"
@@ -44,5 +45,53 @@ func (db *DB) RefreshStatistics(ctx context.Context) error {
 	if _, err := conn.ExecContext(ctx, "PRAGMA optimize = 0x10002"); err != nil {
 		return fmt.Errorf("database: refresh statistics: %w", err)
 	}
+	if err := dropSamples(ctx, conn); err != nil {
+		return fmt.Errorf("database: refresh statistics: %w", err)
+	}
 	return nil
+}
+
+// dropSamples deletes the samples ANALYZE leaves in sqlite_stat4 and makes
+// every connection of the pool load the statistics anew.
+//
+// modernc's SQLite is built with SQLITE_ENABLE_STAT4. With samples, a
+// prepared statement whose plan compared a bound value with them is
+// compiled again at its next step each time that value changes, which for
+// procsvc's statements is every execution (each names its workspace, its
+// page's ids, its cursor): on workload W a fifth of the server's CPU under
+// the REST mix went to compiling statements that were prepared already,
+// and the nested dashboard read was compiled on every dashboard
+// (docs/performance.md, "Statistics on SQLite"). sqlite_stat1's per-index
+// figures, which are what made the nested reads take the primary key, stay.
+//
+// ANALYZE does not change the schema's version, so the other connections
+// would keep the statistics they loaded (samples included) until some
+// schema change; a table created and dropped in the same transaction is
+// such a change, and every connection reloads the schema and its
+// statistics before its next statement.
+func dropSamples(ctx context.Context, conn *sql.Conn) error {
+	var tables int
+	err := conn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE name = 'sqlite_stat4'").Scan(&tables)
+	if err != nil || tables == 0 {
+		return err // tables == 0: nothing analysed yet (an empty database)
+	}
+	var samples int
+	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_stat4").Scan(&samples); err != nil || samples == 0 {
+		return err // samples == 0: nothing analysed since the last refresh
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	for _, stmt := range []string{
+		"DELETE FROM sqlite_stat4",
+		"CREATE TABLE procsvc_statistics_reload (x INTEGER)",
+		"DROP TABLE procsvc_statistics_reload",
+	} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
