@@ -7,6 +7,7 @@ package generated
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/procsvc/procsvc/ent"
@@ -58,11 +59,29 @@ func (ec *executionContext) marshalInlineSlice(ctx context.Context, sel ast.Sele
 	return ret
 }
 
+// edgesByGqlgen makes every edge resolve through gqlgen's field function,
+// as it did before the plugin wrote edges: set only by the tests that
+// compare the answers of the two ways (SetEdgesByGqlgen, export_test.go).
+var edgesByGqlgen atomic.Bool
+
+// edgeContext is ctx with the field context gqlgen's field function makes
+// for field, for reporting an error at the field's path: fieldContext is
+// that of an edge, which has no arguments and so never fails.
+func edgeContext(ctx context.Context, field graphql.CollectedField, fieldContext func(context.Context, graphql.CollectedField) (*graphql.FieldContext, error)) context.Context {
+	fc, _ := fieldContext(ctx, field)
+	return graphql.WithFieldContext(ctx, fc)
+}
+
 // inlineProcedure marshals a Procedure as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineProcedure(ctx context.Context, sel ast.SelectionSet, obj *ent.Procedure) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, procedureImplementors)
-	out := inline.New(ctx, len(fields)*48)
+	return ec.writeProcedure(ctx, inline.New(ctx, len(fields)*48), fields, obj)
+}
+
+// writeProcedure writes the fields of a Procedure into out: plain ones
+// at once, others by their field functions, called with ctx.
+func (ec *executionContext) writeProcedure(ctx context.Context, out *inline.Object, fields []graphql.CollectedField, obj *ent.Procedure) graphql.Marshaler {
 	for _, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -111,19 +130,19 @@ func (ec *executionContext) inlineProcedure(ctx context.Context, sel ast.Selecti
 		case "isFineTunedData":
 			out.Bool(field.Alias, obj.IsFineTunedData)
 		case "category":
-			v := ec._Procedure_category(ctx, field, obj)
+			v := ec.edgeProcedure_category(ctx, field, obj)
 			out.Field(field.Alias, v)
 			if v == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "doer":
-			v := ec._Procedure_doer(ctx, field, obj)
+			v := ec.edgeProcedure_doer(ctx, field, obj)
 			out.Field(field.Alias, v)
 			if v == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "project":
-			v := ec._Procedure_project(ctx, field, obj)
+			v := ec.edgeProcedure_project(ctx, field, obj)
 			out.Field(field.Alias, v)
 			if v == graphql.Null {
 				out.Invalids++
@@ -150,11 +169,28 @@ func (ec *executionContext) inlineProcedure(ctx context.Context, sel ast.Selecti
 	return out.Close()
 }
 
+// plainProcedure reports whether fields, selected on a Procedure, are
+// all written straight into its JSON: none needs a field context.
+func plainProcedure(fields []graphql.CollectedField) bool {
+	for _, field := range fields {
+		switch field.Name {
+		case "position", "category", "doer", "project", "comments", "history":
+			return false
+		}
+	}
+	return true
+}
+
 // inlineProcedureEdge marshals a ProcedureEdge as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineProcedureEdge(ctx context.Context, sel ast.SelectionSet, obj *model.ProcedureEdge) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, procedureEdgeImplementors)
-	out := inline.New(ctx, len(fields)*48)
+	return ec.writeProcedureEdge(ctx, inline.New(ctx, len(fields)*48), fields, obj)
+}
+
+// writeProcedureEdge writes the fields of a ProcedureEdge into out: plain ones
+// at once, others by their field functions, called with ctx.
+func (ec *executionContext) writeProcedureEdge(ctx context.Context, out *inline.Object, fields []graphql.CollectedField, obj *model.ProcedureEdge) graphql.Marshaler {
 	for _, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -177,11 +213,28 @@ func (ec *executionContext) inlineProcedureEdge(ctx context.Context, sel ast.Sel
 	return out.Close()
 }
 
+// plainProcedureEdge reports whether fields, selected on a ProcedureEdge, are
+// all written straight into its JSON: none needs a field context.
+func plainProcedureEdge(fields []graphql.CollectedField) bool {
+	for _, field := range fields {
+		switch field.Name {
+		case "node":
+			return false
+		}
+	}
+	return true
+}
+
 // inlineComment marshals a Comment as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineComment(ctx context.Context, sel ast.SelectionSet, obj *ent.Comment) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, commentImplementors)
-	out := inline.New(ctx, len(fields)*48)
+	return ec.writeComment(ctx, inline.New(ctx, len(fields)*48), fields, obj)
+}
+
+// writeComment writes the fields of a Comment into out: plain ones
+// at once, others by their field functions, called with ctx.
+func (ec *executionContext) writeComment(ctx context.Context, out *inline.Object, fields []graphql.CollectedField, obj *ent.Comment) graphql.Marshaler {
 	for _, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -193,7 +246,7 @@ func (ec *executionContext) inlineComment(ctx context.Context, sel ast.Selection
 		case "text":
 			out.String(field.Alias, obj.Text)
 		case "author":
-			v := ec._Comment_author(ctx, field, obj)
+			v := ec.edgeComment_author(ctx, field, obj)
 			out.Field(field.Alias, v)
 			if v == graphql.RequiredNull {
 				out.Invalids++
@@ -212,11 +265,28 @@ func (ec *executionContext) inlineComment(ctx context.Context, sel ast.Selection
 	return out.Close()
 }
 
+// plainComment reports whether fields, selected on a Comment, are
+// all written straight into its JSON: none needs a field context.
+func plainComment(fields []graphql.CollectedField) bool {
+	for _, field := range fields {
+		switch field.Name {
+		case "author":
+			return false
+		}
+	}
+	return true
+}
+
 // inlineCommentEdge marshals a CommentEdge as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineCommentEdge(ctx context.Context, sel ast.SelectionSet, obj *model.CommentEdge) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, commentEdgeImplementors)
-	out := inline.New(ctx, len(fields)*48)
+	return ec.writeCommentEdge(ctx, inline.New(ctx, len(fields)*48), fields, obj)
+}
+
+// writeCommentEdge writes the fields of a CommentEdge into out: plain ones
+// at once, others by their field functions, called with ctx.
+func (ec *executionContext) writeCommentEdge(ctx context.Context, out *inline.Object, fields []graphql.CollectedField, obj *model.CommentEdge) graphql.Marshaler {
 	for _, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -239,11 +309,28 @@ func (ec *executionContext) inlineCommentEdge(ctx context.Context, sel ast.Selec
 	return out.Close()
 }
 
+// plainCommentEdge reports whether fields, selected on a CommentEdge, are
+// all written straight into its JSON: none needs a field context.
+func plainCommentEdge(fields []graphql.CollectedField) bool {
+	for _, field := range fields {
+		switch field.Name {
+		case "node":
+			return false
+		}
+	}
+	return true
+}
+
 // inlineCategory marshals a Category as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineCategory(ctx context.Context, sel ast.SelectionSet, obj *ent.Category) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, categoryImplementors)
-	out := inline.New(ctx, len(fields)*48)
+	return ec.writeCategory(ctx, inline.New(ctx, len(fields)*48), fields, obj)
+}
+
+// writeCategory writes the fields of a Category into out: plain ones
+// at once, others by their field functions, called with ctx.
+func (ec *executionContext) writeCategory(ctx context.Context, out *inline.Object, fields []graphql.CollectedField, obj *ent.Category) graphql.Marshaler {
 	for _, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -274,11 +361,28 @@ func (ec *executionContext) inlineCategory(ctx context.Context, sel ast.Selectio
 	return out.Close()
 }
 
+// plainCategory reports whether fields, selected on a Category, are
+// all written straight into its JSON: none needs a field context.
+func plainCategory(fields []graphql.CollectedField) bool {
+	for _, field := range fields {
+		switch field.Name {
+		case "procedures":
+			return false
+		}
+	}
+	return true
+}
+
 // inlineMember marshals a Member as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineMember(ctx context.Context, sel ast.SelectionSet, obj *ent.Member) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, memberImplementors)
-	out := inline.New(ctx, len(fields)*48)
+	return ec.writeMember(ctx, inline.New(ctx, len(fields)*48), fields, obj)
+}
+
+// writeMember writes the fields of a Member into out: plain ones
+// at once, others by their field functions, called with ctx.
+func (ec *executionContext) writeMember(ctx context.Context, out *inline.Object, fields []graphql.CollectedField, obj *ent.Member) graphql.Marshaler {
 	for _, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -313,11 +417,28 @@ func (ec *executionContext) inlineMember(ctx context.Context, sel ast.SelectionS
 	return out.Close()
 }
 
+// plainMember reports whether fields, selected on a Member, are
+// all written straight into its JSON: none needs a field context.
+func plainMember(fields []graphql.CollectedField) bool {
+	for _, field := range fields {
+		switch field.Name {
+		case "assignedProcedures":
+			return false
+		}
+	}
+	return true
+}
+
 // inlineProject marshals a Project as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineProject(ctx context.Context, sel ast.SelectionSet, obj *ent.Project) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, projectImplementors)
-	out := inline.New(ctx, len(fields)*48)
+	return ec.writeProject(ctx, inline.New(ctx, len(fields)*48), fields, obj)
+}
+
+// writeProject writes the fields of a Project into out: plain ones
+// at once, others by their field functions, called with ctx.
+func (ec *executionContext) writeProject(ctx context.Context, out *inline.Object, fields []graphql.CollectedField, obj *ent.Project) graphql.Marshaler {
 	for _, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -352,11 +473,28 @@ func (ec *executionContext) inlineProject(ctx context.Context, sel ast.Selection
 	return out.Close()
 }
 
+// plainProject reports whether fields, selected on a Project, are
+// all written straight into its JSON: none needs a field context.
+func plainProject(fields []graphql.CollectedField) bool {
+	for _, field := range fields {
+		switch field.Name {
+		case "procedures":
+			return false
+		}
+	}
+	return true
+}
+
 // inlineProcedureConnection marshals a ProcedureConnection as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineProcedureConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ProcedureConnection) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, procedureConnectionImplementors)
-	out := inline.New(ctx, len(fields)*48)
+	return ec.writeProcedureConnection(ctx, inline.New(ctx, len(fields)*48), fields, obj)
+}
+
+// writeProcedureConnection writes the fields of a ProcedureConnection into out: plain ones
+// at once, others by their field functions, called with ctx.
+func (ec *executionContext) writeProcedureConnection(ctx context.Context, out *inline.Object, fields []graphql.CollectedField, obj *model.ProcedureConnection) graphql.Marshaler {
 	for _, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -391,11 +529,28 @@ func (ec *executionContext) inlineProcedureConnection(ctx context.Context, sel a
 	return out.Close()
 }
 
+// plainProcedureConnection reports whether fields, selected on a ProcedureConnection, are
+// all written straight into its JSON: none needs a field context.
+func plainProcedureConnection(fields []graphql.CollectedField) bool {
+	for _, field := range fields {
+		switch field.Name {
+		case "edges", "nodes", "pageInfo":
+			return false
+		}
+	}
+	return true
+}
+
 // inlineCommentConnection marshals a CommentConnection as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineCommentConnection(ctx context.Context, sel ast.SelectionSet, obj *model.CommentConnection) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, commentConnectionImplementors)
-	out := inline.New(ctx, len(fields)*48)
+	return ec.writeCommentConnection(ctx, inline.New(ctx, len(fields)*48), fields, obj)
+}
+
+// writeCommentConnection writes the fields of a CommentConnection into out: plain ones
+// at once, others by their field functions, called with ctx.
+func (ec *executionContext) writeCommentConnection(ctx context.Context, out *inline.Object, fields []graphql.CollectedField, obj *model.CommentConnection) graphql.Marshaler {
 	for _, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -430,11 +585,28 @@ func (ec *executionContext) inlineCommentConnection(ctx context.Context, sel ast
 	return out.Close()
 }
 
+// plainCommentConnection reports whether fields, selected on a CommentConnection, are
+// all written straight into its JSON: none needs a field context.
+func plainCommentConnection(fields []graphql.CollectedField) bool {
+	for _, field := range fields {
+		switch field.Name {
+		case "edges", "nodes", "pageInfo":
+			return false
+		}
+	}
+	return true
+}
+
 // inlineProjectConnection marshals a ProjectConnection as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineProjectConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ProjectConnection) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, projectConnectionImplementors)
-	out := inline.New(ctx, len(fields)*48)
+	return ec.writeProjectConnection(ctx, inline.New(ctx, len(fields)*48), fields, obj)
+}
+
+// writeProjectConnection writes the fields of a ProjectConnection into out: plain ones
+// at once, others by their field functions, called with ctx.
+func (ec *executionContext) writeProjectConnection(ctx context.Context, out *inline.Object, fields []graphql.CollectedField, obj *model.ProjectConnection) graphql.Marshaler {
 	for _, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -469,11 +641,28 @@ func (ec *executionContext) inlineProjectConnection(ctx context.Context, sel ast
 	return out.Close()
 }
 
+// plainProjectConnection reports whether fields, selected on a ProjectConnection, are
+// all written straight into its JSON: none needs a field context.
+func plainProjectConnection(fields []graphql.CollectedField) bool {
+	for _, field := range fields {
+		switch field.Name {
+		case "edges", "nodes", "pageInfo":
+			return false
+		}
+	}
+	return true
+}
+
 // inlinePageInfo marshals a PageInfo as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlinePageInfo(ctx context.Context, sel ast.SelectionSet, obj *model.PageInfo) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, pageInfoImplementors)
-	out := inline.New(ctx, len(fields)*48)
+	return ec.writePageInfo(ctx, inline.New(ctx, len(fields)*48), fields, obj)
+}
+
+// writePageInfo writes the fields of a PageInfo into out: plain ones
+// at once, others by their field functions, called with ctx.
+func (ec *executionContext) writePageInfo(ctx context.Context, out *inline.Object, fields []graphql.CollectedField, obj *model.PageInfo) graphql.Marshaler {
 	for _, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -494,4 +683,127 @@ func (ec *executionContext) inlinePageInfo(ctx context.Context, sel ast.Selectio
 		return graphql.Null
 	}
 	return out.Close()
+}
+
+// plainPageInfo reports whether fields, selected on a PageInfo, are
+// all written straight into its JSON: none needs a field context.
+func plainPageInfo(fields []graphql.CollectedField) bool {
+	return true
+}
+
+// edgeProcedure_category resolves Procedure.category (primed by the list) and,
+// when the selection under it holds only plain fields, writes them without
+// gqlgen's field function, answering as it would: an error, a null where
+// the schema allows none or a panic is reported at the field's path, in a
+// field context made then. Any other selection goes through gqlgen's.
+func (ec *executionContext) edgeProcedure_category(ctx context.Context, field graphql.CollectedField, obj *ent.Procedure) (ret graphql.Marshaler) {
+	fields := graphql.CollectFields(ec.OperationContext, field.Selections, categoryImplementors)
+	if !plainCategory(fields) || edgesByGqlgen.Load() {
+		return ec._Procedure_category(ctx, field, obj)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			fctx := edgeContext(ctx, field, ec.fieldContext_Procedure_category)
+			ec.Error(fctx, ec.Recover(fctx, r))
+			ret = graphql.Null
+		}
+	}()
+	v, err := ec.Resolvers.Procedure().Category(ctx, obj)
+	if err != nil {
+		fctx := edgeContext(ctx, field, ec.fieldContext_Procedure_category)
+		ec.Error(fctx, graphql.AddFieldLocationToError(fctx, err))
+		return graphql.Null
+	}
+	if v == nil {
+		return graphql.Null
+	}
+	return ec.writeCategory(ctx, inline.NewEdge(ctx, field.Alias, len(fields)*48), fields, v)
+}
+
+// edgeProcedure_doer resolves Procedure.doer (primed by the list) and,
+// when the selection under it holds only plain fields, writes them without
+// gqlgen's field function, answering as it would: an error, a null where
+// the schema allows none or a panic is reported at the field's path, in a
+// field context made then. Any other selection goes through gqlgen's.
+func (ec *executionContext) edgeProcedure_doer(ctx context.Context, field graphql.CollectedField, obj *ent.Procedure) (ret graphql.Marshaler) {
+	fields := graphql.CollectFields(ec.OperationContext, field.Selections, memberImplementors)
+	if !plainMember(fields) || edgesByGqlgen.Load() {
+		return ec._Procedure_doer(ctx, field, obj)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			fctx := edgeContext(ctx, field, ec.fieldContext_Procedure_doer)
+			ec.Error(fctx, ec.Recover(fctx, r))
+			ret = graphql.Null
+		}
+	}()
+	v, err := ec.Resolvers.Procedure().Doer(ctx, obj)
+	if err != nil {
+		fctx := edgeContext(ctx, field, ec.fieldContext_Procedure_doer)
+		ec.Error(fctx, graphql.AddFieldLocationToError(fctx, err))
+		return graphql.Null
+	}
+	if v == nil {
+		return graphql.Null
+	}
+	return ec.writeMember(ctx, inline.NewEdge(ctx, field.Alias, len(fields)*48), fields, v)
+}
+
+// edgeProcedure_project resolves Procedure.project (primed by the list) and,
+// when the selection under it holds only plain fields, writes them without
+// gqlgen's field function, answering as it would: an error, a null where
+// the schema allows none or a panic is reported at the field's path, in a
+// field context made then. Any other selection goes through gqlgen's.
+func (ec *executionContext) edgeProcedure_project(ctx context.Context, field graphql.CollectedField, obj *ent.Procedure) (ret graphql.Marshaler) {
+	fields := graphql.CollectFields(ec.OperationContext, field.Selections, projectImplementors)
+	if !plainProject(fields) || edgesByGqlgen.Load() {
+		return ec._Procedure_project(ctx, field, obj)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			fctx := edgeContext(ctx, field, ec.fieldContext_Procedure_project)
+			ec.Error(fctx, ec.Recover(fctx, r))
+			ret = graphql.Null
+		}
+	}()
+	v, err := ec.Resolvers.Procedure().Project(ctx, obj)
+	if err != nil {
+		fctx := edgeContext(ctx, field, ec.fieldContext_Procedure_project)
+		ec.Error(fctx, graphql.AddFieldLocationToError(fctx, err))
+		return graphql.Null
+	}
+	if v == nil {
+		graphql.AddInvalidNullError(edgeContext(ctx, field, ec.fieldContext_Procedure_project), "")
+		return graphql.Null
+	}
+	return ec.writeProject(ctx, inline.NewEdge(ctx, field.Alias, len(fields)*48), fields, v)
+}
+
+// edgeComment_author resolves Comment.author (primed by the list) and,
+// when the selection under it holds only plain fields, writes them without
+// gqlgen's field function, answering as it would: an error, a null where
+// the schema allows none or a panic is reported at the field's path, in a
+// field context made then. Any other selection goes through gqlgen's.
+func (ec *executionContext) edgeComment_author(ctx context.Context, field graphql.CollectedField, obj *ent.Comment) (ret graphql.Marshaler) {
+	fields := graphql.CollectFields(ec.OperationContext, field.Selections, memberImplementors)
+	if !plainMember(fields) || edgesByGqlgen.Load() {
+		return ec._Comment_author(ctx, field, obj)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			fctx := edgeContext(ctx, field, ec.fieldContext_Comment_author)
+			ec.Error(fctx, ec.Recover(fctx, r))
+			ret = graphql.Null
+		}
+	}()
+	v, err := ec.Resolvers.Comment().Author(ctx, obj)
+	if err != nil {
+		fctx := edgeContext(ctx, field, ec.fieldContext_Comment_author)
+		ec.Error(fctx, graphql.AddFieldLocationToError(fctx, err))
+		return graphql.Null
+	}
+	if v == nil {
+		return graphql.Null
+	}
+	return ec.writeMember(ctx, inline.NewEdge(ctx, field.Alias, len(fields)*48), fields, v)
 }

@@ -62,9 +62,11 @@ func NewExecutor(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, lv *li
 	// After the rate limit: a request it refuses leaves its key alone.
 	srv.Use(keyClaim{})
 	// No field middleware (AroundFields): the plain fields of procedures,
-	// comments and their edges are written without gqlgen's per-field
-	// machinery (graph/internal/gqlgen), so such middleware would not see
-	// them. Anything that must see every field belongs in a resolver.
+	// comments and their edges, and the edges their lists primed (a
+	// procedure's category, doer and project, a comment's author), are
+	// resolved and written without gqlgen's per-field machinery
+	// (graph/internal/gqlgen), so such middleware would not see them.
+	// Anything that must see every field belongs in a resolver.
 	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 		oc := graphql.GetOperationContext(ctx)
 		name := oc.OperationName

@@ -94,13 +94,35 @@ var inlineListObjects = []string{"Procedure", "ProcedureEdge", "Comment", "Comme
 //
 // The price: field middleware (handler.Server.AroundFields, or any
 // graphql.FieldInterceptor extension such as a tracer) never sees the plain
-// fields of these objects, since they are not resolved as fields at all;
-// their other fields (resolvers, arguments, directives, lists) go through
-// it as usual. procsvc registers no field middleware (graph/gqlhttp/executor.go says
+// fields of these objects, since they are not resolved as fields at all,
+// nor the edges of edgesWritten; their other fields (resolvers, arguments,
+// directives, lists) go through it as usual. procsvc registers no field middleware (graph/gqlhttp/executor.go says
 // so where the executor is built). One that must see every field requires
 // removing the objects from this list, and the speed with them.
 var objectsWritten = []string{"Procedure", "ProcedureEdge", "Comment", "CommentEdge", "Category", "Member", "Project",
 	"ProcedureConnection", "CommentConnection", "ProjectConnection", "PageInfo"}
+
+// edgesWritten are the edges (Object.field) whose value the resolver of
+// the list holding the object primed (internal/loader; graph.Resolver's
+// PrimeList), resolved without gqlgen's per-field machinery when the
+// selection under them holds only plain fields (as on the list page and
+// the dashboard: category { id name }): the resolver is called on the
+// object's goroutine, as it already was (inlineObjects), and its result's
+// plain fields are written as objectsWritten's are. gqlgen's field
+// function costs an edge a field context, a context, four closures, the
+// result boxed in an any and a deferred recover: some ten allocations, 600
+// edges a dashboard. An edge whose selection holds anything else (a list,
+// an argument: category { procedures(first: 3) { ... } }) is resolved by
+// gqlgen's field function as before. The field context is made only to
+// report an error, a null in a non-null edge or a panic, with the path
+// and the bytes gqlgen's would (graph/generated's TestEdgesAnswerAsGqlgen
+// compares the two ways' answers).
+//
+// Each must be a resolver field without arguments or directives, on an
+// object of objectsWritten resolved inline (inlineObjects), whose type is
+// an object of objectsWritten; the schema must have no FIELD directive
+// (which gqlgen runs as field middleware).
+var edgesWritten = []string{"Procedure.category", "Procedure.doer", "Procedure.project", "Comment.author"}
 
 // inline generates inline.go (inline.gotpl) and rewrites gqlgen's executor
 // to use it: the list marshallers of inlineListObjects call
@@ -128,9 +150,31 @@ var inlineTemplate string
 // inlineFile is written beside the executor.
 const inlineFile = "inline.go"
 
+// templateData is what inline.gotpl renders.
+type templateData struct {
+	Objects []objectData
+	Edges   []fieldData
+	// Recover is whether field functions recover from panics (gqlgen's
+	// omit_panic_handler unset).
+	Recover bool
+}
+
 type objectData struct {
 	*codegen.Object
 	Fields []fieldData
+}
+
+// NotPlain are the names of the fields of o that are not written straight
+// into its JSON: those resolved by gqlgen's field functions, or by an
+// edge's.
+func (o objectData) NotPlain() []string {
+	var names []string
+	for _, f := range o.Fields {
+		if f.Kind == "Resolve" || f.Kind == "Float" || f.Kind == "Edge" {
+			names = append(names, f.Name)
+		}
+	}
+	return names
 }
 
 type fieldData struct {
@@ -138,8 +182,10 @@ type fieldData struct {
 	// Kind is how the field is written: one of Object's methods in
 	// graph/internal/inline (String, UUID, ...), Value for enums (written
 	// by gqlgen's marshaller, at once), or Resolve (gqlgen's field
-	// function, its marshaler kept).
+	// function, its marshaler kept), or Edge (an edge of edgesWritten).
 	Kind string
+	// Target is the object an Edge leads to.
+	Target *codegen.Object
 }
 
 func (l *inline) GenerateCode(data *codegen.Data) error {
@@ -159,6 +205,10 @@ func (l *inline) GenerateCode(data *codegen.Data) error {
 	if len(l.lists) == 0 {
 		return fmt.Errorf("inline: no list of %v in the schema", inlineListObjects)
 	}
+	edges, err := checkEdges(data)
+	if err != nil {
+		return err
+	}
 	var objects []objectData
 	for _, name := range objectsWritten {
 		o := data.Objects.ByName(name)
@@ -173,20 +223,67 @@ func (l *inline) GenerateCode(data *codegen.Data) error {
 			if f.IsConcurrent() || f.IsBatch() || f.Stream {
 				return fmt.Errorf("inline: %s.%s resolves concurrently; only objects resolved inline can be written inline", name, f.Name)
 			}
-			od.Fields = append(od.Fields, fieldData{Field: f, Kind: kind(f)})
+			fd := fieldData{Field: f, Kind: kind(f)}
+			if target, ok := edges[name+"."+f.Name]; ok {
+				fd.Kind, fd.Target = "Edge", target
+			}
+			od.Fields = append(od.Fields, fd)
 		}
 		objects = append(objects, od)
 		l.objects = append(l.objects, name)
 	}
+	var written []fieldData
+	for _, od := range objects {
+		for _, f := range od.Fields {
+			if f.Kind == "Edge" {
+				written = append(written, f)
+			}
+		}
+	}
 	return templates.Render(templates.Options{
 		PackageName:     data.Config.Exec.Package,
 		Filename:        filepath.Join(data.Config.Exec.Dir(), inlineFile),
-		Data:            objects,
+		Data:            templateData{Objects: objects, Edges: written, Recover: !data.Config.OmitPanicHandler},
 		Template:        inlineTemplate,
 		GeneratedHeader: true,
 		FileNotice:      "// Written by procsvc's gqlgen plugin (graph/internal/gqlgen).",
 		Packages:        data.Config.Packages,
 	})
+}
+
+// checkEdges returns the objects the edges of edgesWritten lead to, by
+// edge, or why one cannot be written.
+func checkEdges(data *codegen.Data) (map[string]*codegen.Object, error) {
+	if len(data.AllDirectives.LocationDirectives("FIELD")) > 0 {
+		return nil, fmt.Errorf("inline: the schema has FIELD directives, which gqlgen runs around every field; edges cannot be written")
+	}
+	edges := map[string]*codegen.Object{}
+	for _, name := range edgesWritten {
+		object, fieldName, _ := strings.Cut(name, ".")
+		o := data.Objects.ByName(object)
+		if o == nil || !slices.Contains(objectsWritten, object) || !slices.Contains(inlineObjects, object) {
+			return nil, fmt.Errorf("inline: edge %s: %s is not an object written and resolved inline", name, object)
+		}
+		var f *codegen.Field
+		for _, of := range o.Fields {
+			if of.Name == fieldName {
+				f = of
+			}
+		}
+		if f == nil {
+			return nil, fmt.Errorf("inline: edge %s: no such field", name)
+		}
+		ref := f.TypeReference
+		if !f.IsResolver || len(f.Args) > 0 || f.HasDirectives() || ref.GQL.Elem != nil || ref.Definition.Kind != ast.Object || !ref.IsPtr() {
+			return nil, fmt.Errorf("inline: edge %s is not a resolver of one object, without arguments or directives", name)
+		}
+		target := data.Objects.ByName(ref.Definition.Name)
+		if target == nil || !slices.Contains(objectsWritten, target.Name) {
+			return nil, fmt.Errorf("inline: edge %s leads to %s, which is not an object written", name, ref.Definition.Name)
+		}
+		edges[name] = target
+	}
+	return edges, nil
 }
 
 // kind says how f is written (see fieldData.Kind).

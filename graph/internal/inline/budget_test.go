@@ -72,6 +72,20 @@ func TestBudgetRecordsWhereItPassed(t *testing.T) {
 	}
 }
 
+// An edge's object is made with its parent's context (NewEdge): where the
+// bound passed is still below the edge's field.
+func TestBudgetRecordsWhereItPassedBelowAnEdge(t *testing.T) {
+	ctx, b := WithBudget(context.Background(), 10, false)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Field: graphql.CollectedField{Field: &ast.Field{Alias: "update"}}})
+	o := NewEdge(ctx, "category", 8)
+	o.String("name", strings.Repeat("y", 20))
+	o.Close()
+	want := ast.Path{ast.PathName("update"), ast.PathName("category"), ast.PathName("name")}
+	if got := b.At(); got.String() != want.String() {
+		t.Fatalf("passed at %v, want %v", got, want)
+	}
+}
+
 // chunks writes n chunks of size bytes (of c, z by default), counting
 // what it wrote.
 type chunks struct {

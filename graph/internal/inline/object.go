@@ -48,6 +48,9 @@ type Object struct {
 	counted int
 	// ctx is the object's field's, for the path where a budget passed.
 	ctx context.Context
+	// edge is the alias of the field holding the object, when ctx is not
+	// its field's but its parent's (NewEdge).
+	edge string
 	// last is the alias of the field written last.
 	last string
 	// spent is set once the budget is spent: the object writes nothing
@@ -73,6 +76,16 @@ func New(ctx context.Context, size int) *Object {
 	}
 	o.buf.Grow(size)
 	o.buf.WriteByte('{')
+	return o
+}
+
+// NewEdge is New for the object of a field resolved without a field
+// context of its own (an edge the plugin writes): ctx is the parent
+// object's, alias the field's, so that the path where a budget passed is
+// still the field's.
+func NewEdge(ctx context.Context, alias string, size int) *Object {
+	o := New(ctx, size)
+	o.edge = alias
 	return o
 }
 
@@ -106,6 +119,9 @@ func (o *Object) path() ast.Path {
 	var p ast.Path
 	if fc := graphql.GetFieldContext(o.ctx); fc != nil {
 		p = fc.Path()
+	}
+	if o.edge != "" {
+		p = append(p, ast.PathName(o.edge))
 	}
 	if o.last != "" {
 		p = append(p, ast.PathName(o.last))
