@@ -47,3 +47,14 @@ func (db *DB) ApplyMigrationsBefore(ctx context.Context, version string) ([]stri
 	}
 	return db.applyMigrations(ctx, older)
 }
+
+// PreparedTexts are the texts of the statements the primary's pool keeps
+// prepared (Options.Prepare), in no order.
+func (db *DB) PreparedTexts() []string {
+	if db.counter.stmts == nil {
+		return nil
+	}
+	db.counter.stmts.mu.Lock()
+	defer db.counter.stmts.mu.Unlock()
+	return db.counter.stmts.stmts.Keys()
+}

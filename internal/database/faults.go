@@ -1,9 +1,11 @@
 package database
 
 import (
+	"database/sql"
 	"sync"
 
 	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
 )
 
 // Faults are failures a test injects into a DB's statements and commits
@@ -38,6 +40,9 @@ func (c *counter) statementFault(query string) error {
 // newTx wraps tx, keeping what the injected commit fault needs.
 func (c *counter) newTx(tx dialect.Tx) *countingTx {
 	t := &countingTx{Tx: tx, c: c}
+	if et, ok := tx.(*entsql.Tx); ok {
+		t.sqlTx, _ = et.ExecQuerier.(*sql.Tx)
+	}
 	if f := c.faults.Load(); f != nil && f.Commit != nil {
 		t.fault = &txFault{commit: f.Commit}
 	}

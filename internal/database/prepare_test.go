@@ -3,6 +3,7 @@ package database_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -73,4 +74,70 @@ func TestPreparedReadsReturnWhatPlainReadsReturn(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+}
+
+// TestPreparedWritesInTransactions: the statements of a transaction run
+// through the pool's prepared statements (a write's few texts are compiled
+// once per connection, not at every write), and answer as plain ones do:
+// concurrent transactions, rolled back or committed, each see their own
+// writes and commit exactly theirs.
+func TestPreparedWritesInTransactions(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		ctx := viewer.System(context.Background())
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				for i := 0; i < 10; i++ {
+					name := fmt.Sprintf("g%d-%d", g, i)
+					tx, err := db.Client.Tx(ctx)
+					if err != nil {
+						errs <- err
+						return
+					}
+					w, err := tx.Workspace.Create().SetName(name).Save(ctx)
+					if err == nil {
+						err = tx.Workspace.UpdateOneID(w.ID).SetName(name + "!").Exec(ctx)
+					}
+					var seen int
+					if err == nil {
+						seen, err = tx.Workspace.Query().Where(workspace.Name(name + "!")).Count(ctx)
+					}
+					if err != nil || seen != 1 {
+						tx.Rollback()
+						errs <- fmt.Errorf("%s: sees %d of its own, %v", name, seen, err)
+						return
+					}
+					// Every other transaction is rolled back.
+					if i%2 == 0 {
+						err = tx.Commit()
+					} else {
+						err = tx.Rollback()
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}(g)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if n, err := db.Client.Workspace.Query().Where(workspace.NameHasSuffix("!")).Count(ctx); err != nil || n != 8*5 {
+			t.Fatalf("%d workspaces committed (%v); want %d", n, err, 8*5)
+		}
+		var insert, update bool
+		for _, q := range db.PreparedTexts() {
+			insert = insert || strings.HasPrefix(q, "INSERT INTO")
+			update = update || strings.HasPrefix(q, "UPDATE")
+		}
+		if !insert || !update {
+			t.Fatalf("the transactions' INSERT and UPDATE are not among the prepared statements: %q", db.PreparedTexts())
+		}
+	})
 }
