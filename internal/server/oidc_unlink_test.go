@@ -9,6 +9,7 @@ package server_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -48,7 +49,33 @@ func TestUnlinkingEndsThePersonsSubscriptionsAndRequests(t *testing.T) {
 				t.Fatalf("the stream heard %s", e)
 			}
 
-			gql(t, s, w.AdminToken, `mutation($id: ID!) { unlinkMember(id: $id) { id } }`, map[string]any{"id": w.MemberID})
+			// The admin's unlink, retried with its Idempotency-Key: the
+			// retry is answered from the first, and one unlink is logged.
+			unlink := func(key string) (string, string) {
+				t.Helper()
+				req, err := http.NewRequest(http.MethodPost, s.URL+"/graphql", strings.NewReader(
+					`{"query":"mutation($id: ID!) { unlinkMember(id: $id) { id } }","variables":{"id":"`+w.MemberID+`"}}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+w.AdminToken)
+				req.Header.Set("Idempotency-Key", key)
+				resp, err := s.HTTP.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				raw, err := io.ReadAll(resp.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), `"unlinkMember":{"id":"`+w.MemberID+`"}`) {
+					t.Fatalf("unlinkMember: %d %s", resp.StatusCode, raw)
+				}
+				return string(raw), resp.Header.Get("Idempotent-Replayed")
+			}
+			first, _ := unlink("unlink-max")
 
 			// Closed as at a removal (live.CloseForbidden), the reason the
 			// refusal's: the person is no member any more.
@@ -77,6 +104,23 @@ func TestUnlinkingEndsThePersonsSubscriptionsAndRequests(t *testing.T) {
 						t.Fatalf("%s: %s %s after the unlink: %d %s", name, req.method, req.path, status, body)
 					}
 				}
+			}
+			if again, replayed := unlink("unlink-max"); again != first || replayed != "true" {
+				t.Fatalf("the unlink retried: %s (replayed %q), want %s replayed", again, replayed, first)
+			}
+			// Unlinked already: answered with the member (unlink checks
+			// it), nothing written, so no workspaceVersion extension; its
+			// own key's retry is answered from it.
+			noop, replayed := unlink("unlink-max-again")
+			if replayed != "" || strings.Contains(noop, "workspaceVersion") {
+				t.Fatalf("the member unlinked already: %s (replayed %q), want no write", noop, replayed)
+			}
+			if again, replayed := unlink("unlink-max-again"); again != noop || replayed != "true" {
+				t.Fatalf("the member unlinked already, retried: %s (replayed %q), want %s replayed", again, replayed, noop)
+			}
+			if status, body := request(t, s.Server, http.MethodGet, "/events?kind=member.unlinked", "", w.AdminToken, ""); status != http.StatusOK ||
+				strings.Count(body, `"member.unlinked"`) != 1 {
+				t.Fatalf("the unlinks logged: %d %s, want one", status, body)
 			}
 			// The member stays, and its pms_ token works.
 			if status, body := request(t, s.Server, http.MethodGet, "/members/"+w.MemberID, "", w.MemberToken, ""); status != http.StatusOK {
