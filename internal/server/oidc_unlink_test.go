@@ -9,7 +9,6 @@ package server_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -53,27 +52,13 @@ func TestUnlinkingEndsThePersonsSubscriptionsAndRequests(t *testing.T) {
 			// retry is answered from the first, and one unlink is logged.
 			unlink := func(key string) (string, string) {
 				t.Helper()
-				req, err := http.NewRequest(http.MethodPost, s.URL+"/graphql", strings.NewReader(
-					`{"query":"mutation($id: ID!) { unlinkMember(id: $id) { id } }","variables":{"id":"`+w.MemberID+`"}}`))
-				if err != nil {
-					t.Fatal(err)
+				status, body, header := requestWith(t, s.Server, http.MethodPost, "/graphql",
+					`{"query":"mutation($id: ID!) { unlinkMember(id: $id) { id } }","variables":{"id":"`+w.MemberID+`"}}`,
+					w.AdminToken, http.Header{"Idempotency-Key": {key}})
+				if status != http.StatusOK || !strings.Contains(body, `"unlinkMember":{"id":"`+w.MemberID+`"}`) {
+					t.Fatalf("unlinkMember: %d %s", status, body)
 				}
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", "Bearer "+w.AdminToken)
-				req.Header.Set("Idempotency-Key", key)
-				resp, err := s.HTTP.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer resp.Body.Close()
-				raw, err := io.ReadAll(resp.Body)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), `"unlinkMember":{"id":"`+w.MemberID+`"}`) {
-					t.Fatalf("unlinkMember: %d %s", resp.StatusCode, raw)
-				}
-				return string(raw), resp.Header.Get("Idempotent-Replayed")
+				return body, header.Get("Idempotent-Replayed")
 			}
 			first, _ := unlink("unlink-max")
 
