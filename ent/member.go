@@ -35,6 +35,10 @@ type Member struct {
 	OidcIssuer *string `json:"oidc_issuer,omitempty"`
 	// the member's subject at oidc_issuer; unique per workspace
 	OidcSubject *string `json:"oidc_subject,omitempty"`
+	// issuer of the person last unlinked from this member
+	OidcUnlinkedIssuer *string `json:"oidc_unlinked_issuer,omitempty"`
+	// subject of the person last unlinked from this member
+	OidcUnlinkedSubject *string `json:"oidc_unlinked_subject,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the MemberQuery when eager-loading is set.
 	Edges        MemberEdges `json:"edges"`
@@ -110,7 +114,7 @@ func (*Member) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case member.FieldName, member.FieldEmail, member.FieldRole, member.FieldOidcIssuer, member.FieldOidcSubject:
+		case member.FieldName, member.FieldEmail, member.FieldRole, member.FieldOidcIssuer, member.FieldOidcSubject, member.FieldOidcUnlinkedIssuer, member.FieldOidcUnlinkedSubject:
 			values[i] = new(sql.NullString)
 		case member.FieldCreatedAt, member.FieldRemovedAt:
 			values[i] = new(sql.NullTime)
@@ -187,6 +191,20 @@ func (_m *Member) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.OidcSubject = new(string)
 				*_m.OidcSubject = value.String
+			}
+		case member.FieldOidcUnlinkedIssuer:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field oidc_unlinked_issuer", values[i])
+			} else if value.Valid {
+				_m.OidcUnlinkedIssuer = new(string)
+				*_m.OidcUnlinkedIssuer = value.String
+			}
+		case member.FieldOidcUnlinkedSubject:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field oidc_unlinked_subject", values[i])
+			} else if value.Valid {
+				_m.OidcUnlinkedSubject = new(string)
+				*_m.OidcUnlinkedSubject = value.String
 			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
@@ -276,6 +294,16 @@ func (_m *Member) String() string {
 	builder.WriteString(", ")
 	if v := _m.OidcSubject; v != nil {
 		builder.WriteString("oidc_subject=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.OidcUnlinkedIssuer; v != nil {
+		builder.WriteString("oidc_unlinked_issuer=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.OidcUnlinkedSubject; v != nil {
+		builder.WriteString("oidc_unlinked_subject=")
 		builder.WriteString(*v)
 	}
 	builder.WriteByte(')')

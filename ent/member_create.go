@@ -113,6 +113,34 @@ func (_c *MemberCreate) SetNillableOidcSubject(v *string) *MemberCreate {
 	return _c
 }
 
+// SetOidcUnlinkedIssuer sets the "oidc_unlinked_issuer" field.
+func (_c *MemberCreate) SetOidcUnlinkedIssuer(v string) *MemberCreate {
+	_c.mutation.SetOidcUnlinkedIssuer(v)
+	return _c
+}
+
+// SetNillableOidcUnlinkedIssuer sets the "oidc_unlinked_issuer" field if the given value is not nil.
+func (_c *MemberCreate) SetNillableOidcUnlinkedIssuer(v *string) *MemberCreate {
+	if v != nil {
+		_c.SetOidcUnlinkedIssuer(*v)
+	}
+	return _c
+}
+
+// SetOidcUnlinkedSubject sets the "oidc_unlinked_subject" field.
+func (_c *MemberCreate) SetOidcUnlinkedSubject(v string) *MemberCreate {
+	_c.mutation.SetOidcUnlinkedSubject(v)
+	return _c
+}
+
+// SetNillableOidcUnlinkedSubject sets the "oidc_unlinked_subject" field if the given value is not nil.
+func (_c *MemberCreate) SetNillableOidcUnlinkedSubject(v *string) *MemberCreate {
+	if v != nil {
+		_c.SetOidcUnlinkedSubject(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *MemberCreate) SetID(v uuid.UUID) *MemberCreate {
 	_c.mutation.SetID(v)
@@ -292,6 +320,16 @@ func (_c *MemberCreate) check() error {
 			return &ValidationError{Name: "oidc_subject", err: fmt.Errorf(`ent: validator failed for field "Member.oidc_subject": %w`, err)}
 		}
 	}
+	if v, ok := _c.mutation.OidcUnlinkedIssuer(); ok {
+		if err := member.OidcUnlinkedIssuerValidator(v); err != nil {
+			return &ValidationError{Name: "oidc_unlinked_issuer", err: fmt.Errorf(`ent: validator failed for field "Member.oidc_unlinked_issuer": %w`, err)}
+		}
+	}
+	if v, ok := _c.mutation.OidcUnlinkedSubject(); ok {
+		if err := member.OidcUnlinkedSubjectValidator(v); err != nil {
+			return &ValidationError{Name: "oidc_unlinked_subject", err: fmt.Errorf(`ent: validator failed for field "Member.oidc_unlinked_subject": %w`, err)}
+		}
+	}
 	if len(_c.mutation.WorkspaceIDs()) == 0 {
 		return &ValidationError{Name: "workspace", err: errors.New(`ent: missing required edge "Member.workspace"`)}
 	}
@@ -357,6 +395,14 @@ func (_c *MemberCreate) createSpec() (*Member, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.OidcSubject(); ok {
 		_spec.SetField(member.FieldOidcSubject, field.TypeString, value)
 		_node.OidcSubject = &value
+	}
+	if value, ok := _c.mutation.OidcUnlinkedIssuer(); ok {
+		_spec.SetField(member.FieldOidcUnlinkedIssuer, field.TypeString, value)
+		_node.OidcUnlinkedIssuer = &value
+	}
+	if value, ok := _c.mutation.OidcUnlinkedSubject(); ok {
+		_spec.SetField(member.FieldOidcUnlinkedSubject, field.TypeString, value)
+		_node.OidcUnlinkedSubject = &value
 	}
 	if nodes := _c.mutation.WorkspaceIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{

@@ -135,6 +135,46 @@ func (_u *MemberUpdate) ClearOidcSubject() *MemberUpdate {
 	return _u
 }
 
+// SetOidcUnlinkedIssuer sets the "oidc_unlinked_issuer" field.
+func (_u *MemberUpdate) SetOidcUnlinkedIssuer(v string) *MemberUpdate {
+	_u.mutation.SetOidcUnlinkedIssuer(v)
+	return _u
+}
+
+// SetNillableOidcUnlinkedIssuer sets the "oidc_unlinked_issuer" field if the given value is not nil.
+func (_u *MemberUpdate) SetNillableOidcUnlinkedIssuer(v *string) *MemberUpdate {
+	if v != nil {
+		_u.SetOidcUnlinkedIssuer(*v)
+	}
+	return _u
+}
+
+// ClearOidcUnlinkedIssuer clears the value of the "oidc_unlinked_issuer" field.
+func (_u *MemberUpdate) ClearOidcUnlinkedIssuer() *MemberUpdate {
+	_u.mutation.ClearOidcUnlinkedIssuer()
+	return _u
+}
+
+// SetOidcUnlinkedSubject sets the "oidc_unlinked_subject" field.
+func (_u *MemberUpdate) SetOidcUnlinkedSubject(v string) *MemberUpdate {
+	_u.mutation.SetOidcUnlinkedSubject(v)
+	return _u
+}
+
+// SetNillableOidcUnlinkedSubject sets the "oidc_unlinked_subject" field if the given value is not nil.
+func (_u *MemberUpdate) SetNillableOidcUnlinkedSubject(v *string) *MemberUpdate {
+	if v != nil {
+		_u.SetOidcUnlinkedSubject(*v)
+	}
+	return _u
+}
+
+// ClearOidcUnlinkedSubject clears the value of the "oidc_unlinked_subject" field.
+func (_u *MemberUpdate) ClearOidcUnlinkedSubject() *MemberUpdate {
+	_u.mutation.ClearOidcUnlinkedSubject()
+	return _u
+}
+
 // AddTokenIDs adds the "tokens" edge to the Token entity by IDs.
 func (_u *MemberUpdate) AddTokenIDs(ids ...uuid.UUID) *MemberUpdate {
 	_u.mutation.AddTokenIDs(ids...)
@@ -338,6 +378,16 @@ func (_u *MemberUpdate) check() error {
 			return &ValidationError{Name: "oidc_subject", err: fmt.Errorf(`ent: validator failed for field "Member.oidc_subject": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.OidcUnlinkedIssuer(); ok {
+		if err := member.OidcUnlinkedIssuerValidator(v); err != nil {
+			return &ValidationError{Name: "oidc_unlinked_issuer", err: fmt.Errorf(`ent: validator failed for field "Member.oidc_unlinked_issuer": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.OidcUnlinkedSubject(); ok {
+		if err := member.OidcUnlinkedSubjectValidator(v); err != nil {
+			return &ValidationError{Name: "oidc_unlinked_subject", err: fmt.Errorf(`ent: validator failed for field "Member.oidc_unlinked_subject": %w`, err)}
+		}
+	}
 	if _u.mutation.WorkspaceCleared() && len(_u.mutation.WorkspaceIDs()) > 0 {
 		return errors.New(`ent: clearing a required unique edge "Member.workspace"`)
 	}
@@ -388,6 +438,18 @@ func (_u *MemberUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.OidcSubjectCleared() {
 		_spec.ClearField(member.FieldOidcSubject, field.TypeString)
+	}
+	if value, ok := _u.mutation.OidcUnlinkedIssuer(); ok {
+		_spec.SetField(member.FieldOidcUnlinkedIssuer, field.TypeString, value)
+	}
+	if _u.mutation.OidcUnlinkedIssuerCleared() {
+		_spec.ClearField(member.FieldOidcUnlinkedIssuer, field.TypeString)
+	}
+	if value, ok := _u.mutation.OidcUnlinkedSubject(); ok {
+		_spec.SetField(member.FieldOidcUnlinkedSubject, field.TypeString, value)
+	}
+	if _u.mutation.OidcUnlinkedSubjectCleared() {
+		_spec.ClearField(member.FieldOidcUnlinkedSubject, field.TypeString)
 	}
 	if _u.mutation.TokensCleared() {
 		edge := &sqlgraph.EdgeSpec{
@@ -693,6 +755,46 @@ func (_u *MemberUpdateOne) ClearOidcSubject() *MemberUpdateOne {
 	return _u
 }
 
+// SetOidcUnlinkedIssuer sets the "oidc_unlinked_issuer" field.
+func (_u *MemberUpdateOne) SetOidcUnlinkedIssuer(v string) *MemberUpdateOne {
+	_u.mutation.SetOidcUnlinkedIssuer(v)
+	return _u
+}
+
+// SetNillableOidcUnlinkedIssuer sets the "oidc_unlinked_issuer" field if the given value is not nil.
+func (_u *MemberUpdateOne) SetNillableOidcUnlinkedIssuer(v *string) *MemberUpdateOne {
+	if v != nil {
+		_u.SetOidcUnlinkedIssuer(*v)
+	}
+	return _u
+}
+
+// ClearOidcUnlinkedIssuer clears the value of the "oidc_unlinked_issuer" field.
+func (_u *MemberUpdateOne) ClearOidcUnlinkedIssuer() *MemberUpdateOne {
+	_u.mutation.ClearOidcUnlinkedIssuer()
+	return _u
+}
+
+// SetOidcUnlinkedSubject sets the "oidc_unlinked_subject" field.
+func (_u *MemberUpdateOne) SetOidcUnlinkedSubject(v string) *MemberUpdateOne {
+	_u.mutation.SetOidcUnlinkedSubject(v)
+	return _u
+}
+
+// SetNillableOidcUnlinkedSubject sets the "oidc_unlinked_subject" field if the given value is not nil.
+func (_u *MemberUpdateOne) SetNillableOidcUnlinkedSubject(v *string) *MemberUpdateOne {
+	if v != nil {
+		_u.SetOidcUnlinkedSubject(*v)
+	}
+	return _u
+}
+
+// ClearOidcUnlinkedSubject clears the value of the "oidc_unlinked_subject" field.
+func (_u *MemberUpdateOne) ClearOidcUnlinkedSubject() *MemberUpdateOne {
+	_u.mutation.ClearOidcUnlinkedSubject()
+	return _u
+}
+
 // AddTokenIDs adds the "tokens" edge to the Token entity by IDs.
 func (_u *MemberUpdateOne) AddTokenIDs(ids ...uuid.UUID) *MemberUpdateOne {
 	_u.mutation.AddTokenIDs(ids...)
@@ -909,6 +1011,16 @@ func (_u *MemberUpdateOne) check() error {
 			return &ValidationError{Name: "oidc_subject", err: fmt.Errorf(`ent: validator failed for field "Member.oidc_subject": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.OidcUnlinkedIssuer(); ok {
+		if err := member.OidcUnlinkedIssuerValidator(v); err != nil {
+			return &ValidationError{Name: "oidc_unlinked_issuer", err: fmt.Errorf(`ent: validator failed for field "Member.oidc_unlinked_issuer": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.OidcUnlinkedSubject(); ok {
+		if err := member.OidcUnlinkedSubjectValidator(v); err != nil {
+			return &ValidationError{Name: "oidc_unlinked_subject", err: fmt.Errorf(`ent: validator failed for field "Member.oidc_unlinked_subject": %w`, err)}
+		}
+	}
 	if _u.mutation.WorkspaceCleared() && len(_u.mutation.WorkspaceIDs()) > 0 {
 		return errors.New(`ent: clearing a required unique edge "Member.workspace"`)
 	}
@@ -976,6 +1088,18 @@ func (_u *MemberUpdateOne) sqlSave(ctx context.Context) (_node *Member, err erro
 	}
 	if _u.mutation.OidcSubjectCleared() {
 		_spec.ClearField(member.FieldOidcSubject, field.TypeString)
+	}
+	if value, ok := _u.mutation.OidcUnlinkedIssuer(); ok {
+		_spec.SetField(member.FieldOidcUnlinkedIssuer, field.TypeString, value)
+	}
+	if _u.mutation.OidcUnlinkedIssuerCleared() {
+		_spec.ClearField(member.FieldOidcUnlinkedIssuer, field.TypeString)
+	}
+	if value, ok := _u.mutation.OidcUnlinkedSubject(); ok {
+		_spec.SetField(member.FieldOidcUnlinkedSubject, field.TypeString, value)
+	}
+	if _u.mutation.OidcUnlinkedSubjectCleared() {
+		_spec.ClearField(member.FieldOidcUnlinkedSubject, field.TypeString)
 	}
 	if _u.mutation.TokensCleared() {
 		edge := &sqlgraph.EdgeSpec{

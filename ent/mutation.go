@@ -4030,34 +4030,36 @@ func (m *IdempotencyKeyMutation) ResetEdge(name string) error {
 // MemberMutation represents an operation that mutates the Member nodes in the graph.
 type MemberMutation struct {
 	config
-	op               Op
-	typ              string
-	id               *uuid.UUID
-	name             *string
-	email            *string
-	role             *member.Role
-	created_at       *time.Time
-	removed_at       *time.Time
-	oidc_issuer      *string
-	oidc_subject     *string
-	clearedFields    map[string]struct{}
-	workspace        *uuid.UUID
-	clearedworkspace bool
-	tokens           map[uuid.UUID]struct{}
-	removedtokens    map[uuid.UUID]struct{}
-	clearedtokens    bool
-	assigned         map[uuid.UUID]struct{}
-	removedassigned  map[uuid.UUID]struct{}
-	clearedassigned  bool
-	created          map[uuid.UUID]struct{}
-	removedcreated   map[uuid.UUID]struct{}
-	clearedcreated   bool
-	comments         map[uuid.UUID]struct{}
-	removedcomments  map[uuid.UUID]struct{}
-	clearedcomments  bool
-	done             bool
-	oldValue         func(context.Context) (*Member, error)
-	predicates       []predicate.Member
+	op                    Op
+	typ                   string
+	id                    *uuid.UUID
+	name                  *string
+	email                 *string
+	role                  *member.Role
+	created_at            *time.Time
+	removed_at            *time.Time
+	oidc_issuer           *string
+	oidc_subject          *string
+	oidc_unlinked_issuer  *string
+	oidc_unlinked_subject *string
+	clearedFields         map[string]struct{}
+	workspace             *uuid.UUID
+	clearedworkspace      bool
+	tokens                map[uuid.UUID]struct{}
+	removedtokens         map[uuid.UUID]struct{}
+	clearedtokens         bool
+	assigned              map[uuid.UUID]struct{}
+	removedassigned       map[uuid.UUID]struct{}
+	clearedassigned       bool
+	created               map[uuid.UUID]struct{}
+	removedcreated        map[uuid.UUID]struct{}
+	clearedcreated        bool
+	comments              map[uuid.UUID]struct{}
+	removedcomments       map[uuid.UUID]struct{}
+	clearedcomments       bool
+	done                  bool
+	oldValue              func(context.Context) (*Member, error)
+	predicates            []predicate.Member
 }
 
 var _ ent.Mutation = (*MemberMutation)(nil)
@@ -4491,6 +4493,104 @@ func (m *MemberMutation) ResetOidcSubject() {
 	delete(m.clearedFields, member.FieldOidcSubject)
 }
 
+// SetOidcUnlinkedIssuer sets the "oidc_unlinked_issuer" field.
+func (m *MemberMutation) SetOidcUnlinkedIssuer(s string) {
+	m.oidc_unlinked_issuer = &s
+}
+
+// OidcUnlinkedIssuer returns the value of the "oidc_unlinked_issuer" field in the mutation.
+func (m *MemberMutation) OidcUnlinkedIssuer() (r string, exists bool) {
+	v := m.oidc_unlinked_issuer
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOidcUnlinkedIssuer returns the old "oidc_unlinked_issuer" field's value of the Member entity.
+// If the Member object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MemberMutation) OldOidcUnlinkedIssuer(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOidcUnlinkedIssuer is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOidcUnlinkedIssuer requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOidcUnlinkedIssuer: %w", err)
+	}
+	return oldValue.OidcUnlinkedIssuer, nil
+}
+
+// ClearOidcUnlinkedIssuer clears the value of the "oidc_unlinked_issuer" field.
+func (m *MemberMutation) ClearOidcUnlinkedIssuer() {
+	m.oidc_unlinked_issuer = nil
+	m.clearedFields[member.FieldOidcUnlinkedIssuer] = struct{}{}
+}
+
+// OidcUnlinkedIssuerCleared returns if the "oidc_unlinked_issuer" field was cleared in this mutation.
+func (m *MemberMutation) OidcUnlinkedIssuerCleared() bool {
+	_, ok := m.clearedFields[member.FieldOidcUnlinkedIssuer]
+	return ok
+}
+
+// ResetOidcUnlinkedIssuer resets all changes to the "oidc_unlinked_issuer" field.
+func (m *MemberMutation) ResetOidcUnlinkedIssuer() {
+	m.oidc_unlinked_issuer = nil
+	delete(m.clearedFields, member.FieldOidcUnlinkedIssuer)
+}
+
+// SetOidcUnlinkedSubject sets the "oidc_unlinked_subject" field.
+func (m *MemberMutation) SetOidcUnlinkedSubject(s string) {
+	m.oidc_unlinked_subject = &s
+}
+
+// OidcUnlinkedSubject returns the value of the "oidc_unlinked_subject" field in the mutation.
+func (m *MemberMutation) OidcUnlinkedSubject() (r string, exists bool) {
+	v := m.oidc_unlinked_subject
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOidcUnlinkedSubject returns the old "oidc_unlinked_subject" field's value of the Member entity.
+// If the Member object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MemberMutation) OldOidcUnlinkedSubject(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOidcUnlinkedSubject is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOidcUnlinkedSubject requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOidcUnlinkedSubject: %w", err)
+	}
+	return oldValue.OidcUnlinkedSubject, nil
+}
+
+// ClearOidcUnlinkedSubject clears the value of the "oidc_unlinked_subject" field.
+func (m *MemberMutation) ClearOidcUnlinkedSubject() {
+	m.oidc_unlinked_subject = nil
+	m.clearedFields[member.FieldOidcUnlinkedSubject] = struct{}{}
+}
+
+// OidcUnlinkedSubjectCleared returns if the "oidc_unlinked_subject" field was cleared in this mutation.
+func (m *MemberMutation) OidcUnlinkedSubjectCleared() bool {
+	_, ok := m.clearedFields[member.FieldOidcUnlinkedSubject]
+	return ok
+}
+
+// ResetOidcUnlinkedSubject resets all changes to the "oidc_unlinked_subject" field.
+func (m *MemberMutation) ResetOidcUnlinkedSubject() {
+	m.oidc_unlinked_subject = nil
+	delete(m.clearedFields, member.FieldOidcUnlinkedSubject)
+}
+
 // ClearWorkspace clears the "workspace" edge to the Workspace entity.
 func (m *MemberMutation) ClearWorkspace() {
 	m.clearedworkspace = true
@@ -4768,7 +4868,7 @@ func (m *MemberMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *MemberMutation) Fields() []string {
-	fields := make([]string, 0, 8)
+	fields := make([]string, 0, 10)
 	if m.workspace != nil {
 		fields = append(fields, member.FieldWorkspaceID)
 	}
@@ -4792,6 +4892,12 @@ func (m *MemberMutation) Fields() []string {
 	}
 	if m.oidc_subject != nil {
 		fields = append(fields, member.FieldOidcSubject)
+	}
+	if m.oidc_unlinked_issuer != nil {
+		fields = append(fields, member.FieldOidcUnlinkedIssuer)
+	}
+	if m.oidc_unlinked_subject != nil {
+		fields = append(fields, member.FieldOidcUnlinkedSubject)
 	}
 	return fields
 }
@@ -4817,6 +4923,10 @@ func (m *MemberMutation) Field(name string) (ent.Value, bool) {
 		return m.OidcIssuer()
 	case member.FieldOidcSubject:
 		return m.OidcSubject()
+	case member.FieldOidcUnlinkedIssuer:
+		return m.OidcUnlinkedIssuer()
+	case member.FieldOidcUnlinkedSubject:
+		return m.OidcUnlinkedSubject()
 	}
 	return nil, false
 }
@@ -4842,6 +4952,10 @@ func (m *MemberMutation) OldField(ctx context.Context, name string) (ent.Value, 
 		return m.OldOidcIssuer(ctx)
 	case member.FieldOidcSubject:
 		return m.OldOidcSubject(ctx)
+	case member.FieldOidcUnlinkedIssuer:
+		return m.OldOidcUnlinkedIssuer(ctx)
+	case member.FieldOidcUnlinkedSubject:
+		return m.OldOidcUnlinkedSubject(ctx)
 	}
 	return nil, fmt.Errorf("unknown Member field %s", name)
 }
@@ -4907,6 +5021,20 @@ func (m *MemberMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetOidcSubject(v)
 		return nil
+	case member.FieldOidcUnlinkedIssuer:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOidcUnlinkedIssuer(v)
+		return nil
+	case member.FieldOidcUnlinkedSubject:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOidcUnlinkedSubject(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Member field %s", name)
 }
@@ -4946,6 +5074,12 @@ func (m *MemberMutation) ClearedFields() []string {
 	if m.FieldCleared(member.FieldOidcSubject) {
 		fields = append(fields, member.FieldOidcSubject)
 	}
+	if m.FieldCleared(member.FieldOidcUnlinkedIssuer) {
+		fields = append(fields, member.FieldOidcUnlinkedIssuer)
+	}
+	if m.FieldCleared(member.FieldOidcUnlinkedSubject) {
+		fields = append(fields, member.FieldOidcUnlinkedSubject)
+	}
 	return fields
 }
 
@@ -4968,6 +5102,12 @@ func (m *MemberMutation) ClearField(name string) error {
 		return nil
 	case member.FieldOidcSubject:
 		m.ClearOidcSubject()
+		return nil
+	case member.FieldOidcUnlinkedIssuer:
+		m.ClearOidcUnlinkedIssuer()
+		return nil
+	case member.FieldOidcUnlinkedSubject:
+		m.ClearOidcUnlinkedSubject()
 		return nil
 	}
 	return fmt.Errorf("unknown Member nullable field %s", name)
@@ -5000,6 +5140,12 @@ func (m *MemberMutation) ResetField(name string) error {
 		return nil
 	case member.FieldOidcSubject:
 		m.ResetOidcSubject()
+		return nil
+	case member.FieldOidcUnlinkedIssuer:
+		m.ResetOidcUnlinkedIssuer()
+		return nil
+	case member.FieldOidcUnlinkedSubject:
+		m.ResetOidcUnlinkedSubject()
 		return nil
 	}
 	return fmt.Errorf("unknown Member field %s", name)

@@ -139,6 +139,11 @@ func (r *mutationResolver) RemoveMember(ctx context.Context, id string) (*ent.Me
 	return r.Service.RemoveMember(ctx, id)
 }
 
+// UnlinkMember is the resolver for the unlinkMember field.
+func (r *mutationResolver) UnlinkMember(ctx context.Context, id string) (*ent.Member, error) {
+	return r.Service.UnlinkMember(ctx, id)
+}
+
 // CreateToken is the resolver for the createToken field.
 func (r *mutationResolver) CreateToken(ctx context.Context, input model.CreateTokenInput) (*model.CreateTokenPayload, error) {
 	t, secret, err := r.Service.CreateToken(ctx, core.TokenInput{

@@ -33,6 +33,10 @@ const (
 	FieldOidcIssuer = "oidc_issuer"
 	// FieldOidcSubject holds the string denoting the oidc_subject field in the database.
 	FieldOidcSubject = "oidc_subject"
+	// FieldOidcUnlinkedIssuer holds the string denoting the oidc_unlinked_issuer field in the database.
+	FieldOidcUnlinkedIssuer = "oidc_unlinked_issuer"
+	// FieldOidcUnlinkedSubject holds the string denoting the oidc_unlinked_subject field in the database.
+	FieldOidcUnlinkedSubject = "oidc_unlinked_subject"
 	// EdgeWorkspace holds the string denoting the workspace edge name in mutations.
 	EdgeWorkspace = "workspace"
 	// EdgeTokens holds the string denoting the tokens edge name in mutations.
@@ -93,6 +97,8 @@ var Columns = []string{
 	FieldRemovedAt,
 	FieldOidcIssuer,
 	FieldOidcSubject,
+	FieldOidcUnlinkedIssuer,
+	FieldOidcUnlinkedSubject,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -123,6 +129,10 @@ var (
 	OidcIssuerValidator func(string) error
 	// OidcSubjectValidator is a validator for the "oidc_subject" field. It is called by the builders before save.
 	OidcSubjectValidator func(string) error
+	// OidcUnlinkedIssuerValidator is a validator for the "oidc_unlinked_issuer" field. It is called by the builders before save.
+	OidcUnlinkedIssuerValidator func(string) error
+	// OidcUnlinkedSubjectValidator is a validator for the "oidc_unlinked_subject" field. It is called by the builders before save.
+	OidcUnlinkedSubjectValidator func(string) error
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() uuid.UUID
 )
@@ -200,6 +210,16 @@ func ByOidcIssuer(opts ...sql.OrderTermOption) OrderOption {
 // ByOidcSubject orders the results by the oidc_subject field.
 func ByOidcSubject(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldOidcSubject, opts...).ToFunc()
+}
+
+// ByOidcUnlinkedIssuer orders the results by the oidc_unlinked_issuer field.
+func ByOidcUnlinkedIssuer(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldOidcUnlinkedIssuer, opts...).ToFunc()
+}
+
+// ByOidcUnlinkedSubject orders the results by the oidc_unlinked_subject field.
+func ByOidcUnlinkedSubject(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldOidcUnlinkedSubject, opts...).ToFunc()
 }
 
 // ByWorkspaceField orders the results by workspace field.

@@ -91,6 +91,16 @@ func OidcSubject(v string) predicate.Member {
 	return predicate.Member(sql.FieldEQ(FieldOidcSubject, v))
 }
 
+// OidcUnlinkedIssuer applies equality check predicate on the "oidc_unlinked_issuer" field. It's identical to OidcUnlinkedIssuerEQ.
+func OidcUnlinkedIssuer(v string) predicate.Member {
+	return predicate.Member(sql.FieldEQ(FieldOidcUnlinkedIssuer, v))
+}
+
+// OidcUnlinkedSubject applies equality check predicate on the "oidc_unlinked_subject" field. It's identical to OidcUnlinkedSubjectEQ.
+func OidcUnlinkedSubject(v string) predicate.Member {
+	return predicate.Member(sql.FieldEQ(FieldOidcUnlinkedSubject, v))
+}
+
 // WorkspaceIDEQ applies the EQ predicate on the "workspace_id" field.
 func WorkspaceIDEQ(v uuid.UUID) predicate.Member {
 	return predicate.Member(sql.FieldEQ(FieldWorkspaceID, v))
@@ -499,6 +509,156 @@ func OidcSubjectEqualFold(v string) predicate.Member {
 // OidcSubjectContainsFold applies the ContainsFold predicate on the "oidc_subject" field.
 func OidcSubjectContainsFold(v string) predicate.Member {
 	return predicate.Member(sql.FieldContainsFold(FieldOidcSubject, v))
+}
+
+// OidcUnlinkedIssuerEQ applies the EQ predicate on the "oidc_unlinked_issuer" field.
+func OidcUnlinkedIssuerEQ(v string) predicate.Member {
+	return predicate.Member(sql.FieldEQ(FieldOidcUnlinkedIssuer, v))
+}
+
+// OidcUnlinkedIssuerNEQ applies the NEQ predicate on the "oidc_unlinked_issuer" field.
+func OidcUnlinkedIssuerNEQ(v string) predicate.Member {
+	return predicate.Member(sql.FieldNEQ(FieldOidcUnlinkedIssuer, v))
+}
+
+// OidcUnlinkedIssuerIn applies the In predicate on the "oidc_unlinked_issuer" field.
+func OidcUnlinkedIssuerIn(vs ...string) predicate.Member {
+	return predicate.Member(sql.FieldIn(FieldOidcUnlinkedIssuer, vs...))
+}
+
+// OidcUnlinkedIssuerNotIn applies the NotIn predicate on the "oidc_unlinked_issuer" field.
+func OidcUnlinkedIssuerNotIn(vs ...string) predicate.Member {
+	return predicate.Member(sql.FieldNotIn(FieldOidcUnlinkedIssuer, vs...))
+}
+
+// OidcUnlinkedIssuerGT applies the GT predicate on the "oidc_unlinked_issuer" field.
+func OidcUnlinkedIssuerGT(v string) predicate.Member {
+	return predicate.Member(sql.FieldGT(FieldOidcUnlinkedIssuer, v))
+}
+
+// OidcUnlinkedIssuerGTE applies the GTE predicate on the "oidc_unlinked_issuer" field.
+func OidcUnlinkedIssuerGTE(v string) predicate.Member {
+	return predicate.Member(sql.FieldGTE(FieldOidcUnlinkedIssuer, v))
+}
+
+// OidcUnlinkedIssuerLT applies the LT predicate on the "oidc_unlinked_issuer" field.
+func OidcUnlinkedIssuerLT(v string) predicate.Member {
+	return predicate.Member(sql.FieldLT(FieldOidcUnlinkedIssuer, v))
+}
+
+// OidcUnlinkedIssuerLTE applies the LTE predicate on the "oidc_unlinked_issuer" field.
+func OidcUnlinkedIssuerLTE(v string) predicate.Member {
+	return predicate.Member(sql.FieldLTE(FieldOidcUnlinkedIssuer, v))
+}
+
+// OidcUnlinkedIssuerContains applies the Contains predicate on the "oidc_unlinked_issuer" field.
+func OidcUnlinkedIssuerContains(v string) predicate.Member {
+	return predicate.Member(sql.FieldContains(FieldOidcUnlinkedIssuer, v))
+}
+
+// OidcUnlinkedIssuerHasPrefix applies the HasPrefix predicate on the "oidc_unlinked_issuer" field.
+func OidcUnlinkedIssuerHasPrefix(v string) predicate.Member {
+	return predicate.Member(sql.FieldHasPrefix(FieldOidcUnlinkedIssuer, v))
+}
+
+// OidcUnlinkedIssuerHasSuffix applies the HasSuffix predicate on the "oidc_unlinked_issuer" field.
+func OidcUnlinkedIssuerHasSuffix(v string) predicate.Member {
+	return predicate.Member(sql.FieldHasSuffix(FieldOidcUnlinkedIssuer, v))
+}
+
+// OidcUnlinkedIssuerIsNil applies the IsNil predicate on the "oidc_unlinked_issuer" field.
+func OidcUnlinkedIssuerIsNil() predicate.Member {
+	return predicate.Member(sql.FieldIsNull(FieldOidcUnlinkedIssuer))
+}
+
+// OidcUnlinkedIssuerNotNil applies the NotNil predicate on the "oidc_unlinked_issuer" field.
+func OidcUnlinkedIssuerNotNil() predicate.Member {
+	return predicate.Member(sql.FieldNotNull(FieldOidcUnlinkedIssuer))
+}
+
+// OidcUnlinkedIssuerEqualFold applies the EqualFold predicate on the "oidc_unlinked_issuer" field.
+func OidcUnlinkedIssuerEqualFold(v string) predicate.Member {
+	return predicate.Member(sql.FieldEqualFold(FieldOidcUnlinkedIssuer, v))
+}
+
+// OidcUnlinkedIssuerContainsFold applies the ContainsFold predicate on the "oidc_unlinked_issuer" field.
+func OidcUnlinkedIssuerContainsFold(v string) predicate.Member {
+	return predicate.Member(sql.FieldContainsFold(FieldOidcUnlinkedIssuer, v))
+}
+
+// OidcUnlinkedSubjectEQ applies the EQ predicate on the "oidc_unlinked_subject" field.
+func OidcUnlinkedSubjectEQ(v string) predicate.Member {
+	return predicate.Member(sql.FieldEQ(FieldOidcUnlinkedSubject, v))
+}
+
+// OidcUnlinkedSubjectNEQ applies the NEQ predicate on the "oidc_unlinked_subject" field.
+func OidcUnlinkedSubjectNEQ(v string) predicate.Member {
+	return predicate.Member(sql.FieldNEQ(FieldOidcUnlinkedSubject, v))
+}
+
+// OidcUnlinkedSubjectIn applies the In predicate on the "oidc_unlinked_subject" field.
+func OidcUnlinkedSubjectIn(vs ...string) predicate.Member {
+	return predicate.Member(sql.FieldIn(FieldOidcUnlinkedSubject, vs...))
+}
+
+// OidcUnlinkedSubjectNotIn applies the NotIn predicate on the "oidc_unlinked_subject" field.
+func OidcUnlinkedSubjectNotIn(vs ...string) predicate.Member {
+	return predicate.Member(sql.FieldNotIn(FieldOidcUnlinkedSubject, vs...))
+}
+
+// OidcUnlinkedSubjectGT applies the GT predicate on the "oidc_unlinked_subject" field.
+func OidcUnlinkedSubjectGT(v string) predicate.Member {
+	return predicate.Member(sql.FieldGT(FieldOidcUnlinkedSubject, v))
+}
+
+// OidcUnlinkedSubjectGTE applies the GTE predicate on the "oidc_unlinked_subject" field.
+func OidcUnlinkedSubjectGTE(v string) predicate.Member {
+	return predicate.Member(sql.FieldGTE(FieldOidcUnlinkedSubject, v))
+}
+
+// OidcUnlinkedSubjectLT applies the LT predicate on the "oidc_unlinked_subject" field.
+func OidcUnlinkedSubjectLT(v string) predicate.Member {
+	return predicate.Member(sql.FieldLT(FieldOidcUnlinkedSubject, v))
+}
+
+// OidcUnlinkedSubjectLTE applies the LTE predicate on the "oidc_unlinked_subject" field.
+func OidcUnlinkedSubjectLTE(v string) predicate.Member {
+	return predicate.Member(sql.FieldLTE(FieldOidcUnlinkedSubject, v))
+}
+
+// OidcUnlinkedSubjectContains applies the Contains predicate on the "oidc_unlinked_subject" field.
+func OidcUnlinkedSubjectContains(v string) predicate.Member {
+	return predicate.Member(sql.FieldContains(FieldOidcUnlinkedSubject, v))
+}
+
+// OidcUnlinkedSubjectHasPrefix applies the HasPrefix predicate on the "oidc_unlinked_subject" field.
+func OidcUnlinkedSubjectHasPrefix(v string) predicate.Member {
+	return predicate.Member(sql.FieldHasPrefix(FieldOidcUnlinkedSubject, v))
+}
+
+// OidcUnlinkedSubjectHasSuffix applies the HasSuffix predicate on the "oidc_unlinked_subject" field.
+func OidcUnlinkedSubjectHasSuffix(v string) predicate.Member {
+	return predicate.Member(sql.FieldHasSuffix(FieldOidcUnlinkedSubject, v))
+}
+
+// OidcUnlinkedSubjectIsNil applies the IsNil predicate on the "oidc_unlinked_subject" field.
+func OidcUnlinkedSubjectIsNil() predicate.Member {
+	return predicate.Member(sql.FieldIsNull(FieldOidcUnlinkedSubject))
+}
+
+// OidcUnlinkedSubjectNotNil applies the NotNil predicate on the "oidc_unlinked_subject" field.
+func OidcUnlinkedSubjectNotNil() predicate.Member {
+	return predicate.Member(sql.FieldNotNull(FieldOidcUnlinkedSubject))
+}
+
+// OidcUnlinkedSubjectEqualFold applies the EqualFold predicate on the "oidc_unlinked_subject" field.
+func OidcUnlinkedSubjectEqualFold(v string) predicate.Member {
+	return predicate.Member(sql.FieldEqualFold(FieldOidcUnlinkedSubject, v))
+}
+
+// OidcUnlinkedSubjectContainsFold applies the ContainsFold predicate on the "oidc_unlinked_subject" field.
+func OidcUnlinkedSubjectContainsFold(v string) predicate.Member {
+	return predicate.Member(sql.FieldContainsFold(FieldOidcUnlinkedSubject, v))
 }
 
 // HasWorkspace applies the HasEdge predicate on the "workspace" edge.

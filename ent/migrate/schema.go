@@ -196,6 +196,8 @@ var (
 		{Name: "removed_at", Type: field.TypeTime, Nullable: true},
 		{Name: "oidc_issuer", Type: field.TypeString, Nullable: true},
 		{Name: "oidc_subject", Type: field.TypeString, Nullable: true},
+		{Name: "oidc_unlinked_issuer", Type: field.TypeString, Nullable: true},
+		{Name: "oidc_unlinked_subject", Type: field.TypeString, Nullable: true},
 		{Name: "workspace_id", Type: field.TypeUUID},
 	}
 	// MembersTable holds the schema information for the "members" table.
@@ -206,7 +208,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "members_workspaces_members",
-				Columns:    []*schema.Column{MembersColumns[8]},
+				Columns:    []*schema.Column{MembersColumns[10]},
 				RefColumns: []*schema.Column{WorkspacesColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -215,17 +217,17 @@ var (
 			{
 				Name:    "member_workspace_id_email",
 				Unique:  true,
-				Columns: []*schema.Column{MembersColumns[8], MembersColumns[2]},
+				Columns: []*schema.Column{MembersColumns[10], MembersColumns[2]},
 			},
 			{
 				Name:    "member_workspace_id_name",
 				Unique:  false,
-				Columns: []*schema.Column{MembersColumns[8], MembersColumns[1]},
+				Columns: []*schema.Column{MembersColumns[10], MembersColumns[1]},
 			},
 			{
 				Name:    "member_workspace_id_oidc_issuer_oidc_subject",
 				Unique:  true,
-				Columns: []*schema.Column{MembersColumns[8], MembersColumns[6], MembersColumns[7]},
+				Columns: []*schema.Column{MembersColumns[10], MembersColumns[6], MembersColumns[7]},
 			},
 			{
 				Name:    "member_oidc_issuer_oidc_subject",

@@ -206,6 +206,14 @@ func init() {
 	memberDescOidcSubject := memberFields[8].Descriptor()
 	// member.OidcSubjectValidator is a validator for the "oidc_subject" field. It is called by the builders before save.
 	member.OidcSubjectValidator = memberDescOidcSubject.Validators[0].(func(string) error)
+	// memberDescOidcUnlinkedIssuer is the schema descriptor for oidc_unlinked_issuer field.
+	memberDescOidcUnlinkedIssuer := memberFields[9].Descriptor()
+	// member.OidcUnlinkedIssuerValidator is a validator for the "oidc_unlinked_issuer" field. It is called by the builders before save.
+	member.OidcUnlinkedIssuerValidator = memberDescOidcUnlinkedIssuer.Validators[0].(func(string) error)
+	// memberDescOidcUnlinkedSubject is the schema descriptor for oidc_unlinked_subject field.
+	memberDescOidcUnlinkedSubject := memberFields[10].Descriptor()
+	// member.OidcUnlinkedSubjectValidator is a validator for the "oidc_unlinked_subject" field. It is called by the builders before save.
+	member.OidcUnlinkedSubjectValidator = memberDescOidcUnlinkedSubject.Validators[0].(func(string) error)
 	// memberDescID is the schema descriptor for id field.
 	memberDescID := memberFields[0].Descriptor()
 	// member.DefaultID holds the default value on creation for the id field.

@@ -32,6 +32,12 @@ func (Member) Fields() []ent.Field {
 		// bounds a subject to 255 ASCII characters.
 		field.String("oidc_issuer").Optional().Nillable().Validate(maxChars(2048)).Comment("issuer URL of the identity provider this member signs in with"),
 		field.String("oidc_subject").Optional().Nillable().Validate(maxChars(255)).Comment("the member's subject at oidc_issuer; unique per workspace"),
+		// The person an admin last unlinked from this member (unlinkMember):
+		// never linked to it again by their verified email, which would
+		// undo the unlink at their next request. Another person with the
+		// same verified email may still link.
+		field.String("oidc_unlinked_issuer").Optional().Nillable().Validate(maxChars(2048)).Comment("issuer of the person last unlinked from this member"),
+		field.String("oidc_unlinked_subject").Optional().Nillable().Validate(maxChars(255)).Comment("subject of the person last unlinked from this member"),
 	}
 }
 

@@ -186,6 +186,7 @@ type ComplexityRoot struct {
 		RemoveMember             func(childComplexity int, id string) int
 		RevokeToken              func(childComplexity int, id string) int
 		RotateWebhookSecret      func(childComplexity int, id string) int
+		UnlinkMember             func(childComplexity int, id string) int
 		UpdateCategory           func(childComplexity int, id string, input model.UpdateCategoryInput, ifUpdatedAt *time.Time) int
 		UpdateComment            func(childComplexity int, id string, input model.UpdateCommentInput) int
 		UpdateMember             func(childComplexity int, id string, input model.UpdateMemberInput) int
@@ -391,6 +392,7 @@ type MutationResolver interface {
 	AddMember(ctx context.Context, input model.AddMemberInput) (*ent.Member, error)
 	UpdateMember(ctx context.Context, id string, input model.UpdateMemberInput) (*ent.Member, error)
 	RemoveMember(ctx context.Context, id string) (*ent.Member, error)
+	UnlinkMember(ctx context.Context, id string) (*ent.Member, error)
 	CreateToken(ctx context.Context, input model.CreateTokenInput) (*model.CreateTokenPayload, error)
 	RevokeToken(ctx context.Context, id string) (*ent.Token, error)
 	CreateWebhook(ctx context.Context, input model.CreateWebhookInput) (*model.WebhookSecretPayload, error)
@@ -1057,6 +1059,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RotateWebhookSecret(childComplexity, args["id"].(string)), true
+	case "Mutation.unlinkMember":
+		if e.ComplexityRoot.Mutation.UnlinkMember == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_unlinkMember_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UnlinkMember(childComplexity, args["id"].(string)), true
 	case "Mutation.updateCategory":
 		if e.ComplexityRoot.Mutation.UpdateCategory == nil {
 			break
@@ -2301,6 +2314,8 @@ enum EventKind {
   "A member's name or role changed."
   MEMBER_UPDATED
   MEMBER_REMOVED
+  "A member was unlinked from its identity provider's person (unlinkMember); no field changes."
+  MEMBER_UNLINKED
   TOKEN_CREATED
   TOKEN_REVOKED
 }
@@ -2582,6 +2597,16 @@ type Mutation {
   updateMember(id: ID!, input: UpdateMemberInput!): Member
   "Removes a member; their tokens stop working."
   removeMember(id: ID!): Member
+  """
+  Unlinks a member from the identity provider's person signed in as it
+  (ADMIN only): that person's next request is refused and their
+  subscriptions end, though their provider's token is still valid, and
+  signing in never links them to this member again; another person with
+  the member's email still may. The member's pms_ tokens keep working. A
+  member not linked is returned unchanged, with nothing written (no event).
+  The link itself is not shown: the change log's MEMBER_UNLINKED says when.
+  """
+  unlinkMember(id: ID!): Member
   createToken(input: CreateTokenInput!): CreateTokenPayload
   revokeToken(id: ID!): Token
 }
@@ -3792,6 +3817,20 @@ func (ec *executionContext) field_Mutation_revokeToken_args(ctx context.Context,
 }
 
 func (ec *executionContext) field_Mutation_rotateWebhookSecret_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_unlinkMember_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
@@ -6992,6 +7031,50 @@ func (ec *executionContext) fieldContext_Mutation_removeMember(ctx context.Conte
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_removeMember_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_unlinkMember(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_unlinkMember(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UnlinkMember(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Member) graphql.Marshaler {
+			return ec.marshalOMember2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐMember(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_unlinkMember(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Member(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_unlinkMember_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -13430,6 +13513,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "unlinkMember":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_unlinkMember(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "createToken":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createToken(ctx, field)
@@ -14805,6 +14895,7 @@ var (
 		"MEMBER_ADDED":      core.EventMemberAdded,
 		"MEMBER_UPDATED":    core.EventMemberUpdated,
 		"MEMBER_REMOVED":    core.EventMemberRemoved,
+		"MEMBER_UNLINKED":   core.EventMemberUnlinked,
 		"TOKEN_CREATED":     core.EventTokenCreated,
 		"TOKEN_REVOKED":     core.EventTokenRevoked,
 	}
@@ -14825,6 +14916,7 @@ var (
 		core.EventMemberAdded:      "MEMBER_ADDED",
 		core.EventMemberUpdated:    "MEMBER_UPDATED",
 		core.EventMemberRemoved:    "MEMBER_REMOVED",
+		core.EventMemberUnlinked:   "MEMBER_UNLINKED",
 		core.EventTokenCreated:     "TOKEN_CREATED",
 		core.EventTokenRevoked:     "TOKEN_REVOKED",
 	}

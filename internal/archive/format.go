@@ -98,7 +98,8 @@ type WorkspaceRecord struct {
 }
 
 // MemberRecord is a member, removed ones included (their comments and
-// history name them).
+// history name them). Its link to an identity provider's person, and the
+// person an admin unlinked from it, are not exported (docs/archive-format.md).
 type MemberRecord struct {
 	Type      string     `json:"type"`
 	ID        uuid.UUID  `json:"id"`

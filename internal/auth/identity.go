@@ -102,6 +102,11 @@ func (a *Authenticator) authenticateIdentity(ctx context.Context, token string) 
 			}
 		}
 		if len(members) == 0 {
+			if unlinked, err := a.wasUnlinked(ctx, id); err != nil {
+				return nil, err
+			} else if unlinked {
+				return nil, apperr.New(apperr.Unauthenticated, UnlinkedMessage)
+			}
 			return nil, apperr.New(apperr.Unauthenticated, NoMemberMessage)
 		}
 	}
@@ -188,8 +193,9 @@ func (a *Authenticator) linkedMembers(ctx context.Context, id *identity.Identity
 const maxLinkedMembers = 100
 
 // link links id's person to every member not removed and not linked yet
-// whose email is id's verified email, and returns how many it linked. The
-// link is not shown by the API, so it bumps no workspace version.
+// whose email is id's verified email, unless an admin unlinked this person
+// from it, and returns how many it linked. The link is not shown by the
+// API, so it bumps no workspace version.
 func (a *Authenticator) link(ctx context.Context, id *identity.Identity) (int64, error) {
 	b := entsql.Dialect(a.db.Dialect)
 	query, args := b.Update(member.Table).
@@ -198,6 +204,7 @@ func (a *Authenticator) link(ctx context.Context, id *identity.Identity) (int64,
 			entsql.EQ(member.FieldEmail, strings.ToLower(id.Email)),
 			entsql.IsNull(member.FieldRemovedAt),
 			entsql.IsNull(member.FieldOidcIssuer),
+			notUnlinkedFrom(id),
 		)).Query()
 	var res sql.Result
 	if err := a.db.Driver().Exec(ctx, query, args, &res); err != nil {
@@ -208,4 +215,45 @@ func (a *Authenticator) link(ctx context.Context, id *identity.Identity) (int64,
 		return 0, apperr.Map(fmt.Errorf("link members: %w", err))
 	}
 	return n, nil
+}
+
+// notUnlinkedFrom holds for the members id's person was not unlinked from
+// (core.UnlinkMember): relinking them by their verified email would undo
+// the unlink at their next request. NULL-safe: a member never unlinked has
+// no unlinked person, and another person with the same email may link.
+func notUnlinkedFrom(id *identity.Identity) *entsql.Predicate {
+	return entsql.Or(
+		entsql.IsNull(member.FieldOidcUnlinkedIssuer),
+		entsql.NEQ(member.FieldOidcUnlinkedIssuer, id.Issuer),
+		entsql.NEQ(member.FieldOidcUnlinkedSubject, id.Subject),
+	)
+}
+
+// UnlinkedMessage is the refusal of a person no member is linked to, none
+// could be linked to, and whom an admin unlinked from a member with their
+// verified email (core.UnlinkMember).
+const UnlinkedMessage = "an admin unlinked this person from the member with this email, " +
+	"and signing in does not link them again: ask an admin of its workspace to let you back in"
+
+// wasUnlinked reports whether an admin unlinked id's person from a member
+// with id's verified email: the one statement the refusal of a person with
+// no member may add, to say why.
+func (a *Authenticator) wasUnlinked(ctx context.Context, id *identity.Identity) (bool, error) {
+	b := entsql.Dialect(a.db.Dialect)
+	query, args := b.Select(member.FieldID).From(b.Table(member.Table)).
+		Where(entsql.And(
+			entsql.EQ(member.FieldEmail, strings.ToLower(id.Email)),
+			entsql.EQ(member.FieldOidcUnlinkedIssuer, id.Issuer),
+			entsql.EQ(member.FieldOidcUnlinkedSubject, id.Subject),
+		)).Limit(1).Query()
+	var rows entsql.Rows
+	if err := a.db.Driver().Query(ctx, query, args, &rows); err != nil {
+		return false, apperr.Map(err)
+	}
+	defer rows.Close()
+	found := rows.Next()
+	if err := rows.Err(); err != nil {
+		return false, apperr.Map(err)
+	}
+	return found, nil
 }

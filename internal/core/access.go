@@ -70,8 +70,9 @@ func getOne[T any](ctx context.Context, kind ids.Kind, what, id string, get func
 }
 
 // accessKinds are the logged writes that may take someone's access away:
-// a member's role changed or the member removed, a token revoked.
-var accessKinds = []string{string(EventMemberUpdated), string(EventMemberRemoved), string(EventTokenRevoked)}
+// a member's role changed, the member removed or unlinked from its
+// person, a token revoked.
+var accessKinds = []string{string(EventMemberUpdated), string(EventMemberRemoved), string(EventMemberUnlinked), string(EventTokenRevoked)}
 
 // AccessVersion returns the workspace version of the viewer's workspace's
 // last logged write that may have taken someone's access away (0 when the

@@ -43,6 +43,7 @@ const (
 	EventMemberAdded      EventKind = "member.added"
 	EventMemberUpdated    EventKind = "member.updated"
 	EventMemberRemoved    EventKind = "member.removed"
+	EventMemberUnlinked   EventKind = "member.unlinked"
 	EventTokenCreated     EventKind = "token.created"
 	EventTokenRevoked     EventKind = "token.revoked"
 )
@@ -53,7 +54,7 @@ var EventKinds = []EventKind{
 	EventCommentCreated, EventCommentUpdated, EventCommentDeleted,
 	EventProjectCreated, EventProjectUpdated, EventProjectDeleted,
 	EventCategoryCreated, EventCategoryUpdated, EventCategoryDeleted,
-	EventMemberAdded, EventMemberUpdated, EventMemberRemoved,
+	EventMemberAdded, EventMemberUpdated, EventMemberRemoved, EventMemberUnlinked,
 	EventTokenCreated, EventTokenRevoked,
 }
 

@@ -210,6 +210,12 @@ func TestEveryWriteLogsOneEvent(t *testing.T) {
 				_, err := f.svc.RevokeToken(ctx, token.ID.String())
 				return token.ID, err
 			}, core.EventTokenRevoked, none, none, []string{"revokedAt"}, map[string][2]string{"revokedAt": {"null", ""}}, false},
+			// Unlinking shows no field: who was linked is not shown.
+			{"unlink a member from its person", func() (uuid.UUID, error) {
+				linkTo(t, f.db, member, "https://idp.log.example", "u-ola")
+				_, err := f.svc.UnlinkMember(ctx, member.ID.String())
+				return member.ID, err
+			}, core.EventMemberUnlinked, none, none, nil, nil, false},
 			{"remove a member", func() (uuid.UUID, error) {
 				_, err := f.svc.RemoveMember(ctx, member.ID.String())
 				return member.ID, err

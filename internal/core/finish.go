@@ -64,8 +64,8 @@ func recordFinish(kind EventKind, id uuid.UUID, before, after fields) writeFinis
 }
 
 // accessFinish is recordFinish of a write that changes who may read the
-// workspace (a member removed or demoted, a token revoked): subscriptions
-// of the workspace re-authenticate on its announcement.
+// workspace (a member removed, demoted or unlinked, a token revoked):
+// subscriptions of the workspace re-authenticate on its announcement.
 func accessFinish(workspaceID uuid.UUID, kind EventKind, id uuid.UUID, before, after fields) writeFinish {
 	f := recordFinish(kind, id, before, after)
 	f.change = &Change{WorkspaceID: workspaceID, Kind: AccessChanged}

@@ -246,6 +246,55 @@ func (s *Service) RemoveMember(ctx context.Context, id string) (*ent.Member, err
 	})
 }
 
+// UnlinkMember unlinks a member from the identity provider's person it is
+// linked to (docs/api.md, "Unlinking"): that person's next request is
+// refused though their provider's token is still valid, their
+// subscriptions are checked again (member.unlinked is an access change),
+// and signing in never links them to this member again (internal/auth
+// skips the person recorded as unlinked); another person with the same
+// verified email may link. The member's pms_ tokens are untouched. A
+// member not linked is returned as it is, with nothing written: a retried
+// request succeeds alike.
+// Errors: unauthenticated, forbidden, not_found (removed members too).
+func (s *Service) UnlinkMember(ctx context.Context, id string) (*ent.Member, error) {
+	v, mid, err := target(ctx, viewer.RoleAdmin, ids.KindMember, "member", id)
+	if err != nil {
+		return nil, err
+	}
+	// A member not linked, as of the workspace lock: the transaction is
+	// rolled back (its version bump with it) and the member returned.
+	var notLinked *ent.Member
+	unlinked, err := stored(ctx, s, v, viewer.RoleAdmin, func(tx *ent.Tx, me *viewer.Viewer) (*ent.Member, error) {
+		notLinked = nil
+		m, err := currentMember(ctx, tx.Client(), mid)
+		if err != nil {
+			return nil, err
+		}
+		if m.OidcIssuer == nil {
+			notLinked = m.Unwrap()
+			return nil, errNothingToWrite
+		}
+		unlinked, err := tx.Member.UpdateOneID(m.ID).
+			SetOidcUnlinkedIssuer(*m.OidcIssuer).SetNillableOidcUnlinkedSubject(m.OidcSubject).
+			ClearOidcIssuer().ClearOidcSubject().Save(ctx)
+		if err != nil {
+			return nil, err
+		}
+		// No field the API shows changed: the event lists no changes (the
+		// person is not shown to every reader of the log).
+		fs := memberFields(m)
+		return unlinked, s.finishWith(tx, accessFinish(v.WorkspaceID, EventMemberUnlinked, m.ID, fs, fs))
+	})
+	if notLinked != nil {
+		return notLinked, nil
+	}
+	return unlinked, err
+}
+
+// errNothingToWrite rolls back a write that finds, as of the workspace
+// lock, that it has nothing to write; its caller answers without it.
+var errNothingToWrite = apperr.New(apperr.Conflict, "nothing to write")
+
 // TokenInput creates a token for a member (the viewer when MemberID is empty).
 type TokenInput struct {
 	MemberID  string

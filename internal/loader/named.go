@@ -63,9 +63,10 @@ var (
 
 // unread are the columns namedReader leaves out on purpose: what no answer
 // shows, that a record served by the loaders never needs. A member's link to
-// an identity provider's person is internal/auth's, read there.
+// an identity provider's person, and the person an admin unlinked from it,
+// are internal/auth's, read there.
 var unread = map[string][]string{
-	member.Table: {member.FieldOidcIssuer, member.FieldOidcSubject},
+	member.Table: {member.FieldOidcIssuer, member.FieldOidcSubject, member.FieldOidcUnlinkedIssuer, member.FieldOidcUnlinkedSubject},
 }
 
 // The kinds, the first column of every row.

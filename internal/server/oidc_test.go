@@ -44,17 +44,29 @@ func trusting(t *testing.T, p *oidctest.Provider, skew time.Duration) *oidc.Veri
 // choice, and returns the status and the body.
 func request(t *testing.T, s *apitest.Server, method, path, body, token, workspace string) (int, string) {
 	t.Helper()
+	header := http.Header{}
+	if workspace != "" {
+		header.Set(auth.WorkspaceHeader, workspace)
+	}
+	status, raw, _ := requestWith(t, s, method, path, body, token, header)
+	return status, raw
+}
+
+// requestWith sends one request with a bearer and the headers given, and
+// returns the status, the body and the response's headers.
+func requestWith(t *testing.T, s *apitest.Server, method, path, body, token string, header http.Header) (int, string, http.Header) {
+	t.Helper()
 	req, err := http.NewRequest(method, s.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for name, values := range header {
+		req.Header[name] = values
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
-	if workspace != "" {
-		req.Header.Set(auth.WorkspaceHeader, workspace)
-	}
 	resp, err := s.HTTP.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +76,7 @@ func request(t *testing.T, s *apitest.Server, method, path, body, token, workspa
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, string(raw)
+	return resp.StatusCode, string(raw), resp.Header
 }
 
 func TestPeopleSignInWithTheirIdentityProvider(t *testing.T) {

@@ -121,6 +121,16 @@ func populate(t *testing.T, dialect string, procedures int) *fixture {
 			}
 		}
 	}
+	// A member linked to an identity provider's person, another unlinked
+	// from one (no API shows them; a copy keeps them).
+	if _, err := db.SQL.ExecContext(ctx, `UPDATE "members" SET "oidc_issuer" = `+param(db, 1)+`, "oidc_subject" = `+param(db, 2)+
+		` WHERE "id" = `+param(db, 3), "https://idp.example", "u-admin", f.ws.AdminID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SQL.ExecContext(ctx, `UPDATE "members" SET "oidc_unlinked_issuer" = `+param(db, 1)+`, "oidc_unlinked_subject" = `+param(db, 2)+
+		` WHERE "id" = `+param(db, 3), "https://idp.example", "u-member", f.ws.MemberID); err != nil {
+		t.Fatal(err)
+	}
 	// An idempotent REST write: an idempotency key and the workspace's
 	// budget row.
 	if status, body := f.rest(t, srv, f.ws.AdminToken, "POST", "/categories", `{"name":"Idempotent"}`, "key-1"); status/100 != 2 {
