@@ -88,6 +88,8 @@ func TestRoles(t *testing.T) {
 				func(t *testing.T) map[string]any { return obj("id", newMember(t)) }},
 			{"UnlinkMember", "ADMIN", `mutation($id: ID!) { unlinkMember(id: $id) { id } }`,
 				func(t *testing.T) map[string]any { return obj("id", newMember(t)) }},
+			{"AllowMemberLink", "ADMIN", `mutation($id: ID!) { allowMemberLink(id: $id) { id } }`,
+				func(t *testing.T) map[string]any { return obj("id", newMember(t)) }},
 			{"CreateToken", "ADMIN", `mutation { createToken(input: {name: "new"}) { secret } }`, func(t *testing.T) map[string]any { return nil }},
 			{"CreateTokenForOther", "ADMIN", `mutation($id: ID) { createToken(input: {memberId: $id}) { secret } }`,
 				func(t *testing.T) map[string]any { return obj("id", w.MemberID) }},

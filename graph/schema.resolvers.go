@@ -144,6 +144,11 @@ func (r *mutationResolver) UnlinkMember(ctx context.Context, id string) (*ent.Me
 	return r.Service.UnlinkMember(ctx, id)
 }
 
+// AllowMemberLink is the resolver for the allowMemberLink field.
+func (r *mutationResolver) AllowMemberLink(ctx context.Context, id string) (*ent.Member, error) {
+	return r.Service.AllowMemberLink(ctx, id)
+}
+
 // CreateToken is the resolver for the createToken field.
 func (r *mutationResolver) CreateToken(ctx context.Context, input model.CreateTokenInput) (*model.CreateTokenPayload, error) {
 	t, secret, err := r.Service.CreateToken(ctx, core.TokenInput{

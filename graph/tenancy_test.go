@@ -128,6 +128,7 @@ func TestTenancy(t *testing.T) {
 			{name: "RemoveMember", query: `mutation($id: ID!) { removeMember(id: $id) { id } }`, vars: obj("id", a.MemberID), code: "not_found"},
 			{name: "RemoveAdmin", query: `mutation($id: ID!) { removeMember(id: $id) { id } }`, vars: obj("id", a.AdminID), code: "not_found"},
 			{name: "UnlinkMember", query: `mutation($id: ID!) { unlinkMember(id: $id) { id } }`, vars: obj("id", a.MemberID), code: "not_found"},
+			{name: "AllowMemberLink", query: `mutation($id: ID!) { allowMemberLink(id: $id) { id } }`, vars: obj("id", a.MemberID), code: "not_found"},
 
 			// References to A's records from B's inputs.
 			{name: "CreateWithOtherCategoryId", query: createProcMutation, vars: obj("in", procInput(b, "x", map[string]any{"categoryId": a.CategoryID})), code: "validation_failed", fields: []string{"categoryId"}},

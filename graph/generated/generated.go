@@ -171,6 +171,7 @@ type ComplexityRoot struct {
 	Mutation struct {
 		AddComment               func(childComplexity int, input model.AddCommentInput) int
 		AddMember                func(childComplexity int, input model.AddMemberInput) int
+		AllowMemberLink          func(childComplexity int, id string) int
 		CreateCategory           func(childComplexity int, input model.CreateCategoryInput) int
 		CreateProcedure          func(childComplexity int, input model.CreateProcedureInput) int
 		CreateProject            func(childComplexity int, input model.CreateProjectInput) int
@@ -393,6 +394,7 @@ type MutationResolver interface {
 	UpdateMember(ctx context.Context, id string, input model.UpdateMemberInput) (*ent.Member, error)
 	RemoveMember(ctx context.Context, id string) (*ent.Member, error)
 	UnlinkMember(ctx context.Context, id string) (*ent.Member, error)
+	AllowMemberLink(ctx context.Context, id string) (*ent.Member, error)
 	CreateToken(ctx context.Context, input model.CreateTokenInput) (*model.CreateTokenPayload, error)
 	RevokeToken(ctx context.Context, id string) (*ent.Token, error)
 	CreateWebhook(ctx context.Context, input model.CreateWebhookInput) (*model.WebhookSecretPayload, error)
@@ -894,6 +896,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.AddMember(childComplexity, args["input"].(model.AddMemberInput)), true
+	case "Mutation.allowMemberLink":
+		if e.ComplexityRoot.Mutation.AllowMemberLink == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_allowMemberLink_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AllowMemberLink(childComplexity, args["id"].(string)), true
 	case "Mutation.createCategory":
 		if e.ComplexityRoot.Mutation.CreateCategory == nil {
 			break
@@ -2316,6 +2329,8 @@ enum EventKind {
   MEMBER_REMOVED
   "A member was unlinked from its identity provider's person (unlinkMember); no field changes."
   MEMBER_UNLINKED
+  "The person last unlinked from a member may link to it again (allowMemberLink); no field changes."
+  MEMBER_LINK_ALLOWED
   TOKEN_CREATED
   TOKEN_REVOKED
 }
@@ -2607,6 +2622,13 @@ type Mutation {
   The link itself is not shown: the change log's MEMBER_UNLINKED says when.
   """
   unlinkMember(id: ID!): Member
+  """
+  Lets the person last unlinked from a member (unlinkMember) link to it
+  again: their next sign-in with the member's verified email links them,
+  as at a first sign-in. ADMIN only. A member no one was unlinked from is
+  returned unchanged, with nothing written (no event).
+  """
+  allowMemberLink(id: ID!): Member
   createToken(input: CreateTokenInput!): CreateTokenPayload
   revokeToken(id: ID!): Token
 }
@@ -3569,6 +3591,20 @@ func (ec *executionContext) field_Mutation_addMember_args(ctx context.Context, r
 		return nil, err
 	}
 	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_allowMemberLink_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -7075,6 +7111,50 @@ func (ec *executionContext) fieldContext_Mutation_unlinkMember(ctx context.Conte
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_unlinkMember_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_allowMemberLink(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_allowMemberLink(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AllowMemberLink(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Member) graphql.Marshaler {
+			return ec.marshalOMember2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋentᚐMember(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_allowMemberLink(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Member(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_allowMemberLink_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -13520,6 +13600,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "allowMemberLink":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_allowMemberLink(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "createToken":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createToken(ctx, field)
@@ -14879,46 +14966,48 @@ func (ec *executionContext) marshalNEventKind2githubᚗcomᚋprocsvcᚋprocsvc�
 
 var (
 	unmarshalNEventKind2githubᚗcomᚋprocsvcᚋprocsvcᚋinternalᚋcoreᚐEventKind = map[string]core.EventKind{
-		"PROCEDURE_CREATED": core.EventProcedureCreated,
-		"PROCEDURE_UPDATED": core.EventProcedureUpdated,
-		"PROCEDURE_MOVED":   core.EventProcedureMoved,
-		"PROCEDURE_DELETED": core.EventProcedureDeleted,
-		"COMMENT_CREATED":   core.EventCommentCreated,
-		"COMMENT_UPDATED":   core.EventCommentUpdated,
-		"COMMENT_DELETED":   core.EventCommentDeleted,
-		"PROJECT_CREATED":   core.EventProjectCreated,
-		"PROJECT_UPDATED":   core.EventProjectUpdated,
-		"PROJECT_DELETED":   core.EventProjectDeleted,
-		"CATEGORY_CREATED":  core.EventCategoryCreated,
-		"CATEGORY_UPDATED":  core.EventCategoryUpdated,
-		"CATEGORY_DELETED":  core.EventCategoryDeleted,
-		"MEMBER_ADDED":      core.EventMemberAdded,
-		"MEMBER_UPDATED":    core.EventMemberUpdated,
-		"MEMBER_REMOVED":    core.EventMemberRemoved,
-		"MEMBER_UNLINKED":   core.EventMemberUnlinked,
-		"TOKEN_CREATED":     core.EventTokenCreated,
-		"TOKEN_REVOKED":     core.EventTokenRevoked,
+		"PROCEDURE_CREATED":   core.EventProcedureCreated,
+		"PROCEDURE_UPDATED":   core.EventProcedureUpdated,
+		"PROCEDURE_MOVED":     core.EventProcedureMoved,
+		"PROCEDURE_DELETED":   core.EventProcedureDeleted,
+		"COMMENT_CREATED":     core.EventCommentCreated,
+		"COMMENT_UPDATED":     core.EventCommentUpdated,
+		"COMMENT_DELETED":     core.EventCommentDeleted,
+		"PROJECT_CREATED":     core.EventProjectCreated,
+		"PROJECT_UPDATED":     core.EventProjectUpdated,
+		"PROJECT_DELETED":     core.EventProjectDeleted,
+		"CATEGORY_CREATED":    core.EventCategoryCreated,
+		"CATEGORY_UPDATED":    core.EventCategoryUpdated,
+		"CATEGORY_DELETED":    core.EventCategoryDeleted,
+		"MEMBER_ADDED":        core.EventMemberAdded,
+		"MEMBER_UPDATED":      core.EventMemberUpdated,
+		"MEMBER_REMOVED":      core.EventMemberRemoved,
+		"MEMBER_UNLINKED":     core.EventMemberUnlinked,
+		"MEMBER_LINK_ALLOWED": core.EventMemberLinkAllowed,
+		"TOKEN_CREATED":       core.EventTokenCreated,
+		"TOKEN_REVOKED":       core.EventTokenRevoked,
 	}
 	marshalNEventKind2githubᚗcomᚋprocsvcᚋprocsvcᚋinternalᚋcoreᚐEventKind = map[core.EventKind]string{
-		core.EventProcedureCreated: "PROCEDURE_CREATED",
-		core.EventProcedureUpdated: "PROCEDURE_UPDATED",
-		core.EventProcedureMoved:   "PROCEDURE_MOVED",
-		core.EventProcedureDeleted: "PROCEDURE_DELETED",
-		core.EventCommentCreated:   "COMMENT_CREATED",
-		core.EventCommentUpdated:   "COMMENT_UPDATED",
-		core.EventCommentDeleted:   "COMMENT_DELETED",
-		core.EventProjectCreated:   "PROJECT_CREATED",
-		core.EventProjectUpdated:   "PROJECT_UPDATED",
-		core.EventProjectDeleted:   "PROJECT_DELETED",
-		core.EventCategoryCreated:  "CATEGORY_CREATED",
-		core.EventCategoryUpdated:  "CATEGORY_UPDATED",
-		core.EventCategoryDeleted:  "CATEGORY_DELETED",
-		core.EventMemberAdded:      "MEMBER_ADDED",
-		core.EventMemberUpdated:    "MEMBER_UPDATED",
-		core.EventMemberRemoved:    "MEMBER_REMOVED",
-		core.EventMemberUnlinked:   "MEMBER_UNLINKED",
-		core.EventTokenCreated:     "TOKEN_CREATED",
-		core.EventTokenRevoked:     "TOKEN_REVOKED",
+		core.EventProcedureCreated:  "PROCEDURE_CREATED",
+		core.EventProcedureUpdated:  "PROCEDURE_UPDATED",
+		core.EventProcedureMoved:    "PROCEDURE_MOVED",
+		core.EventProcedureDeleted:  "PROCEDURE_DELETED",
+		core.EventCommentCreated:    "COMMENT_CREATED",
+		core.EventCommentUpdated:    "COMMENT_UPDATED",
+		core.EventCommentDeleted:    "COMMENT_DELETED",
+		core.EventProjectCreated:    "PROJECT_CREATED",
+		core.EventProjectUpdated:    "PROJECT_UPDATED",
+		core.EventProjectDeleted:    "PROJECT_DELETED",
+		core.EventCategoryCreated:   "CATEGORY_CREATED",
+		core.EventCategoryUpdated:   "CATEGORY_UPDATED",
+		core.EventCategoryDeleted:   "CATEGORY_DELETED",
+		core.EventMemberAdded:       "MEMBER_ADDED",
+		core.EventMemberUpdated:     "MEMBER_UPDATED",
+		core.EventMemberRemoved:     "MEMBER_REMOVED",
+		core.EventMemberUnlinked:    "MEMBER_UNLINKED",
+		core.EventMemberLinkAllowed: "MEMBER_LINK_ALLOWED",
+		core.EventTokenCreated:      "TOKEN_CREATED",
+		core.EventTokenRevoked:      "TOKEN_REVOKED",
 	}
 )
 

@@ -108,8 +108,30 @@ func TestUnlinkedPeopleAreNotLinkedAgain(t *testing.T) {
 		if m := stored(adaHere); m.OidcIssuer != nil {
 			t.Errorf("Ada's unlinked member was linked again: %s %s", *m.OidcIssuer, *m.OidcSubject)
 		}
+		// An admin lets Ada link again (core.AllowMemberLink): her next
+		// request naming the workspace links her, as a first sign-in does.
+		if _, err := c.svc.AllowMemberLink(c.admin, adaHere.ID.String()); err != nil {
+			t.Fatal(err)
+		}
+		if v, refusal, _ := as(adaTok.AccessToken, here); refusal != nil || v.MemberID != adaHere.ID {
+			t.Errorf("Ada, allowed to link again: %v %v, want member %s", v, refusal, adaHere.ID)
+		}
+		if m := stored(adaHere); m.OidcSubject == nil || *m.OidcSubject != ada.Subject || m.OidcUnlinkedIssuer != nil {
+			t.Errorf("Ada's member after she signed in again: %s", fmtMember(m))
+		}
 		if m := stored(danMember); m.OidcSubject == nil || *m.OidcSubject != newDan.Subject {
 			t.Errorf("Dan's member is linked to %v, want %s", m.OidcSubject, newDan.Subject)
 		}
 	})
+}
+
+// fmtMember renders m's link and unlinked person.
+func fmtMember(m *ent.Member) string {
+	s := func(p *string) string {
+		if p == nil {
+			return "<nil>"
+		}
+		return *p
+	}
+	return "linked " + s(m.OidcIssuer) + " " + s(m.OidcSubject) + ", unlinked " + s(m.OidcUnlinkedIssuer) + " " + s(m.OidcUnlinkedSubject)
 }

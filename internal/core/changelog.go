@@ -27,25 +27,26 @@ type EventKind string
 
 // The kinds of events (docs/api.md, "Events").
 const (
-	EventProcedureCreated EventKind = "procedure.created"
-	EventProcedureUpdated EventKind = "procedure.updated"
-	EventProcedureMoved   EventKind = "procedure.moved"
-	EventProcedureDeleted EventKind = "procedure.deleted"
-	EventCommentCreated   EventKind = "comment.created"
-	EventCommentUpdated   EventKind = "comment.updated"
-	EventCommentDeleted   EventKind = "comment.deleted"
-	EventProjectCreated   EventKind = "project.created"
-	EventProjectUpdated   EventKind = "project.updated"
-	EventProjectDeleted   EventKind = "project.deleted"
-	EventCategoryCreated  EventKind = "category.created"
-	EventCategoryUpdated  EventKind = "category.updated"
-	EventCategoryDeleted  EventKind = "category.deleted"
-	EventMemberAdded      EventKind = "member.added"
-	EventMemberUpdated    EventKind = "member.updated"
-	EventMemberRemoved    EventKind = "member.removed"
-	EventMemberUnlinked   EventKind = "member.unlinked"
-	EventTokenCreated     EventKind = "token.created"
-	EventTokenRevoked     EventKind = "token.revoked"
+	EventProcedureCreated  EventKind = "procedure.created"
+	EventProcedureUpdated  EventKind = "procedure.updated"
+	EventProcedureMoved    EventKind = "procedure.moved"
+	EventProcedureDeleted  EventKind = "procedure.deleted"
+	EventCommentCreated    EventKind = "comment.created"
+	EventCommentUpdated    EventKind = "comment.updated"
+	EventCommentDeleted    EventKind = "comment.deleted"
+	EventProjectCreated    EventKind = "project.created"
+	EventProjectUpdated    EventKind = "project.updated"
+	EventProjectDeleted    EventKind = "project.deleted"
+	EventCategoryCreated   EventKind = "category.created"
+	EventCategoryUpdated   EventKind = "category.updated"
+	EventCategoryDeleted   EventKind = "category.deleted"
+	EventMemberAdded       EventKind = "member.added"
+	EventMemberUpdated     EventKind = "member.updated"
+	EventMemberRemoved     EventKind = "member.removed"
+	EventMemberUnlinked    EventKind = "member.unlinked"
+	EventMemberLinkAllowed EventKind = "member.link_allowed"
+	EventTokenCreated      EventKind = "token.created"
+	EventTokenRevoked      EventKind = "token.revoked"
 )
 
 // EventKinds lists every kind, in the order the docs list them.
@@ -54,7 +55,7 @@ var EventKinds = []EventKind{
 	EventCommentCreated, EventCommentUpdated, EventCommentDeleted,
 	EventProjectCreated, EventProjectUpdated, EventProjectDeleted,
 	EventCategoryCreated, EventCategoryUpdated, EventCategoryDeleted,
-	EventMemberAdded, EventMemberUpdated, EventMemberRemoved, EventMemberUnlinked,
+	EventMemberAdded, EventMemberUpdated, EventMemberRemoved, EventMemberUnlinked, EventMemberLinkAllowed,
 	EventTokenCreated, EventTokenRevoked,
 }
 

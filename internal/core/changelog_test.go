@@ -216,6 +216,10 @@ func TestEveryWriteLogsOneEvent(t *testing.T) {
 				_, err := f.svc.UnlinkMember(ctx, member.ID.String())
 				return member.ID, err
 			}, core.EventMemberUnlinked, none, none, nil, nil, false},
+			{"let the person unlinked link again", func() (uuid.UUID, error) {
+				_, err := f.svc.AllowMemberLink(ctx, member.ID.String())
+				return member.ID, err
+			}, core.EventMemberLinkAllowed, none, none, nil, nil, false},
 			{"remove a member", func() (uuid.UUID, error) {
 				_, err := f.svc.RemoveMember(ctx, member.ID.String())
 				return member.ID, err

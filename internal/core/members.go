@@ -291,6 +291,42 @@ func (s *Service) UnlinkMember(ctx context.Context, id string) (*ent.Member, err
 	return unlinked, err
 }
 
+// AllowMemberLink lets the person last unlinked from a member
+// (UnlinkMember) link to it again: internal/auth links them at their next
+// sign-in with the member's verified email, as any person not unlinked.
+// It gives no access by itself (the person still signs in to be linked),
+// so it is logged (member.link_allowed) but is no access change. A member
+// no one was unlinked from is returned as it is, with nothing written.
+// Errors: unauthenticated, forbidden, not_found (removed members too).
+func (s *Service) AllowMemberLink(ctx context.Context, id string) (*ent.Member, error) {
+	v, mid, err := target(ctx, viewer.RoleAdmin, ids.KindMember, "member", id)
+	if err != nil {
+		return nil, err
+	}
+	var unchanged *ent.Member
+	allowed, err := stored(ctx, s, v, viewer.RoleAdmin, func(tx *ent.Tx, me *viewer.Viewer) (*ent.Member, error) {
+		unchanged = nil
+		m, err := currentMember(ctx, tx.Client(), mid)
+		if err != nil {
+			return nil, err
+		}
+		if m.OidcUnlinkedIssuer == nil {
+			unchanged = m.Unwrap()
+			return nil, errNothingToWrite
+		}
+		allowed, err := tx.Member.UpdateOneID(m.ID).ClearOidcUnlinkedIssuer().ClearOidcUnlinkedSubject().Save(ctx)
+		if err != nil {
+			return nil, err
+		}
+		fs := memberFields(m)
+		return allowed, s.finishWith(tx, recordFinish(EventMemberLinkAllowed, m.ID, fs, fs))
+	})
+	if unchanged != nil {
+		return unchanged, nil
+	}
+	return allowed, err
+}
+
 // errNothingToWrite rolls back a write that finds, as of the workspace
 // lock, that it has nothing to write; its caller answers without it.
 var errNothingToWrite = apperr.New(apperr.Conflict, "nothing to write")

@@ -166,3 +166,89 @@ func deref(s *string) string {
 func fmtLink(m *ent.Member) string {
 	return "linked " + deref(m.OidcIssuer) + " " + deref(m.OidcSubject) + ", unlinked " + deref(m.OidcUnlinkedIssuer) + " " + deref(m.OidcUnlinkedSubject)
 }
+
+// TestAllowMemberLink: an admin lets the person last unlinked from a
+// member link to it again; it is logged (member.link_allowed), but is no
+// access change; a member no one was unlinked from is answered with
+// nothing written; everyone else is refused.
+func TestAllowMemberLink(t *testing.T) {
+	const issuer = "https://idp.example"
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		f, other := setup(t, db, "ALL"), setup(t, db, "ALO")
+		memberCtx, _ := f.as(t, viewer.RoleMember)
+		viewerCtx, _ := f.as(t, viewer.RoleViewer)
+		// unlinked is a new member of w, linked to its own person, then
+		// unlinked from it.
+		unlinked := func(t *testing.T, w *fixture) *ent.Member {
+			_, m := w.as(t, viewer.RoleMember)
+			linkTo(t, db, m, issuer, "u-"+m.ID.String())
+			if _, err := w.svc.UnlinkMember(w.admin, m.ID.String()); err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		for _, tc := range []struct {
+			name    string
+			arrange func(t *testing.T) (actor context.Context, id string, m *ent.Member)
+			code    apperr.Code // "" for success
+			allows  bool        // the unlinked person is forgotten, with an event
+		}{
+			{"an admin lets the person unlinked link again", func(t *testing.T) (context.Context, string, *ent.Member) {
+				m := unlinked(t, f)
+				return f.admin, m.ID.String(), m
+			}, "", true},
+			{"no one was unlinked: answered, nothing written", func(t *testing.T) (context.Context, string, *ent.Member) {
+				_, m := f.as(t, viewer.RoleMember)
+				return f.admin, m.ID.String(), m
+			}, "", false},
+			{"a member is not an admin", func(t *testing.T) (context.Context, string, *ent.Member) {
+				m := unlinked(t, f)
+				return memberCtx, m.ID.String(), m
+			}, apperr.Forbidden, false},
+			{"another workspace's member", func(t *testing.T) (context.Context, string, *ent.Member) {
+				m := unlinked(t, other)
+				return f.admin, m.ID.String(), m
+			}, apperr.NotFound, false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				actor, id, m := tc.arrange(t)
+				m, err := db.Client.Member.Get(sys(), m.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				version := f.version(t)
+				access, err := f.svc.AccessVersion(viewerCtx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := f.svc.AllowMemberLink(actor, id)
+				if tc.code != "" {
+					wantCode(t, err, tc.code)
+				} else if err != nil || got == nil || got.ID != m.ID {
+					t.Fatalf("AllowMemberLink = %v, %v; want member %s", got, err, m.ID)
+				}
+				after, err := db.Client.Member.Get(sys(), m.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				logged := f.loggedEvents(t, version)
+				if !tc.allows {
+					if fmtLink(after) != fmtLink(m) || f.version(t) != version || len(logged) != 0 {
+						t.Fatalf("wrote: %s → %s, version %d → %d, %d events", fmtLink(m), fmtLink(after), version, f.version(t), len(logged))
+					}
+					return
+				}
+				if after.OidcUnlinkedIssuer != nil || after.OidcUnlinkedSubject != nil || after.OidcIssuer != nil {
+					t.Fatalf("stored: %s; want linked to nobody and no one unlinked", fmtLink(after))
+				}
+				now, err := f.svc.AccessVersion(viewerCtx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f.version(t) != version+1 || len(logged) != 1 || logged[0].Kind != string(core.EventMemberLinkAllowed) || now != access {
+					t.Fatalf("version %d → %d, logged %v, access version %d → %d (it gives no access by itself)", version, f.version(t), logged, access, now)
+				}
+			})
+		}
+	})
+}
