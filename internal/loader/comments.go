@@ -236,6 +236,11 @@ func commentStatement(d string, scoped bool, ends commentEnds) string {
 			if table != "" {
 				out[i] = q(table) + "." + out[i]
 			}
+			if d == dialect.SQLite && (c == comment.FieldCreatedAt || c == comment.FieldUpdatedAt) {
+				// An expression: the driver hands its text over to
+				// database.Time unparsed.
+				out[i] = "+" + out[i]
+			}
 		}
 		return strings.Join(out, ", ")
 	}
@@ -373,7 +378,7 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 		last    *ent.Comment
 	)
 	dest := []any{database.UUID{ID: &scratch.ID}, database.UUID{ID: &scratch.WorkspaceID}, database.UUID{ID: &scratch.ProcedureID},
-		database.UUID{ID: &scratch.AuthorID}, &scratch.Text, &scratch.CreatedAt, &scratch.UpdatedAt, &total}
+		database.UUID{ID: &scratch.AuthorID}, &scratch.Text, database.Time{T: &scratch.CreatedAt}, database.Time{T: &scratch.UpdatedAt}, &total}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
