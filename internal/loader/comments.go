@@ -281,8 +281,8 @@ func commentStatement(d string, scoped bool, ends commentEnds) string {
 	// may plan with the value of a LIMIT parameter (it does for a page of
 	// 50 procedures), and a statement whose plan used a bound value is
 	// compiled again every time it is run with its parameters bound
-	// afresh, as every read binds them (a tenth of an uncached list page's
-	// CPU, TestSQLiteCommentStatementsStayCompiled); written, the text is the
+	// afresh, as every read binds them (6 % of an uncached list page's CPU
+	// in a profile; TestSQLiteCommentStatementsStayCompiled); written, the text is the
 	// same for every read of one window size and number of procedures,
 	// compiled once per connection (database.stmtCache, at most 512
 	// texts; each end of a window takes at most limits.CommentPage).
