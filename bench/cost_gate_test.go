@@ -43,12 +43,12 @@ type cost struct {
 // measured.
 var pins = map[string]map[string]cost{
 	"sqlite": {
-		"REST list page":                  {3, 6732},
-		"REST list page after a write":    {5, 8022},
-		"GraphQL list page":               {3, 10392},
-		"GraphQL list page after a write": {5, 11704},
-		"dashboard":                       {4, 44163},
-		"dashboard after a write":         {7, 45971},
+		"REST list page":                  {3, 6044},
+		"REST list page after a write":    {5, 7354},
+		"GraphQL list page":               {3, 9700},
+		"GraphQL list page after a write": {5, 11012},
+		"dashboard":                       {4, 41795},
+		"dashboard after a write":         {7, 43600},
 		"REST create procedure":           {12, 2038},
 		"REST update procedure":           {7, 1533},
 		"REST delete procedure":           {7, 1398},

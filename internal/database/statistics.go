@@ -68,7 +68,11 @@ func (db *DB) RefreshStatistics(ctx context.Context) error {
 // would keep the statistics they loaded (samples included) until some
 // schema change; a table created and dropped in the same transaction is
 // such a change, and every connection reloads the schema and its
-// statistics before its next statement.
+// statistics before its next statement: every connection but this one,
+// whose schema is already the new one and which kept its samples in
+// memory (and compiled its statements again on every run, as before), so
+// it reloads its statistics itself (ANALYZE sqlite_schema analyses nothing
+// and reloads them; TestRefreshedStatisticsKeepStatementsCompiled).
 func dropSamples(ctx context.Context, conn *sql.Conn) error {
 	var tables int
 	err := conn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE name = 'sqlite_stat4'").Scan(&tables)
@@ -93,5 +97,9 @@ func dropSamples(ctx context.Context, conn *sql.Conn) error {
 			return err
 		}
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	_, err = conn.ExecContext(ctx, "ANALYZE sqlite_schema")
+	return err
 }

@@ -131,8 +131,10 @@ type commentReader struct {
 	pg [2]string
 	// sqliteHead and sqliteTail are the SQLite statement around its list
 	// of procedures, by whether it is confined to a workspace and by the
-	// ends the window takes (commentEnds).
-	sqliteHead, sqliteTail [2][3]string
+	// ends the window takes (commentEnds); the tail is cut where each end's
+	// LIMIT is written.
+	sqliteHead [2][3]string
+	sqliteTail [2][3][]string
 }
 
 // textBudget is what one request may still read of comment text, in
@@ -157,11 +159,15 @@ func newCommentReader(db *database.DB) *commentReader {
 	for _, scoped := range []bool{false, true} {
 		r.pg[index(scoped)] = commentStatement(dialect.Postgres, scoped, bothEnds)
 		for _, ends := range []commentEnds{bothEnds, firstEnd, lastEnd} {
-			r.sqliteHead[index(scoped)][ends], r.sqliteTail[index(scoped)][ends], _ = strings.Cut(commentStatement(dialect.SQLite, scoped, ends), "@")
+			head, tail, _ := strings.Cut(commentStatement(dialect.SQLite, scoped, ends), "@")
+			r.sqliteHead[index(scoped)][ends], r.sqliteTail[index(scoped)][ends] = head, strings.Split(tail, sqliteLimit)
 		}
 	}
 	return r
 }
+
+// sqliteLimit marks where a SQLite statement's LIMITs are written.
+const sqliteLimit = "#"
 
 // commentEnds says which ends of each procedure's comments a SQLite
 // statement reads. SQLite runs an end whose LIMIT is 0 in full but for
@@ -202,8 +208,9 @@ func index(scoped bool) int {
 // that workspace (when scoped), the window's First and Last, and the
 // procedures: on PostgreSQL in that order, the procedures one uuid[]; on
 // SQLite the procedures, a list of parameters where the statement has
-// "@", come before First and Last, and an end that ends leaves out has
-// neither its read nor its parameter. Its rows are the comments of
+// "@", are its only parameters besides the workspace: each end's LIMIT,
+// First then Last, is written where the statement has sqliteLimit, and an
+// end that ends leaves out has no read. Its rows are the comments of
 // each procedure the window takes, with the procedure's count ("n", or 0
 // where the rows are all its comments), ordered by procedure, created_at
 // and id; a comment both ends take (a procedure with fewer than First +
@@ -228,6 +235,11 @@ func commentStatement(d string, scoped bool, ends commentEnds) string {
 			out[i] = q(c)
 			if table != "" {
 				out[i] = q(table) + "." + out[i]
+			}
+			if d == dialect.SQLite && (c == comment.FieldCreatedAt || c == comment.FieldUpdatedAt) {
+				// An expression: the driver hands its text over to
+				// database.Time unparsed.
+				out[i] = "+" + out[i]
 			}
 		}
 		return strings.Join(out, ", ")
@@ -265,6 +277,16 @@ func commentStatement(d string, scoped bool, ends commentEnds) string {
 			end(first, "") + " UNION ALL " + end(last, " DESC") + `) AS "c"` + byProcedure
 	}
 
+	// An end's LIMIT is written into the text rather than bound: SQLite
+	// may plan with the value of a LIMIT parameter (it does for a page of
+	// 50 procedures), and a statement whose plan used a bound value is
+	// compiled again every time it is run with its parameters bound
+	// afresh, as every read binds them (6 % of an uncached list page's CPU
+	// in a profile; TestSQLiteCommentStatementsStayCompiled); written, the text is the
+	// same for every read of one window size and number of procedures,
+	// compiled once per connection (database.stmtCache, at most 512
+	// texts; each end of a window takes at most limits.CommentPage).
+	//
 	// SQLite's parameters are positional, each used once in the order
 	// they are given (numbered ones would cost the driver a lookup, and an
 	// allocation, each): the comments are confined to the procedures'
@@ -281,7 +303,7 @@ func commentStatement(d string, scoped bool, ends commentEnds) string {
 	end := func(dir string) string {
 		return "SELECT " + cols("c") + `, "k"."n" FROM "k" JOIN ` + q(comment.Table) + ` AS "c" ON "c".` + q(comment.FieldID) +
 			" IN (SELECT " + q(comment.FieldID) + " FROM " + q(comment.Table) + " WHERE " + q(comment.FieldProcedureID) + ` = "k".` +
-			id + order(dir) + " LIMIT ?)" + where
+			id + order(dir) + " LIMIT " + sqliteLimit + ")" + where
 	}
 	reads := end("") + " UNION ALL " + end(" DESC")
 	switch ends {
@@ -315,7 +337,7 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 	} else {
 		ends := endsOf(w)
 		head, tail := r.sqliteHead[index(scoped)][ends], r.sqliteTail[index(scoped)][ends]
-		q := make([]byte, 0, len(head)+len(tail)+2*len(keys))
+		q := make([]byte, 0, len(head)+len(tail[0])+len(tail[len(tail)-1])+2*len(keys)+2*20)
 		q = append(q, head...)
 		for i, k := range keys {
 			if i > 0 {
@@ -324,15 +346,20 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 			q = append(q, '?')
 			args = append(args, k)
 		}
-		query = string(append(q, tail...))
+		limits := [2]int{w.First, w.Last}
 		switch ends {
 		case firstEnd:
-			args = append(args, w.First)
+			limits[1] = 0
 		case lastEnd:
-			args = append(args, w.Last)
-		default:
-			args = append(args, w.First, w.Last)
+			limits[0] = w.Last
 		}
+		for i, part := range tail {
+			if i > 0 {
+				q = strconv.AppendInt(q, int64(limits[i-1]), 10)
+			}
+			q = append(q, part...)
+		}
+		query = string(q)
 	}
 	var rows entsql.Rows
 	if err := r.db.Driver().Query(ctx, query, args, &rows); err != nil {
@@ -351,7 +378,7 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 		last    *ent.Comment
 	)
 	dest := []any{database.UUID{ID: &scratch.ID}, database.UUID{ID: &scratch.WorkspaceID}, database.UUID{ID: &scratch.ProcedureID},
-		database.UUID{ID: &scratch.AuthorID}, &scratch.Text, &scratch.CreatedAt, &scratch.UpdatedAt, &total}
+		database.UUID{ID: &scratch.AuthorID}, &scratch.Text, database.Time{T: &scratch.CreatedAt}, database.Time{T: &scratch.UpdatedAt}, &total}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err

@@ -399,3 +399,49 @@ func texts(cs []*ent.Comment) []string {
 	}
 	return out
 }
+
+// TestSQLiteCommentStatementsStayCompiled: on SQLite the comment reader's
+// statement, prepared once per connection, runs again for a page of other
+// procedures without being compiled again, for each window shape, confined
+// to a workspace or not. With each end's LIMIT bound as a parameter, SQLite
+// compiled it again on every run for a page of 50 procedures (3 to 7
+// compiles a read here; not for 10, whose plan does not weigh the LIMIT).
+func TestSQLiteCommentStatementsStayCompiled(t *testing.T) {
+	db := dbtest.Open(t, "sqlite")
+	sys := viewer.System(context.Background())
+	a, err := bench.Seed(sys, db.Client, "Acme", "ACME", bench.Shape{Procedures: 300, Projects: 3, Categories: 2, Members: 2, MaxComments: 3}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs, err := db.Client.Procedure.Query().Where(procedure.WorkspaceID(a.WorkspaceID)).Order(procedure.ByShortID()).IDs(sys)
+	if err != nil || len(procs) != 300 {
+		t.Fatalf("%d procedures: %v", len(procs), err)
+	}
+	// With statistics, as the server runs: SQLite weighs a LIMIT's value
+	// only when it has them.
+	if err := db.RefreshStatistics(sys); err != nil {
+		t.Fatal(err)
+	}
+	asA := viewer.NewContext(context.Background(), &viewer.Viewer{WorkspaceID: a.WorkspaceID, Role: viewer.RoleViewer})
+	compiles := dbtest.CountCompiles(t, db)
+	for _, ctx := range []context.Context{sys, asA} {
+		for _, w := range []loader.CommentWindow{{First: 2}, {Last: 2}, {First: 1, Last: 1}} {
+			read := func(keys []uuid.UUID) int {
+				t.Helper()
+				n, err := loader.ReadComments(ctx, db, keys, w)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			read(procs[:50])
+			before := compiles.Load()
+			if n := read(procs[50:100]); n == 0 {
+				t.Fatalf("window %+v read no comments: nothing is tested", w)
+			}
+			if n := compiles.Load() - before; n != 0 {
+				t.Errorf("window %+v (viewer %v): the statement was compiled %d more times for other procedures; want none", w, ctx == asA, n)
+			}
+		}
+	}
+}

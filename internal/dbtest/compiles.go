@@ -1,0 +1,44 @@
+package dbtest
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"entgo.io/ent/dialect"
+	"modernc.org/sqlite"
+
+	"github.com/procsvc/procsvc/internal/database"
+)
+
+// CountCompiles narrows db, a SQLite database, to one connection and
+// counts the statements SQLite compiles on it from now on, a statement
+// compiled again (its prepared form thrown away) included: SQLite asks the
+// connection's authorizer about every table a statement reads each time it
+// compiles one, and never when it runs one already compiled.
+func CountCompiles(t testing.TB, db *database.DB) *atomic.Int64 {
+	t.Helper()
+	if db.Dialect != dialect.SQLite {
+		t.Fatalf("dbtest: CountCompiles on %s", db.Dialect)
+	}
+	db.SQL.SetMaxOpenConns(1)
+	conn, err := db.SQL.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var compiles atomic.Int64
+	err = conn.Raw(func(driverConn any) error {
+		return driverConn.(sqlite.AuthorizerRegisterer).RegisterAuthorizer(
+			func(action sqlite.AuthorizerActionCode, _, _, _, _ string) sqlite.AuthorizerReturnCode {
+				if action == sqlite.AuthSelect {
+					compiles.Add(1)
+				}
+				return sqlite.AuthorizerOK
+			})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &compiles
+}
