@@ -254,12 +254,18 @@ func (s *Service) RemoveMember(ctx context.Context, id string) (*ent.Member, err
 // skips the person recorded as unlinked); another person with the same
 // verified email may link. The member's pms_ tokens are untouched. A
 // member not linked is returned as it is, with nothing written: a retried
-// request succeeds alike.
-// Errors: unauthenticated, forbidden, not_found (removed members too).
+// request succeeds alike. An admin cannot unlink themselves: signed in
+// through the link, they would lock themselves out, the workspace's last
+// admin with it; another admin can.
+// Errors: unauthenticated, forbidden, not_found (removed members too),
+// conflict (oneself).
 func (s *Service) UnlinkMember(ctx context.Context, id string) (*ent.Member, error) {
 	v, mid, err := target(ctx, viewer.RoleAdmin, ids.KindMember, "member", id)
 	if err != nil {
 		return nil, err
+	}
+	if mid == v.MemberID {
+		return nil, apperr.New(apperr.Conflict, "an admin cannot unlink themselves (another admin can)")
 	}
 	// A member not linked, as of the workspace lock: the transaction is
 	// rolled back (its version bump with it) and the member returned.

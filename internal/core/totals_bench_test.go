@@ -19,10 +19,10 @@ import (
 	"github.com/procsvc/procsvc/internal/viewer"
 )
 
-// BenchmarkColdSearch is issue #35's stampede: right after a write, 16
-// members search the procedures at once for a term ~16 % of them match
-// ("audit": one of the seed's 18 words, drawn for the name and twice for
-// the content), each reading the first page of 20. The workspace is W
+// BenchmarkColdSearch is the stampede of docs/performance.md's "Search
+// under a cold cache": right after a write, 16 members search the
+// procedures at once for a term ~16 % of them match ("audit": one of the
+// seed's 18 words, drawn for the name and twice for the content), each reading the first page of 20. The workspace is W
 // scaled down to 10 000 procedures, beside a noise workspace of 2 500. An
 // op is one round: the write (a priority), then the 16 searches, through
 // core (the response cache, keyed by member, would not share them).

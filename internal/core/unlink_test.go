@@ -82,6 +82,11 @@ func TestUnlinkMember(t *testing.T) {
 				m := linked(t, f)
 				return memberCtx, m.ID.String(), m
 			}, apperr.Forbidden, false},
+			{"an admin unlinking themselves", func(t *testing.T) (context.Context, string, *ent.Member) {
+				ctx, m := f.as(t, viewer.RoleAdmin)
+				linkTo(t, db, m, issuer, "u-"+m.ID.String())
+				return ctx, m.ID.String(), m
+			}, apperr.Conflict, false},
 			{"another workspace's member", func(t *testing.T) (context.Context, string, *ent.Member) {
 				m := linked(t, other)
 				return f.admin, m.ID.String(), m

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,10 +37,11 @@ const DefaultURL = "sqlite://data/procsvc.db"
 type Options struct {
 	// MaxOpenConns caps the pool; 0 picks a default for the dialect.
 	MaxOpenConns int
-	// Prepare sends reads outside transactions as prepared statements
-	// (cached per connection, stmtCacheSize texts), so that the server
-	// plans (PostgreSQL) or compiles (SQLite) each query shape once
-	// instead of on every request. Not for PgBouncer in transaction mode.
+	// Prepare sends statements as prepared statements (cached per
+	// connection, stmtCacheSize texts), reads and, once a text is
+	// prepared, a transaction's statements too, so that the server plans
+	// (PostgreSQL) or compiles (SQLite) each query shape once instead of on
+	// every request. Not for PgBouncer in transaction mode.
 	Prepare bool
 	// LockTimeout, StatementTimeout and IdleInTransactionTimeout set
 	// PostgreSQL's lock_timeout, statement_timeout and
@@ -551,8 +553,8 @@ type countingTx struct {
 	// sqlTx is the transaction under ent's, whose statements run prepared
 	// (Options.Prepare) as the pool's reads do: nil without it.
 	sqlTx *sql.Tx
-	// pending are the texts it ran unprepared, to prepare once it has
-	// committed (at most maxPendingPerTx).
+	// pending are the texts it ran unprepared, offered to the preparer
+	// once it has committed (at most maxPendingPerTx, each once).
 	pending []string
 }
 
@@ -591,26 +593,18 @@ func (t *countingTx) prepared(ctx context.Context, query string, args, v any) (b
 		return false, nil
 	}
 	handled, err := t.c.stmts.inTx(ctx, t.sqlTx, query, argv, v)
-	if !handled && len(t.pending) < maxPendingPerTx && preparable(query) {
+	if !handled && len(t.pending) < maxPendingPerTx && preparable(query) && !slices.Contains(t.pending, query) {
 		t.pending = append(t.pending, query)
 	}
 	return handled, err
 }
 
-// prepareHeld prepares on the pool the texts the transaction ran
-// unprepared, now that its connection is back: each is prepared once, by
-// the first transaction to commit it, and waits at most
-// prepareAfterCommit for a connection (a failure leaves it unprepared).
-func (t *countingTx) prepareHeld() {
-	if len(t.pending) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), prepareAfterCommit)
-	defer cancel()
+// offerPending offers the preparer the texts the transaction ran
+// unprepared, now that it has committed (a rolled-back transaction's are
+// offered by the next one to commit them).
+func (t *countingTx) offerPending() {
 	for _, q := range t.pending {
-		if _, err := t.c.stmts.prepared(ctx, q); err != nil {
-			return
-		}
+		t.c.stmts.prepareLater(q)
 	}
 }
 
@@ -632,7 +626,7 @@ func (t *countingTx) Commit() error {
 	if err := t.Tx.Commit(); err != nil {
 		return t.c.check(err)
 	}
-	t.prepareHeld()
+	t.offerPending()
 	return nil
 }
 

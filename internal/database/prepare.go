@@ -14,30 +14,55 @@ import (
 // stmtCache keeps prepared statements by query text. database/sql prepares a
 // statement on each connection the first time it runs there, and closing an
 // evicted statement releases it everywhere.
+//
+// No lock of the cache is held while a statement is closed or prepared:
+// closing waits for the statement's running queries, which may be waiting
+// for a connection that a transaction holds while it looks a statement up
+// here (that cycle would hold them all until a deadline).
 type stmtCache struct {
 	db    *sql.DB
-	mu    sync.Mutex
-	stmts *lru.Cache[string, *sql.Stmt]
+	stmts *lru.Cache[string, *sql.Stmt] // safe for concurrent use
+	// mu guards evicted: the statements the LRU dropped during an Add,
+	// closed by that Add's caller once the LRU's lock is released.
+	mu      sync.Mutex
+	evicted []*sql.Stmt
+	// toPrepare feeds the one goroutine that prepares the texts
+	// transactions ran unprepared (prepareLater); done stops it.
+	toPrepare chan string
+	done      chan struct{}
+	stopped   sync.WaitGroup
 }
 
 // stmtCacheSize bounds the distinct query texts kept prepared; IN lists of
 // different lengths are different texts.
 const stmtCacheSize = 512
 
+// preparerQueue bounds the texts waiting to be prepared for transactions
+// (a full queue drops a text: a later transaction offers it again), and
+// preparerTimeout the wait of one for a connection.
+const (
+	preparerQueue   = 64
+	preparerTimeout = 5 * time.Second
+)
+
 func newStmtCache(db *sql.DB) *stmtCache {
-	c, err := lru.NewWithEvict[string, *sql.Stmt](stmtCacheSize, func(_ string, s *sql.Stmt) { s.Close() })
+	c := &stmtCache{db: db, toPrepare: make(chan string, preparerQueue), done: make(chan struct{})}
+	stmts, err := lru.NewWithEvict[string, *sql.Stmt](stmtCacheSize, func(_ string, s *sql.Stmt) {
+		c.mu.Lock()
+		c.evicted = append(c.evicted, s)
+		c.mu.Unlock()
+	})
 	if err != nil {
 		panic(err)
 	}
-	return &stmtCache{db: db, stmts: c}
+	c.stmts = stmts
+	c.stopped.Add(1)
+	go c.preparer()
+	return c
 }
 
 // cached returns the statement of query if it is prepared already.
-func (c *stmtCache) cached(query string) (*sql.Stmt, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stmts.Get(query)
-}
+func (c *stmtCache) cached(query string) (*sql.Stmt, bool) { return c.stmts.Get(query) }
 
 // prepared returns the statement of query, preparing it on first use (on
 // a connection of the pool: never from inside a transaction, which holds
@@ -50,14 +75,52 @@ func (c *stmtCache) prepared(ctx context.Context, query string) (*sql.Stmt, erro
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if prev, ok := c.stmts.Get(query); ok {
+	if prev, ok, _ := c.stmts.PeekOrAdd(query, stmt); ok {
 		stmt.Close()
 		return prev, nil
 	}
-	c.stmts.Add(query, stmt)
+	c.closeEvicted()
 	return stmt, nil
+}
+
+// closeEvicted closes what the LRU dropped, outside its lock and ours.
+func (c *stmtCache) closeEvicted() {
+	c.mu.Lock()
+	evicted := c.evicted
+	c.evicted = nil
+	c.mu.Unlock()
+	for _, s := range evicted {
+		s.Close()
+	}
+}
+
+// prepareLater offers query, run unprepared by a transaction, to the
+// preparer, without waiting: a full queue drops it.
+func (c *stmtCache) prepareLater(query string) {
+	select {
+	case c.toPrepare <- query:
+	default:
+	}
+}
+
+// preparer prepares the texts transactions offer, one at a time, off
+// their path: a transaction that committed never waits for it, so a pool
+// whose every connection is busy delays only the preparing.
+func (c *stmtCache) preparer() {
+	defer c.stopped.Done()
+	for {
+		select {
+		case <-c.done:
+			return
+		case q := <-c.toPrepare:
+			if _, ok := c.cached(q); ok {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), preparerTimeout)
+			c.prepared(ctx, q) //nolint:errcheck // unprepared, it is offered again by the next transaction
+			cancel()
+		}
+	}
 }
 
 // statementClosed is database/sql's answer for a statement evicted (and
@@ -81,8 +144,8 @@ func (c *stmtCache) query(ctx context.Context, query string, args []any, v *ents
 }
 
 // inTx runs query in tx through its prepared statement when the pool has
-// one (a text first seen in a transaction is prepared after its commit,
-// countingTx.Commit): database/sql uses the statement already prepared on
+// one (a text first seen in a transaction is offered to the preparer after
+// its commit, countingTx.Commit): database/sql uses the statement already prepared on
 // the transaction's connection, or prepares it there once for the later
 // transactions on that connection. v is what ent passes: *entsql.Rows for
 // a query, *sql.Result or nil for an exec. handled reports false when the
@@ -101,19 +164,16 @@ func (c *stmtCache) inTx(ctx context.Context, tx *sql.Tx, query string, args []a
 	txStmt := tx.StmtContext(ctx, stmt)
 	switch v := v.(type) {
 	case *entsql.Rows:
+		// An evicted (closed) statement is prepared again on the
+		// transaction's connection by StmtContext; one evicted while the
+		// transaction runs keeps its prepared form until it ends.
 		rows, err := txStmt.QueryContext(ctx, args...)
-		if statementClosed(err) {
-			rows, err = tx.QueryContext(ctx, query, args...)
-		}
 		if err != nil {
 			return true, err
 		}
 		*v = entsql.Rows{ColumnScanner: rows}
 	default:
 		res, err := txStmt.ExecContext(ctx, args...)
-		if statementClosed(err) {
-			res, err = tx.ExecContext(ctx, query, args...)
-		}
 		if err != nil {
 			return true, err
 		}
@@ -137,11 +197,12 @@ func preparable(query string) bool {
 	return false
 }
 
-// prepareAfterCommit bounds the texts one transaction leaves to prepare,
-// and the wait for a connection to prepare them on.
-const (
-	maxPendingPerTx    = 32
-	prepareAfterCommit = time.Second
-)
+// maxPendingPerTx bounds the texts one transaction offers the preparer.
+const maxPendingPerTx = 32
 
-func (c *stmtCache) close() { c.stmts.Purge() }
+func (c *stmtCache) close() {
+	close(c.done)
+	c.stopped.Wait()
+	c.stmts.Purge()
+	c.closeEvicted()
+}

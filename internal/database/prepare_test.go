@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/procsvc/procsvc/ent/workspace"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
 	"github.com/procsvc/procsvc/internal/viewer"
+	"modernc.org/sqlite"
 )
 
 // TestPreparedReadsReturnWhatPlainReadsReturn runs the same reads, many
@@ -131,13 +134,82 @@ func TestPreparedWritesInTransactions(t *testing.T) {
 		if n, err := db.Client.Workspace.Query().Where(workspace.NameHasSuffix("!")).Count(ctx); err != nil || n != 8*5 {
 			t.Fatalf("%d workspaces committed (%v); want %d", n, err, 8*5)
 		}
+		waitPrepared(t, db)
+	})
+}
+
+// waitPrepared waits for the preparer to have prepared a transaction's
+// INSERT and UPDATE (it runs off the transactions' path), failing after
+// 10 s.
+func waitPrepared(t *testing.T, db *database.DB) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		var insert, update bool
 		for _, q := range db.PreparedTexts() {
 			insert = insert || strings.HasPrefix(q, "INSERT INTO")
 			update = update || strings.HasPrefix(q, "UPDATE")
 		}
-		if !insert || !update {
+		if insert && update {
+			return
+		}
+		if time.Now().After(deadline) {
 			t.Fatalf("the transactions' INSERT and UPDATE are not among the prepared statements: %q", db.PreparedTexts())
 		}
+	}
+}
+
+// TestTransactionsCompileTheirWritesOnce: once a write's statements are
+// prepared, later transactions run them without SQLite compiling them
+// again (counted through SQLite's authorizer, which SQLite asks at every
+// compile and never at a run of a compiled statement).
+func TestTransactionsCompileTheirWritesOnce(t *testing.T) {
+	db := dbtest.Open(t, "sqlite")
+	ctx := viewer.System(context.Background())
+	db.SQL.SetMaxOpenConns(1)
+	var writes atomic.Int64
+	conn, err := db.SQL.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = conn.Raw(func(driverConn any) error {
+		return driverConn.(sqlite.AuthorizerRegisterer).RegisterAuthorizer(
+			func(action sqlite.AuthorizerActionCode, _, _, _, _ string) sqlite.AuthorizerReturnCode {
+				if action == sqlite.AuthInsert || action == sqlite.AuthUpdate {
+					writes.Add(1)
+				}
+				return sqlite.AuthorizerOK
+			})
 	})
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string) {
+		t.Helper()
+		tx, err := db.Client.Tx(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := tx.Workspace.Create().SetName(name).Save(ctx)
+		if err == nil {
+			err = tx.Workspace.UpdateOneID(w.ID).SetName(name + "!").Exec(ctx)
+		}
+		if err != nil {
+			tx.Rollback()
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("first")
+	waitPrepared(t, db)
+	write("second") // the first on this connection through the pool's statements
+	before := writes.Load()
+	for i := range 5 {
+		write(fmt.Sprintf("w%d", i))
+	}
+	if n := writes.Load() - before; n != 0 {
+		t.Fatalf("5 transactions compiled their INSERT or UPDATE again (%d authorizations); want none", n)
+	}
 }

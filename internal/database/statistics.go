@@ -92,14 +92,14 @@ func dropSamples(ctx context.Context, conn *sql.Conn) error {
 		"DELETE FROM sqlite_stat4",
 		"CREATE TABLE procsvc_statistics_reload (x INTEGER)",
 		"DROP TABLE procsvc_statistics_reload",
+		// In the same transaction: a reload that failed after the
+		// commit would leave this connection with its samples, and the
+		// next refresh, finding none in the file, would not try again.
+		"ANALYZE sqlite_schema",
 	} {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return err
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	_, err = conn.ExecContext(ctx, "ANALYZE sqlite_schema")
-	return err
+	return tx.Commit()
 }

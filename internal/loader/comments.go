@@ -315,6 +315,20 @@ func commentStatement(d string, scoped bool, ends commentEnds) string {
 	return `WITH "k" AS (` + procs + ") " + reads + byProcedure
 }
 
+// writtenLimit reports whether a comment window's end of n comments is
+// written into the SQLite statement's text (compiled once, kept prepared)
+// rather than bound (compiled again at each read, since SQLite weighs a
+// bound LIMIT in its plan): the sizes procsvc's faces and common clients
+// ask for. Writing every size would let a client sweeping window sizes
+// fill the pool's 512 prepared texts with its own, pushing out everyone's.
+func writtenLimit(n int) bool {
+	switch n {
+	case 0, 1, 2, 3, 5, 10, 20:
+		return true
+	}
+	return false
+}
+
 // read returns the comments of the procedures keys that ctx's viewer can
 // see (every procedure's, for the system context), each procedure's window
 // w takes, oldest first as ent's query ordered by created_at and id
@@ -355,7 +369,12 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 		}
 		for i, part := range tail {
 			if i > 0 {
-				q = strconv.AppendInt(q, int64(limits[i-1]), 10)
+				if n := limits[i-1]; writtenLimit(n) {
+					q = strconv.AppendInt(q, int64(n), 10)
+				} else {
+					q = append(q, '?')
+					args = append(args, n)
+				}
 			}
 			q = append(q, part...)
 		}
