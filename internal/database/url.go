@@ -76,7 +76,10 @@ func checkSQLitePath(raw string) error {
 	if raw == "" || raw == DefaultURL {
 		return nil
 	}
-	path, _ := sqlitePath(raw)
+	path, query := sqlitePath(raw)
+	if name := timeSetting(query); name != "" {
+		return &badURL{fmt.Sprintf("%s: %s is procsvc's to set: times are stored and read in one form (docs/operations.md, \"SQLite URLs\")", redactQuery(raw), name)}
+	}
 	if path == "" || path == ":memory:" {
 		return nil
 	}
@@ -116,4 +119,33 @@ func Where(rawURL string) string {
 		path = abs
 	}
 	return "sqlite file " + path
+}
+
+// timeSettings are the driver's settings of how times are written and
+// read: procsvc sets _time_format itself, and reads times in the form it
+// writes (Time, the comment reader), so a URL may not change them.
+var timeSettings = []string{"_time_format", "_time_integer_format", "_inttotime", "_texttotime", "_loc", "_timezone"}
+
+// timeSetting returns the first of timeSettings a SQLite URL's query sets.
+func timeSetting(query string) string {
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return ""
+	}
+	for _, name := range timeSettings {
+		if q.Has(name) {
+			return name
+		}
+	}
+	return ""
+}
+
+// redactQuery is a SQLite URL without its query (which may hold a
+// pragma's key).
+func redactQuery(raw string) string {
+	_, query := sqlitePath(raw)
+	if query == "" {
+		return raw
+	}
+	return strings.TrimSuffix(raw, "?"+query) + "?…"
 }

@@ -27,6 +27,10 @@ func TestOpenRefusesURLsItCannotServe(t *testing.T) {
 		"sqlite://dta/procsvc.db",
 		"missing/procsvc.db",
 		"file:missing/deeper/procsvc.db?_pragma=busy_timeout(1)",
+		"sqlite://times.db?_loc=Europe/Berlin",
+		"sqlite://times.db?_time_format=datetime",
+		"file:times.db?_pragma=foreign_keys(1)&_inttotime=1",
+		"times.db?_timezone=UTC",
 	} {
 		db, err := Open(context.Background(), raw, Options{})
 		if err == nil {
