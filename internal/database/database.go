@@ -593,7 +593,7 @@ func (t *countingTx) prepared(ctx context.Context, query string, args, v any) (b
 		return false, nil
 	}
 	handled, err := t.c.stmts.inTx(ctx, t.sqlTx, query, argv, v)
-	if !handled && len(t.pending) < maxPendingPerTx && preparable(query) && !slices.Contains(t.pending, query) {
+	if !handled && len(t.pending) < maxPendingPerTx && len(argv) <= maxOfferedArgs && preparable(query) && !slices.Contains(t.pending, query) {
 		t.pending = append(t.pending, query)
 	}
 	return handled, err

@@ -197,8 +197,15 @@ func preparable(query string) bool {
 	return false
 }
 
-// maxPendingPerTx bounds the texts one transaction offers the preparer.
-const maxPendingPerTx = 32
+// maxPendingPerTx bounds the texts one transaction offers the preparer,
+// and maxOfferedArgs the arguments of one offered: a statement of more is
+// a bulk write (an import's batch, a copy's), whose texts vary with their
+// batch and run rarely, and would push the requests' statements out of the
+// pool's 512.
+const (
+	maxPendingPerTx = 32
+	maxOfferedArgs  = 64
+)
 
 func (c *stmtCache) close() {
 	close(c.done)
