@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/workspace"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
@@ -100,10 +101,7 @@ func TestPreparedWritesInTransactions(t *testing.T) {
 						errs <- err
 						return
 					}
-					w, err := tx.Workspace.Create().SetName(name).Save(ctx)
-					if err == nil {
-						err = tx.Workspace.UpdateOneID(w.ID).SetName(name + "!").Exec(ctx)
-					}
+					err = createAndRename(ctx, tx, name)
 					var seen int
 					if err == nil {
 						seen, err = tx.Workspace.Query().Where(workspace.Name(name + "!")).Count(ctx)
@@ -190,11 +188,7 @@ func TestTransactionsCompileTheirWritesOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := tx.Workspace.Create().SetName(name).Save(ctx)
-		if err == nil {
-			err = tx.Workspace.UpdateOneID(w.ID).SetName(name + "!").Exec(ctx)
-		}
-		if err != nil {
+		if err := createAndRename(ctx, tx, name); err != nil {
 			tx.Rollback()
 			t.Fatal(err)
 		}
@@ -212,4 +206,14 @@ func TestTransactionsCompileTheirWritesOnce(t *testing.T) {
 	if n := writes.Load() - before; n != 0 {
 		t.Fatalf("5 transactions compiled their INSERT or UPDATE again (%d authorizations); want none", n)
 	}
+}
+
+// createAndRename is a transaction's write of both tests: an INSERT, then
+// an UPDATE of what it inserted (name becomes name + "!").
+func createAndRename(ctx context.Context, tx *ent.Tx, name string) error {
+	w, err := tx.Workspace.Create().SetName(name).Save(ctx)
+	if err != nil {
+		return err
+	}
+	return tx.Workspace.UpdateOneID(w.ID).SetName(name + "!").Exec(ctx)
 }
