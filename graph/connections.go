@@ -13,6 +13,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/graph/model"
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/loader"
@@ -64,9 +65,11 @@ func (r *Resolver) nestedProcedures(ctx context.Context, edge core.Parent, paren
 		return nil, err
 	}
 	edges := connectionEdges(ctx)
-	page, err := loader.Nested(ctx, nestedQuestion(edge, graphql.GetFieldContext(ctx).Field.Field), parent,
+	field := graphql.GetFieldContext(ctx).Field
+	page, err := loader.Nested(ctx, nestedQuestion(edge, field.Field), parent,
 		func(ctx context.Context, parents []uuid.UUID) (map[uuid.UUID]core.NestedPage, error) {
-			pages, err := r.Service.FindProceduresOf(ctx, edge, parents, f, procedureOrder(orderBy), window(first, after, last, before))
+			skip := procedureSkip(graphql.GetOperationContext(ctx), field.Selections)
+			pages, err := r.Service.FindProceduresOf(ctx, edge, parents, f, procedureOrder(orderBy), window(first, after, last, before), skip)
 			if err != nil {
 				return nil, err
 			}
@@ -78,6 +81,68 @@ func (r *Resolver) nestedProcedures(ctx context.Context, edge core.Parent, paren
 		return nil, err
 	}
 	return procedureConnection(ctx, list), nil
+}
+
+// procedureFieldColumns are the columns of the procedures that each field
+// of the Procedure type reads (none: only those every list reads, such as
+// the id). A field missing here, one added later, reads every column
+// (procedureSkip), so that a partial procedure never answers it.
+var procedureFieldColumns = map[string][]string{
+	"__typename":      nil,
+	"id":              nil,
+	"shortId":         {procedure.FieldShortID},
+	"name":            {procedure.FieldName},
+	"priority":        {procedure.FieldPriority},
+	"state":           {procedure.FieldState},
+	"content":         {procedure.FieldContent},
+	"categoryId":      {procedure.FieldCategoryID},
+	"doerId":          {procedure.FieldDoerID},
+	"creatorId":       {procedure.FieldCreatorID},
+	"position":        {procedure.FieldPosition},
+	"dueAt":           {procedure.FieldDueAt},
+	"createdAt":       {procedure.FieldCreatedAt},
+	"updatedAt":       {procedure.FieldUpdatedAt},
+	"projectId":       {procedure.FieldProjectID},
+	"workspaceId":     {procedure.FieldWorkspaceID},
+	"captureId":       {procedure.FieldCaptureID},
+	"displayVideo":    {procedure.FieldDisplayVideo},
+	"isFineTunedData": {procedure.FieldIsFineTunedData},
+	"category":        {procedure.FieldCategoryID},
+	"doer":            {procedure.FieldDoerID},
+	"project":         {procedure.FieldProjectID},
+	"comments":        nil, // by the procedure's id; the reader reads the count itself
+	"history":         nil, // by the procedure's id
+}
+
+// procedureSkip is what a connection of procedures selecting sel does not
+// show of them: the groups of columns no field of its nodes, or of its
+// edges' nodes, reads (every fragment counted, whatever its condition).
+func procedureSkip(oc *graphql.OperationContext, sel ast.SelectionSet) core.ProcedureSkip {
+	skip := core.SkipSummary | core.SkipDetail
+	shown := func(sel ast.SelectionSet) {
+		for _, f := range graphql.CollectFields(oc, sel, nil) {
+			columns, known := procedureFieldColumns[f.Name]
+			if !known {
+				skip = 0
+			}
+			for _, c := range columns {
+				skip &^= core.ProcedureColumnGroup(c)
+			}
+		}
+	}
+	for _, f := range graphql.CollectFields(oc, sel, nil) {
+		switch f.Name {
+		case "nodes":
+			shown(f.Selections)
+		case "edges":
+			for _, g := range graphql.CollectFields(oc, f.Selections, nil) {
+				if g.Name == "node" {
+					shown(g.Selections)
+				}
+			}
+		}
+	}
+	return skip
 }
 
 // pagesItems are the items of every page of a nested list read at once

@@ -110,7 +110,7 @@ func TestListPlansUseIndexes(t *testing.T) {
 				case core.ParentDoer:
 					parents = seeded.MemberIDs[:5]
 				}
-				if _, err := svc.FindProceduresOf(vctx, edge, parents, f, o, core.Window{First: &first}); err != nil {
+				if _, err := svc.FindProceduresOf(vctx, edge, parents, f, o, core.Window{First: &first}, 0); err != nil {
 					t.Fatalf("%s %v nested in %s: %v", name, o, edge, err)
 				}
 			}

@@ -77,16 +77,70 @@ type NestedPage struct {
 	Err  error
 }
 
+// ProcedureSkip names the groups of a procedure's columns that the caller
+// of a nested list does not show, which the list then leaves unread: its
+// procedures are partial, each unread field its zero value. The zero value
+// reads every column. Whatever it skips, a list reads the columns it needs
+// itself (the id, the workspace, the parents, the state and the sort
+// keys: ProcedureColumnGroup's group 0).
+//
+// Columns go by a few groups rather than one by one so that the
+// statements' texts stay few: each is prepared once per connection, and a
+// client sending every subset of the fields would otherwise fill the
+// pool's prepared texts with its own (docs/performance.md, "Columns a page
+// shows").
+type ProcedureSkip uint8
+
+// The groups of columns a nested list may skip.
+const (
+	// SkipSummary leaves out what a card shows: the short id, the name,
+	// the priority and the due date.
+	SkipSummary ProcedureSkip = 1 << iota
+	// SkipDetail leaves out every other column: the content, the
+	// creator, the position, the capture, the flags, the number, the
+	// project's name, the comment count and the update time.
+	SkipDetail
+)
+
+// ProcedureColumnGroup is the group a column of the procedures belongs to:
+// SkipSummary, SkipDetail, or 0 for those a list always reads.
+func ProcedureColumnGroup(column string) ProcedureSkip {
+	switch column {
+	case procedure.FieldID, procedure.FieldWorkspaceID, procedure.FieldProjectID, procedure.FieldCategoryID,
+		procedure.FieldDoerID, procedure.FieldState, procedure.FieldCreatedAt:
+		return 0
+	case procedure.FieldShortID, procedure.FieldName, procedure.FieldPriority, procedure.FieldDueAt:
+		return SkipSummary
+	}
+	return SkipDetail
+}
+
+// columns are the procedures' columns a list reads when it skips skip and
+// sorts by sortColumn; nil for every column.
+func (skip ProcedureSkip) columns(sortColumn string) []string {
+	if skip == 0 {
+		return nil
+	}
+	var out []string
+	for _, c := range procedure.Columns {
+		if skip&ProcedureColumnGroup(c) == 0 || c == sortColumn {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // FindProceduresOf returns, for each of parents, the page w selects of its
 // procedures matching f sorted by o, with its exact total: all the pages
 // in one statement (a UNION ALL of one index-ordered, limited read per
 // parent) and all the totals in one more (a count grouped by parent,
 // cached per workspace version as every total is), per MaxParentsPerRead
-// parents. A cursor belongs to one parent's list: the other parents' pages
-// are validation_failed.
+// parents. The procedures lack the columns skip leaves out. A cursor
+// belongs to one parent's list: the other parents' pages are
+// validation_failed.
 // Errors: unauthenticated, validation_failed naming the argument.
 func (s *Service) FindProceduresOf(ctx context.Context, edge Parent, parents []uuid.UUID, f ProcedureFilter,
-	o ProcedureOrder, w Window) (map[uuid.UUID]NestedPage, error) {
+	o ProcedureOrder, w Window, skip ProcedureSkip) (map[uuid.UUID]NestedPage, error) {
 	v, pf, o, err := procedureQuery(ctx, f, o)
 	if err != nil {
 		return nil, err
@@ -97,7 +151,7 @@ func (s *Service) FindProceduresOf(ctx context.Context, edge Parent, parents []u
 	out := make(map[uuid.UUID]NestedPage, len(parents))
 	for len(parents) > 0 {
 		n := min(len(parents), MaxParentsPerRead)
-		if err := s.findProceduresOf(ctx, v, edge, parents[:n], pf, f.key(), o, w, out); err != nil {
+		if err := s.findProceduresOf(ctx, v, edge, parents[:n], pf, f.key(), o, w, skip, out); err != nil {
 			return nil, err
 		}
 		parents = parents[n:]
@@ -114,7 +168,7 @@ type nestedList struct {
 }
 
 func (s *Service) findProceduresOf(ctx context.Context, v *viewer.Viewer, edge Parent, parents []uuid.UUID, pf parsedFilter,
-	key string, o ProcedureOrder, w Window, out map[uuid.UUID]NestedPage) error {
+	key string, o ProcedureOrder, w Window, skip ProcedureSkip, out map[uuid.UUID]NestedPage) error {
 	var lists []*nestedList
 	for _, id := range parents {
 		if _, done := out[id]; done {
@@ -135,7 +189,7 @@ func (s *Service) findProceduresOf(ctx context.Context, v *viewer.Viewer, edge P
 	if err := s.nestedTotals(ctx, v.WorkspaceID, edge, key, preds, lists); err != nil {
 		return apperr.Map(err)
 	}
-	rows, err := s.nestedRows(ctx, v, edge, preds, lists)
+	rows, err := s.nestedRows(ctx, v, edge, preds, lists, skip.columns(lists[0].keys.column))
 	if err != nil {
 		return apperr.Map(err)
 	}
@@ -220,12 +274,12 @@ func (s *Service) nestedTotals(ctx context.Context, workspaceID uuid.UUID, edge 
 
 // nestedRows reads every list's slice in one statement: the ids each
 // parent's slice takes (a limited read per parent, which an index on the
-// parent and the default sort serves), then their rows in the slices'
-// order. On PostgreSQL the parents are one uuid[] parameter joined
-// LATERAL to the per-parent read, so that the statement's text (and plan)
-// is the same for any number of parents; SQLite, without LATERAL, reads a
-// UNION ALL of the per-parent reads.
-func (s *Service) nestedRows(ctx context.Context, v *viewer.Viewer, edge Parent, preds []predicate.Procedure, lists []*nestedList) ([]*ent.Procedure, error) {
+// parent and the default sort serves), then their rows (columns, nil for
+// all) in the slices' order. On PostgreSQL the parents are one uuid[]
+// parameter joined LATERAL to the per-parent read, so that the statement's
+// text (and plan) is the same for any number of parents; SQLite, without
+// LATERAL, reads a UNION ALL of the per-parent reads.
+func (s *Service) nestedRows(ctx context.Context, v *viewer.Viewer, edge Parent, preds []predicate.Procedure, lists []*nestedList, columns []string) ([]*ent.Procedure, error) {
 	workspaceID, scoped, err := tenancy.Of(ctx)
 	if err != nil {
 		return nil, err
@@ -268,7 +322,11 @@ func (s *Service) nestedRows(ctx context.Context, v *viewer.Viewer, edge Parent,
 		return branch(todo[i], parent)
 	})
 	// Every list shares the window, so the slices share one order.
-	return s.client.Procedure.Query().Where(inBranches).Order(orderBy[procedure.OrderOption](&todo[0].slice)).All(ctx)
+	q := s.client.Procedure.Query().Where(inBranches).Order(orderBy[procedure.OrderOption](&todo[0].slice))
+	if columns != nil {
+		return q.Select(columns...).All(ctx)
+	}
+	return q.All(ctx)
 }
 
 // inSlices selects, by idColumn, the rows of each parent's slice of a
