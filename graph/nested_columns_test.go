@@ -134,7 +134,9 @@ func TestNestedPartialProceduresAnswerAsWholeOnes(t *testing.T) {
 		// whole procedures.
 		whole := func(t *testing.T, sel, order string, page int) json.RawMessage {
 			t.Helper()
-			var out struct{ Procedures struct{ Nodes []json.RawMessage } }
+			var out struct {
+				Procedures struct{ Nodes []json.RawMessage }
+			}
 			ok(t, s.GraphQL(t, f.w.ViewToken, `query($order: ProcedureOrder, $filter: ProcedureFilter) { procedures(first: 100, orderBy: $order, filter: $filter) {
 				nodes { `+sel+` } } }`, obj("order", obj("field", order, "direction", "ASC"), "filter", obj("projectId", project))), &out)
 			from, to := 5*page, min(5*page+5, len(out.Procedures.Nodes))
@@ -204,10 +206,14 @@ func checkWithFragment(t *testing.T, s *apitest.Server, f *nestFixture, project 
 	t.Helper()
 	const fragment = ` fragment F on Procedure { content position creatorId number: shortId }`
 	var nested struct {
-		Project struct{ Procedures struct{ Nodes json.RawMessage } }
+		Project struct {
+			Procedures struct{ Nodes json.RawMessage }
+		}
 	}
 	ok(t, s.GraphQL(t, f.w.ViewToken, `query($id: ID!) { project(id: $id) { procedures(first: 20) { nodes { id ...F } } } }`+fragment, obj("id", project)), &nested)
-	var top struct{ Procedures struct{ Nodes json.RawMessage } }
+	var top struct {
+		Procedures struct{ Nodes json.RawMessage }
+	}
 	ok(t, s.GraphQL(t, f.w.ViewToken, `query($filter: ProcedureFilter) { procedures(first: 20, filter: $filter) { nodes { id ...F } } }`+fragment,
 		obj("filter", obj("projectId", project))), &top)
 	if !bytes.Equal(nested.Project.Procedures.Nodes, top.Procedures.Nodes) {
