@@ -47,7 +47,7 @@ func TestSQLiteStatisticsKeepNestedReadsOnTheKey(t *testing.T) {
 }
 
 // byKey is the outer step of the nested read's plan by primary key.
-const byKey = "USING INDEX sqlite_autoindex_procedures_1 (id=?)"
+const byKey = "USING INTEGER PRIMARY KEY (rowid=?)"
 
 // TestSQLiteRefreshReachesEveryConnectionAndKeepsNoSamples: a refresh
 // leaves sqlite_stat1's figures and no stat4 samples (with samples, SQLite

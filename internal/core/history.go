@@ -477,9 +477,9 @@ func (s *Service) historyRows(ctx context.Context, v *viewer.Viewer, lists []*hi
 	}
 	// branch is the read of one procedure's slice (procedure writes the
 	// condition on the procedure's column).
-	branch := func(l *historyList, procedure func(b *sql.Builder, column string)) *sql.Selector {
+	branch := func(l *historyList, key string, procedure func(b *sql.Builder, column string)) *sql.Selector {
 		t := sql.Table(event.Table)
-		b := sql.Select(t.C(event.FieldID)).From(t)
+		b := sql.Select(t.C(key)).From(t)
 		b.Where(sql.And(sql.EQ(t.C(tenancy.Column), workspaceID), sql.P(func(bb *sql.Builder) { procedure(bb, t.C(event.FieldProcedureID)) })))
 		for _, bound := range l.slice.bounds {
 			bound(b)
@@ -494,8 +494,8 @@ func (s *Service) historyRows(ctx context.Context, v *viewer.Viewer, lists []*hi
 	for i, l := range todo {
 		procs[i] = l.procedure
 	}
-	inBranches := inSlices(event.FieldID, procs, lateral, func(i int, procedure func(b *sql.Builder, column string)) *sql.Selector {
-		return branch(todo[i], procedure)
+	inBranches := inSlices(event.FieldID, rowid, procs, lateral, func(i int, key string, procedure func(b *sql.Builder, column string)) *sql.Selector {
+		return branch(todo[i], key, procedure)
 	})
 	// Every list shares the window, so the slices share one order.
 	return s.client.Event.Query().Where(inBranches).Order(orderBy[event.OrderOption](&todo[0].slice)).

@@ -222,8 +222,8 @@ func index(scoped bool) int {
 // one index scan over the list of them, as cheap as the statement was when
 // every procedure held few (two LIMITed scans of each cost a page of 50
 // about a tenth of a millisecond more). SQLite, which has no LATERAL,
-// finds each end's ids by a subquery correlated to the procedure and reads
-// the comments they name by primary key. Procedures come from the
+// finds each end's rows by a subquery correlated to the procedure and reads
+// the comments they name by rowid. Procedures come from the
 // procedures table, with their count, so that one without comments
 // (comment_count 0) reads nothing more and one of another workspace
 // nothing at all.
@@ -300,9 +300,13 @@ func commentStatement(d string, scoped bool, ends commentEnds) string {
 		procs = procedures(id+", "+count+` AS "n", `+q(tenancy.Column)+` AS "ws"`, "+"+q(tenancy.Column)+" = ? AND "+count+" > 0 AND "+id+" IN (@)")
 		where = ` WHERE "c".` + q(tenancy.Column) + ` = "k"."ws"`
 	}
+	// Each end names its comments by rowid, which the index holds, so
+	// that each is read from its table at once rather than found again
+	// through the index of the ids, comparing UUID texts (a fifth of the
+	// statement's time for a dashboard's 200 procedures).
 	end := func(dir string) string {
-		return "SELECT " + cols("c") + `, "k"."n" FROM "k" JOIN ` + q(comment.Table) + ` AS "c" ON "c".` + q(comment.FieldID) +
-			" IN (SELECT " + q(comment.FieldID) + " FROM " + q(comment.Table) + " WHERE " + q(comment.FieldProcedureID) + ` = "k".` +
+		return "SELECT " + cols("c") + `, "k"."n" FROM "k" JOIN ` + q(comment.Table) + ` AS "c" ON "c"."rowid"` +
+			` IN (SELECT "rowid" FROM ` + q(comment.Table) + " WHERE " + q(comment.FieldProcedureID) + ` = "k".` +
 			id + order(dir) + " LIMIT " + sqliteLimit + ")" + where
 	}
 	reads := end("") + " UNION ALL " + end(" DESC")
