@@ -58,3 +58,7 @@ func (db *DB) PreparedTexts() []string {
 	defer db.counter.stmts.mu.Unlock()
 	return db.counter.stmts.stmts.Keys()
 }
+
+// ProbePrimary runs one probe of the primary pool now, as its interval
+// would.
+func (db *DB) ProbePrimary() { db.counter.primary.mon.check() }

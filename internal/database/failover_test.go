@@ -356,3 +356,30 @@ func TestPreferStandbyWithEveryHostDown(t *testing.T) {
 		t.Fatal("Open still connects to a prefer-standby URL with every host down after 15 s")
 	}
 }
+
+// TestProbeAsksAgainAfterItsConnectionDied: every backend terminated, the
+// server up: the probe's kept connection is dead, and the probe asks again
+// on a new one rather than calling the server unhealthy (it did, and
+// /readyz answered 503 until the next probe, internal/server's
+// TestReadinessFollowsTheDatabase failing when a probe fell there).
+func TestProbeAsksAgainAfterItsConnectionDied(t *testing.T) {
+	dbtest.NeedPostgres(t)
+	rawURL := dbtest.CreatePostgres(t)
+	// Probed only when the test says (an interval no test outlasts).
+	db, err := database.Open(context.Background(), rawURL, database.Options{ProbeInterval: time.Hour, ProbeTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.ProbePrimary()
+	if err := db.Health(); err != nil {
+		t.Fatalf("before: %v", err)
+	}
+	for round := range 3 {
+		dbtest.TerminateBackends(t, rawURL)
+		db.ProbePrimary()
+		if err := db.Health(); err != nil {
+			t.Fatalf("round %d: after the backends were terminated (the server up): %v", round, err)
+		}
+	}
+}

@@ -148,16 +148,34 @@ func (m *monitor) check() {
 // connector, so to the server its connections go to), then asks
 // probeQuery, giving the server timeout to answer.
 func (m *monitor) run() (server string, standby bool, lag time.Duration, err error) {
+	server, standby, lag, kept, err := m.runOnce()
+	if err != nil && kept {
+		// The probe's own connection, kept from an earlier probe, failed
+		// at once (the server answered, or the connection was already
+		// dead: every backend terminated, a pooler restarted): ask again
+		// on a new one before calling the server unhealthy, as the pool
+		// does for a request's dead connection. Without it /readyz
+		// answered 503 for up to an interval after the server had
+		// closed connections it was still serving.
+		server, standby, lag, _, err = m.runOnce()
+	}
+	return server, standby, lag, err
+}
+
+// runOnce is one probe; kept reports whether it asked on a connection kept
+// from an earlier probe and failed without waiting for its timeout.
+func (m *monitor) runOnce() (server string, standby bool, lag time.Duration, kept bool, err error) {
 	m.mu.Lock()
 	dc := m.probe
 	m.mu.Unlock()
+	kept = dc != nil
 	if dc == nil {
 		// A dial tries each host for up to connect_timeout.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(m.c.hosts))*max(m.connTimeout, m.timeout))
 		c, err := m.c.Connect(ctx)
 		cancel()
 		if err != nil {
-			return "", false, 0, fmt.Errorf("cannot connect: %w", err)
+			return "", false, 0, false, fmt.Errorf("cannot connect: %w", err)
 		}
 		dc = c
 		m.mu.Lock()
@@ -192,6 +210,7 @@ func (m *monitor) run() (server string, standby bool, lag time.Duration, err err
 		m.c.avoid(server)
 		a = <-answered
 		a.err = fmt.Errorf("no answer within %s (aborted %d connections)", m.timeout, n)
+		kept = false // silent: asked long enough
 	}
 	if a.err == nil && m.wantPrimary && a.standby {
 		m.c.abortServer(server)
@@ -207,7 +226,7 @@ func (m *monitor) run() (server string, standby bool, lag time.Duration, err err
 		m.probe = nil
 		m.mu.Unlock()
 	}
-	return server, a.standby, time.Duration(a.lag * float64(time.Second)), a.err
+	return server, a.standby, time.Duration(a.lag * float64(time.Second)), kept && a.err != nil, a.err
 }
 
 // markSilent records, ahead of the probe's end, that server did not
