@@ -102,6 +102,22 @@ func TestEdgesAnswerAsGqlgen(t *testing.T) {
 				}
 			}
 			t.Run("Visible", func(t *testing.T) { compare(t, `"category":null`) })
+			// The two ways answering alike proves nothing if both went
+			// through gqlgen: the written way must also skip gqlgen's field
+			// machinery, some ten allocations an edge. The list page has
+			// 50 procedures, each with a category or not, a doer or not
+			// and a project: at least 50 written edges, 5 allocations
+			// each at the very least.
+			t.Run("WrittenPathRan", func(t *testing.T) {
+				allocs := func(byGqlgen bool) float64 {
+					return testing.AllocsPerRun(5, func() { answer(t, h, h.GraphQLRequest(apitest.ListQuery, 50), byGqlgen) })
+				}
+				written, byGqlgen := allocs(false), allocs(true)
+				if saved := byGqlgen - written; saved < 50*5 {
+					t.Fatalf("the written edges saved %.0f allocations of gqlgen's %.0f on the list page, want at least %d: are they written at all?", saved, byGqlgen, 50*5)
+				}
+				t.Logf("list page: %.0f allocations written, %.0f through gqlgen", written, byGqlgen)
+			})
 			// Another workspace's project: the non-null field is an error,
 			// the procedure null, and so on up (nodes: [Procedure!]!).
 			exec(t, `UPDATE procedures SET project_id = (SELECT id FROM projects WHERE workspace_id = `+noise+` LIMIT 1)

@@ -3,8 +3,11 @@ package database_test
 import (
 	"context"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
+	_ "time/tzdata" // the zones below, on a machine without a zone database
 
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
@@ -15,7 +18,33 @@ import (
 // the column itself (the same instant, zone name and offset), for what
 // procsvc writes and every other layout the driver reads; text the driver
 // leaves unparsed is an error.
+//
+// Both name a time's zone after time.Local when its offset is Local's at
+// that instant, so the test runs in the machine's zone and again, in a
+// child process of its own (time.Local is read once per process), in zones
+// whose offsets are not whole hours, change with daylight saving or lie
+// west of Greenwich: in UTC alone, Local's branch equals UTC's.
 func TestTimeReadsAsTheDriver(t *testing.T) {
+	timeReadsAsTheDriver(t)
+	if os.Getenv(tzChild) != "" {
+		return
+	}
+	for _, zone := range []string{"UTC", "America/St_Johns", "Asia/Kathmandu", "Europe/Berlin", "Pacific/Chatham"} {
+		t.Run(zone, func(t *testing.T) {
+			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestTimeReadsAsTheDriver$", "-test.count=1", "-test.v")
+			cmd.Env = append(os.Environ(), "TZ="+zone, tzChild+"=1")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("in TZ=%s: %v\n%s", zone, err, out)
+			}
+		})
+	}
+}
+
+// tzChild is set in the environment of TestTimeReadsAsTheDriver's child
+// processes.
+const tzChild = "PROCSVC_TEST_TZ_CHILD"
+
+func timeReadsAsTheDriver(t *testing.T) {
 	db := dbtest.Open(t, "sqlite")
 	ctx := context.Background()
 	if _, err := db.SQL.ExecContext(ctx, "CREATE TABLE times (id INTEGER PRIMARY KEY, at DATETIME)"); err != nil {
