@@ -49,13 +49,58 @@ const deepQuery = `query Deep($first: Int!) {
   }
 }`
 
+// plainQuery selects lists the plugin writes (listsWritten) with only plain
+// fields under them, every way a document can: aliases, the same list
+// twice, __typename, fragments, @skip and @include, nested in a list that
+// gqlgen writes, and empty (a procedure without comments).
+const plainQuery = `query Plain($first: Int!, $no: Boolean = false) {
+  procedures(first: $first) {
+    nodes { id __typename name dueAt ...Card n2: name state @skip(if: $no) position @include(if: $no) }
+    again: nodes { shortId }
+  }
+  projects(first: 4) {
+    nodes {
+      id name __typename
+      procedures(first: 3) { totalCount nodes { id priority comments(first: 2) { totalCount nodes { id text ... on Comment { createdAt } } } } }
+    }
+  }
+}
+fragment Card on Procedure { priority createdAt }`
+
+// argEdgesQuery selects the fields with arguments the plugin resolves
+// (argEdgesWritten) every way a document can: the same field with other
+// arguments under aliases, from variables and literals, in a fragment
+// spread in two places (one field, two selections).
+const argEdgesQuery = `query ArgEdges($first: Int!, $n: Int) {
+  procedures(first: $first) {
+    nodes {
+      id
+      comments(last: 2) { totalCount nodes { id } }
+      c2: comments(first: $n) { totalCount pageInfo { hasNextPage hasPreviousPage startCursor endCursor } edges { cursor node { id text } } }
+      ...WithComments
+      history(first: 2) { totalCount nodes { kind } }
+    }
+    edges { cursor node { id ...WithComments fc: comments(first: 1) { totalCount } } }
+  }
+}
+fragment WithComments on Procedure { fc: comments(first: 1) { nodes { id author { name } } } }`
+
+// argEdgeErrorsQuery fails a field with arguments the plugin resolves: a
+// cursor that is not one, an error per procedure at its field's path and
+// the null carried up (the other refusals, a window too large or first
+// with last, refuse the whole document first).
+const argEdgeErrorsQuery = `query ArgEdgeErrors($first: Int!, $bad: String = "nope") {
+  procedures(first: $first) { nodes { id cur: comments(after: $bad) { totalCount } } }
+}`
+
 // requestIDs differ from request to request; the answers are compared
 // without them.
 var requestIDs = regexp.MustCompile(`"requestId":"[^"]*"`)
 
 // TestEdgesAnswerAsGqlgen: the edges the plugin writes (Procedure.category,
-// doer, project, Comment.author) answer, byte for byte, what gqlgen's field
-// functions answered: the dashboard, the list page and every way of
+// doer, project, Comment.author) and the lists it writes (the nodes of
+// comments, procedures and projects) answer, byte for byte, what gqlgen's
+// field functions answered: the dashboard, the list page and every way of
 // selecting them, with null edges (no category, no doer), edges the viewer
 // cannot see (another workspace's category: null; its project: an error
 // at the field's path, and the null carried up as the schema says).
@@ -76,10 +121,13 @@ func TestEdgesAnswerAsGqlgen(t *testing.T) {
 			exec(t, `UPDATE procedures SET category_id = (SELECT id FROM categories WHERE workspace_id = `+noise+` LIMIT 1)
 				WHERE number % 5 = 2 AND workspace_id = `+seeded)
 			requests := map[string]func() *http.Request{
-				"Dashboard": func() *http.Request { return post(h, bench.DashboardQuery, nil) },
-				"List":      func() *http.Request { return h.GraphQLRequest(apitest.ListQuery, 50) },
-				"Edges":     func() *http.Request { return h.GraphQLRequest(edgesQuery, 50) },
-				"Deep":      func() *http.Request { return h.GraphQLRequest(deepQuery, 5) },
+				"Dashboard":     func() *http.Request { return post(h, bench.DashboardQuery, nil) },
+				"List":          func() *http.Request { return h.GraphQLRequest(apitest.ListQuery, 50) },
+				"Edges":         func() *http.Request { return h.GraphQLRequest(edgesQuery, 50) },
+				"Deep":          func() *http.Request { return h.GraphQLRequest(deepQuery, 5) },
+				"Plain":         func() *http.Request { return h.GraphQLRequest(plainQuery, 30) },
+				"ArgEdges":      func() *http.Request { return h.GraphQLRequest(argEdgesQuery, 20) },
+				"ArgEdgeErrors": func() *http.Request { return h.GraphQLRequest(argEdgeErrorsQuery, 20) },
 			}
 			compare := func(t *testing.T, wantIn ...string) {
 				for name, request := range requests {
@@ -88,6 +136,15 @@ func TestEdgesAnswerAsGqlgen(t *testing.T) {
 						byGqlgen := answer(t, h, request(), true)
 						if !bytes.Equal(written, byGqlgen) {
 							t.Fatalf("written:\n%s\ngqlgen's:\n%s", written, byGqlgen)
+						}
+						if name == "ArgEdges" && (bytes.Contains(written, []byte(`"errors"`)) || !bytes.Contains(written, []byte(`"c2":{"totalCount":`))) {
+							t.Fatalf("the fields with arguments were not all answered: %s", written)
+						}
+						if name == "ArgEdgeErrors" && !bytes.Contains(written, []byte(`"path":["procedures","nodes",19,"cur"]`)) {
+							t.Fatalf("the errors of the fields with arguments are not at their paths: %s", written)
+						}
+						if name == "Plain" && (bytes.Contains(written, []byte(`"errors"`)) || !bytes.Contains(written, []byte(`"comments":{"totalCount":`))) {
+							t.Fatalf("the plain lists were not all answered: %s", written)
 						}
 						// The dashboard lists a project's procedures, never
 						// one moved to another workspace's project.

@@ -6,6 +6,7 @@ package generated
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync/atomic"
 
@@ -59,9 +60,10 @@ func (ec *executionContext) marshalInlineSlice(ctx context.Context, sel ast.Sele
 	return ret
 }
 
-// edgesByGqlgen makes every edge resolve through gqlgen's field function,
-// as it did before the plugin wrote edges: set only by the tests that
-// compare the answers of the two ways (SetEdgesByGqlgen, export_test.go).
+// edgesByGqlgen makes every edge and every list the plugin writes resolve
+// through gqlgen's field function, as they did before the plugin wrote
+// them: set only by the tests that compare the answers of the two ways
+// (SetEdgesByGqlgen, export_test.go).
 var edgesByGqlgen atomic.Bool
 
 // edgeContext is ctx with the field context gqlgen's field function makes
@@ -148,13 +150,13 @@ func (ec *executionContext) writeProcedure(ctx context.Context, out *inline.Obje
 				out.Invalids++
 			}
 		case "comments":
-			v := ec._Procedure_comments(ctx, field, obj)
+			v := ec.edgeProcedure_comments(ctx, field, obj)
 			out.Field(field.Alias, v)
 			if v == graphql.Null {
 				out.Invalids++
 			}
 		case "history":
-			v := ec._Procedure_history(ctx, field, obj)
+			v := ec.edgeProcedure_history(ctx, field, obj)
 			out.Field(field.Alias, v)
 			if v == graphql.Null {
 				out.Invalids++
@@ -506,7 +508,7 @@ func (ec *executionContext) writeProcedureConnection(ctx context.Context, out *i
 				out.Invalids++
 			}
 		case "nodes":
-			v := ec._ProcedureConnection_nodes(ctx, field, obj)
+			v := ec.listProcedureConnection_nodes(ctx, field, obj)
 			out.Field(field.Alias, v)
 			if v == graphql.Null {
 				out.Invalids++
@@ -562,7 +564,7 @@ func (ec *executionContext) writeCommentConnection(ctx context.Context, out *inl
 				out.Invalids++
 			}
 		case "nodes":
-			v := ec._CommentConnection_nodes(ctx, field, obj)
+			v := ec.listCommentConnection_nodes(ctx, field, obj)
 			out.Field(field.Alias, v)
 			if v == graphql.Null {
 				out.Invalids++
@@ -618,7 +620,7 @@ func (ec *executionContext) writeProjectConnection(ctx context.Context, out *inl
 				out.Invalids++
 			}
 		case "nodes":
-			v := ec._ProjectConnection_nodes(ctx, field, obj)
+			v := ec.listProjectConnection_nodes(ctx, field, obj)
 			out.Field(field.Alias, v)
 			if v == graphql.Null {
 				out.Invalids++
@@ -806,4 +808,129 @@ func (ec *executionContext) edgeComment_author(ctx context.Context, field graphq
 		return graphql.Null
 	}
 	return ec.writeMember(ctx, inline.NewEdge(ctx, field.Alias, len(fields)*48), fields, v)
+}
+
+// listProcedureConnection_nodes writes ProcedureConnection.nodes, a list of Procedure: when
+// the selection under it holds only plain fields and no element is nil,
+// each element's fields at once, without gqlgen's field function or a
+// field context per element (a plain field can neither fail nor wait; a
+// response bound passed is reported at the element's path). Any other
+// selection goes through gqlgen's.
+func (ec *executionContext) listProcedureConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.ProcedureConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, field.Selections, procedureImplementors)
+	list := obj.Nodes
+	if !plainProcedure(fields) || edgesByGqlgen.Load() || slices.Contains(list, nil) {
+		return ec._ProcedureConnection_nodes(ctx, field, obj)
+	}
+	ret := make(graphql.Array, len(list))
+	for i, v := range list {
+		ret[i] = ec.writeProcedure(ctx, inline.NewElement(ctx, field.Alias, i, len(fields)*48), fields, v)
+	}
+	return ret
+}
+
+// listCommentConnection_nodes writes CommentConnection.nodes, a list of Comment: when
+// the selection under it holds only plain fields and no element is nil,
+// each element's fields at once, without gqlgen's field function or a
+// field context per element (a plain field can neither fail nor wait; a
+// response bound passed is reported at the element's path). Any other
+// selection goes through gqlgen's.
+func (ec *executionContext) listCommentConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.CommentConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, field.Selections, commentImplementors)
+	list := obj.Nodes
+	if !plainComment(fields) || edgesByGqlgen.Load() || slices.Contains(list, nil) {
+		return ec._CommentConnection_nodes(ctx, field, obj)
+	}
+	ret := make(graphql.Array, len(list))
+	for i, v := range list {
+		ret[i] = ec.writeComment(ctx, inline.NewElement(ctx, field.Alias, i, len(fields)*48), fields, v)
+	}
+	return ret
+}
+
+// listProjectConnection_nodes writes ProjectConnection.nodes, a list of Project: when
+// the selection under it holds only plain fields and no element is nil,
+// each element's fields at once, without gqlgen's field function or a
+// field context per element (a plain field can neither fail nor wait; a
+// response bound passed is reported at the element's path). Any other
+// selection goes through gqlgen's.
+func (ec *executionContext) listProjectConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.ProjectConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, field.Selections, projectImplementors)
+	list := obj.Nodes
+	if !plainProject(fields) || edgesByGqlgen.Load() || slices.Contains(list, nil) {
+		return ec._ProjectConnection_nodes(ctx, field, obj)
+	}
+	ret := make(graphql.Array, len(list))
+	for i, v := range list {
+		ret[i] = ec.writeProject(ctx, inline.NewElement(ctx, field.Alias, i, len(fields)*48), fields, v)
+	}
+	return ret
+}
+
+// edgeProcedure_comments resolves Procedure.comments as gqlgen's field function
+// would, without its per-call machinery, in a field context whose arguments
+// were parsed for the first object of the response that selects the field
+// (inline.SharedFieldContext): an error, a panic or a null is answered at
+// the field's path as gqlgen's would.
+func (ec *executionContext) edgeProcedure_comments(ctx context.Context, field graphql.CollectedField, obj *ent.Procedure) (ret graphql.Marshaler) {
+	if edgesByGqlgen.Load() {
+		return ec._Procedure_comments(ctx, field, obj)
+	}
+	fc := inline.SharedFieldContext(ctx, field)
+	if fc == nil {
+		made, err := ec.fieldContext_Procedure_comments(ctx, field)
+		if err != nil {
+			return graphql.Null // reported by the field context function, as by gqlgen's
+		}
+		inline.ShareFieldContext(ctx, field, made)
+		fc = made
+	}
+	ctx = graphql.WithFieldContext(ctx, fc)
+	defer func() {
+		if r := recover(); r != nil {
+			ec.Error(ctx, ec.Recover(ctx, r))
+			ret = graphql.Null
+		}
+	}()
+	v, err := ec.Resolvers.Procedure().Comments(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
+	if err != nil {
+		ec.Error(ctx, graphql.AddFieldLocationToError(ctx, err))
+		return graphql.Null
+	}
+	fc.Result = v
+	return ec.marshalNCommentConnection2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐCommentConnection(ctx, field.Selections, v)
+}
+
+// edgeProcedure_history resolves Procedure.history as gqlgen's field function
+// would, without its per-call machinery, in a field context whose arguments
+// were parsed for the first object of the response that selects the field
+// (inline.SharedFieldContext): an error, a panic or a null is answered at
+// the field's path as gqlgen's would.
+func (ec *executionContext) edgeProcedure_history(ctx context.Context, field graphql.CollectedField, obj *ent.Procedure) (ret graphql.Marshaler) {
+	if edgesByGqlgen.Load() {
+		return ec._Procedure_history(ctx, field, obj)
+	}
+	fc := inline.SharedFieldContext(ctx, field)
+	if fc == nil {
+		made, err := ec.fieldContext_Procedure_history(ctx, field)
+		if err != nil {
+			return graphql.Null // reported by the field context function, as by gqlgen's
+		}
+		inline.ShareFieldContext(ctx, field, made)
+		fc = made
+	}
+	ctx = graphql.WithFieldContext(ctx, fc)
+	defer func() {
+		if r := recover(); r != nil {
+			ec.Error(ctx, ec.Recover(ctx, r))
+			ret = graphql.Null
+		}
+	}()
+	v, err := ec.Resolvers.Procedure().History(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
+	if err != nil {
+		ec.Error(ctx, graphql.AddFieldLocationToError(ctx, err))
+		return graphql.Null
+	}
+	fc.Result = v
+	return ec.marshalNEventConnection2ᚖgithubᚗcomᚋprocsvcᚋprocsvcᚋgraphᚋmodelᚐEventConnection(ctx, field.Selections, v)
 }

@@ -41,6 +41,9 @@ func boundResponses(bound int, present func(context.Context, error) *gqlerror.Er
 		oc := graphql.GetOperationContext(ctx)
 		mutation := oc.Operation != nil && oc.Operation.Operation == ast.Mutation
 		ctx, budget := inline.WithBudget(ctx, bound, mutation)
+		// The field contexts its fields with arguments share, by field
+		// (graph/internal/inline, fields.go).
+		ctx = inline.WithSharedFields(ctx)
 		resp := next(ctx)
 		if resp == nil || mutation {
 			return resp

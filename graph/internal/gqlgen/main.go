@@ -124,6 +124,42 @@ var objectsWritten = []string{"Procedure", "ProcedureEdge", "Comment", "CommentE
 // (which gqlgen runs as field middleware).
 var edgesWritten = []string{"Procedure.category", "Procedure.doer", "Procedure.project", "Comment.author"}
 
+// listsWritten are the lists (Object.field) of objects written whose
+// elements are written one after another, without gqlgen's field function
+// for the list nor a field context per element, when the selection under
+// them holds only plain fields and no element is nil: a plain field can
+// neither fail nor wait, so nothing needs a field context to report at its
+// path (a response bound passed is reported at the element's, see
+// inline.NewElement). gqlgen's way costs a list a field context, a
+// context, closures, the list boxed in an any, a call to the resolver
+// root's PrimeList and, per element, a field context and a context: the
+// dashboard's 200 comment connections (comments { nodes { id text } }) paid
+// it for two or three comments each. Any other selection (an edge, a
+// field with arguments, a Float) goes through gqlgen's, as do the tests
+// comparing the two ways (edgesByGqlgen).
+//
+// Each must be a struct field, without arguments or directives, of an
+// object of objectsWritten, whose type is a non-null list of non-null
+// objects of objectsWritten.
+var listsWritten = []string{"CommentConnection.nodes", "ProcedureConnection.nodes", "ProjectConnection.nodes"}
+
+// argEdgesWritten are the resolver fields with arguments (Object.field) of
+// objects written and resolved inline that are resolved without gqlgen's
+// per-call machinery: the resolver is called with a field context made
+// from the first one made for the same field in the response
+// (inline.SharedFieldContext: its arguments parsed once, not once per
+// object), and its result is marshalled by gqlgen's marshaller, as gqlgen's
+// field function would. An error, a panic or a null where the schema allows
+// none is answered at the field's path, as gqlgen's would (graph/generated's
+// TestEdgesAnswerAsGqlgen compares the two ways' answers). A page of 50
+// procedures paid, for each procedure's comments(last: 3), the arguments'
+// maps and values, a field context, a context and gqlgen's closures: some
+// fifteen allocations per procedure, 3 000 a dashboard.
+//
+// Each must be a resolver field with arguments and without directives, on
+// an object of objectsWritten resolved inline (inlineObjects).
+var argEdgesWritten = []string{"Procedure.comments", "Procedure.history"}
+
 // inline generates inline.go (inline.gotpl) and rewrites gqlgen's executor
 // to use it: the list marshallers of inlineListObjects call
 // marshalInlineSlice instead of graphql.MarshalSliceConcurrently, and
@@ -154,6 +190,9 @@ const inlineFile = "inline.go"
 type templateData struct {
 	Objects []objectData
 	Edges   []fieldData
+	Lists   []fieldData
+	// ArgEdges are the fields of argEdgesWritten.
+	ArgEdges []fieldData
 	// Recover is whether field functions recover from panics (gqlgen's
 	// omit_panic_handler unset).
 	Recover bool
@@ -170,7 +209,8 @@ type objectData struct {
 func (o objectData) NotPlain() []string {
 	var names []string
 	for _, f := range o.Fields {
-		if f.Kind == "Resolve" || f.Kind == "Float" || f.Kind == "Edge" {
+		switch f.Kind {
+		case "Resolve", "Float", "Edge", "ArgEdge", "List":
 			names = append(names, f.Name)
 		}
 	}
@@ -182,9 +222,11 @@ type fieldData struct {
 	// Kind is how the field is written: one of Object's methods in
 	// graph/internal/inline (String, UUID, ...), Value for enums (written
 	// by gqlgen's marshaller, at once), or Resolve (gqlgen's field
-	// function, its marshaler kept), or Edge (an edge of edgesWritten).
+	// function, its marshaler kept), Edge (an edge of edgesWritten),
+	// ArgEdge (a field of argEdgesWritten) or List (a list of
+	// listsWritten).
 	Kind string
-	// Target is the object an Edge leads to.
+	// Target is the object an Edge leads to, or a List holds.
 	Target *codegen.Object
 }
 
@@ -209,6 +251,14 @@ func (l *inline) GenerateCode(data *codegen.Data) error {
 	if err != nil {
 		return err
 	}
+	lists, err := checkLists(data)
+	if err != nil {
+		return err
+	}
+	argEdges, err := checkArgEdges(data)
+	if err != nil {
+		return err
+	}
 	var objects []objectData
 	for _, name := range objectsWritten {
 		o := data.Objects.ByName(name)
@@ -227,23 +277,38 @@ func (l *inline) GenerateCode(data *codegen.Data) error {
 			if target, ok := edges[name+"."+f.Name]; ok {
 				fd.Kind, fd.Target = "Edge", target
 			}
+			if target, ok := lists[name+"."+f.Name]; ok {
+				fd.Kind, fd.Target = "List", target
+			}
+			if argEdges[name+"."+f.Name] {
+				fd.Kind = "ArgEdge"
+			}
 			od.Fields = append(od.Fields, fd)
 		}
 		objects = append(objects, od)
 		l.objects = append(l.objects, name)
 	}
-	var written []fieldData
+	var written, writtenLists, writtenArgEdges []fieldData
 	for _, od := range objects {
 		for _, f := range od.Fields {
-			if f.Kind == "Edge" {
+			switch f.Kind {
+			case "Edge":
 				written = append(written, f)
+			case "List":
+				writtenLists = append(writtenLists, f)
+			case "ArgEdge":
+				writtenArgEdges = append(writtenArgEdges, f)
 			}
 		}
+	}
+	if len(writtenLists) != len(listsWritten) || len(writtenArgEdges) != len(argEdgesWritten) {
+		return fmt.Errorf("inline: not all of the lists %v and fields %v are on objects written", listsWritten, argEdgesWritten)
 	}
 	return templates.Render(templates.Options{
 		PackageName:     data.Config.Exec.Package,
 		Filename:        filepath.Join(data.Config.Exec.Dir(), inlineFile),
-		Data:            templateData{Objects: objects, Edges: written, Recover: !data.Config.OmitPanicHandler},
+		Data: templateData{Objects: objects, Edges: written, Lists: writtenLists, ArgEdges: writtenArgEdges,
+			Recover: !data.Config.OmitPanicHandler},
 		Template:        inlineTemplate,
 		GeneratedHeader: true,
 		FileNotice:      "// Written by procsvc's gqlgen plugin (graph/internal/gqlgen).",
@@ -259,19 +324,9 @@ func checkEdges(data *codegen.Data) (map[string]*codegen.Object, error) {
 	}
 	edges := map[string]*codegen.Object{}
 	for _, name := range edgesWritten {
-		object, fieldName, _ := strings.Cut(name, ".")
-		o := data.Objects.ByName(object)
-		if o == nil || !slices.Contains(objectsWritten, object) || !slices.Contains(inlineObjects, object) {
-			return nil, fmt.Errorf("inline: edge %s: %s is not an object written and resolved inline", name, object)
-		}
-		var f *codegen.Field
-		for _, of := range o.Fields {
-			if of.Name == fieldName {
-				f = of
-			}
-		}
-		if f == nil {
-			return nil, fmt.Errorf("inline: edge %s: no such field", name)
+		f, err := writtenField(data, "edge", name, true)
+		if err != nil {
+			return nil, err
 		}
 		ref := f.TypeReference
 		if !f.IsResolver || len(f.Args) > 0 || f.HasDirectives() || ref.GQL.Elem != nil || ref.Definition.Kind != ast.Object || !ref.IsPtr() {
@@ -284,6 +339,66 @@ func checkEdges(data *codegen.Data) (map[string]*codegen.Object, error) {
 		edges[name] = target
 	}
 	return edges, nil
+}
+
+// writtenField returns the field name (Object.field) names, of an object
+// written (and resolved inline, if inline), or why it cannot be written;
+// what says what the field is to the plugin, for the error.
+func writtenField(data *codegen.Data, what, name string, inline bool) (*codegen.Field, error) {
+	object, fieldName, _ := strings.Cut(name, ".")
+	o := data.Objects.ByName(object)
+	if o == nil || !slices.Contains(objectsWritten, object) || (inline && !slices.Contains(inlineObjects, object)) {
+		return nil, fmt.Errorf("inline: %s %s: %s is not an object written (and resolved inline, for an edge)", what, name, object)
+	}
+	for _, f := range o.Fields {
+		if f.Name == fieldName {
+			return f, nil
+		}
+	}
+	return nil, fmt.Errorf("inline: %s %s: no such field", what, name)
+}
+
+// checkArgEdges returns the fields of argEdgesWritten, or why one cannot
+// be written.
+func checkArgEdges(data *codegen.Data) (map[string]bool, error) {
+	fields := map[string]bool{}
+	for _, name := range argEdgesWritten {
+		f, err := writtenField(data, "field", name, true)
+		if err != nil {
+			return nil, err
+		}
+		if !f.IsResolver || len(f.Args) == 0 || f.HasDirectives() || f.ArgsFunc() == "" {
+			return nil, fmt.Errorf("inline: field %s is not a resolver with arguments and without directives", name)
+		}
+		fields[name] = true
+	}
+	return fields, nil
+}
+
+// checkLists returns the objects the lists of listsWritten hold, by list,
+// or why one cannot be written.
+func checkLists(data *codegen.Data) (map[string]*codegen.Object, error) {
+	lists := map[string]*codegen.Object{}
+	for _, name := range listsWritten {
+		f, err := writtenField(data, "list", name, false)
+		if err != nil {
+			return nil, err
+		}
+		ref := f.TypeReference
+		if f.IsResolver || !f.IsVariable() || len(f.Args) > 0 || f.HasDirectives() || !ref.IsSlice() ||
+			!ref.GQL.NonNull || ref.GQL.Elem == nil || !ref.GQL.Elem.NonNull || ref.GQL.Elem.Elem != nil || ref.Definition.Kind != ast.Object {
+			return nil, fmt.Errorf("inline: list %s is not a struct field, without arguments or directives, of type [Object!]!", name)
+		}
+		if types.TypeString(ref.GO, nil) != "[]*"+types.TypeString(data.Objects.ByName(ref.Definition.Name).Type, nil) {
+			return nil, fmt.Errorf("inline: list %s is a %s, not a slice of pointers to its objects", name, types.TypeString(ref.GO, nil))
+		}
+		target := data.Objects.ByName(ref.Definition.Name)
+		if target == nil || !slices.Contains(objectsWritten, target.Name) {
+			return nil, fmt.Errorf("inline: list %s holds %s, which is not an object written", name, ref.Definition.Name)
+		}
+		lists[name] = target
+	}
+	return lists, nil
 }
 
 // kind says how f is written (see fieldData.Kind).

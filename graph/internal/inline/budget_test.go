@@ -86,6 +86,20 @@ func TestBudgetRecordsWhereItPassedBelowAnEdge(t *testing.T) {
 	}
 }
 
+// A list element's object is made with the list's parent's context
+// (NewElement): where the bound passed is the element's place in the list.
+func TestBudgetRecordsWhereItPassedInAListElement(t *testing.T) {
+	ctx, b := WithBudget(context.Background(), 10, false)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Field: graphql.CollectedField{Field: &ast.Field{Alias: "comments"}}})
+	o := NewElement(ctx, "nodes", 2, 8)
+	o.String("text", strings.Repeat("y", 20))
+	o.Close()
+	want := ast.Path{ast.PathName("comments"), ast.PathName("nodes"), ast.PathIndex(2), ast.PathName("text")}
+	if got := b.At(); got.String() != want.String() {
+		t.Fatalf("passed at %v, want %v", got, want)
+	}
+}
+
 // chunks writes n chunks of size bytes (of c, z by default), counting
 // what it wrote.
 type chunks struct {

@@ -49,8 +49,11 @@ type Object struct {
 	// ctx is the object's field's, for the path where a budget passed.
 	ctx context.Context
 	// edge is the alias of the field holding the object, when ctx is not
-	// its field's but its parent's (NewEdge).
-	edge string
+	// its field's but its parent's (NewEdge, NewElement); index is the
+	// object's place in that field's list, when element is set.
+	edge    string
+	index   int
+	element bool
 	// last is the alias of the field written last.
 	last string
 	// spent is set once the budget is spent: the object writes nothing
@@ -89,6 +92,16 @@ func NewEdge(ctx context.Context, alias string, size int) *Object {
 	return o
 }
 
+// NewElement is New for the element at index of a list field resolved
+// without a field context of its own, nor one per element (a list the
+// plugin writes): ctx is the parent object's, alias the list field's, so
+// that the path where a budget passed is still the element's.
+func NewElement(ctx context.Context, alias string, index, size int) *Object {
+	o := NewEdge(ctx, alias, size)
+	o.index, o.element = index, true
+	return o
+}
+
 // bigString is the length from which a string is counted against the
 // budget as soon as it is written, not when its object closes: a selection
 // may repeat a long field under many aliases.
@@ -122,6 +135,9 @@ func (o *Object) path() ast.Path {
 	}
 	if o.edge != "" {
 		p = append(p, ast.PathName(o.edge))
+	}
+	if o.element {
+		p = append(p, ast.PathIndex(o.index))
 	}
 	if o.last != "" {
 		p = append(p, ast.PathName(o.last))
