@@ -305,8 +305,8 @@ func (l *inline) GenerateCode(data *codegen.Data) error {
 		return fmt.Errorf("inline: not all of the lists %v and fields %v are on objects written", listsWritten, argEdgesWritten)
 	}
 	return templates.Render(templates.Options{
-		PackageName:     data.Config.Exec.Package,
-		Filename:        filepath.Join(data.Config.Exec.Dir(), inlineFile),
+		PackageName: data.Config.Exec.Package,
+		Filename:    filepath.Join(data.Config.Exec.Dir(), inlineFile),
 		Data: templateData{Objects: objects, Edges: written, Lists: writtenLists, ArgEdges: writtenArgEdges,
 			Recover: !data.Config.OmitPanicHandler},
 		Template:        inlineTemplate,
