@@ -62,8 +62,9 @@ func NewExecutor(r *graph.Resolver, log *slog.Logger, m *metrics.Metrics, lv *li
 	// After the rate limit: a request it refuses leaves its key alone.
 	srv.Use(keyClaim{})
 	// No field middleware (AroundFields): the plain fields of procedures,
-	// comments and their edges, and the edges their lists primed (a
-	// procedure's category, doer and project, a comment's author), are
+	// comments and their edges, the edges their lists primed (a
+	// procedure's category, doer and project, a comment's author), lists
+	// of plain objects and a procedure's comments and history are
 	// resolved and written without gqlgen's per-field machinery
 	// (graph/internal/gqlgen), so such middleware would not see them.
 	// Anything that must see every field belongs in a resolver.

@@ -95,9 +95,11 @@ var inlineListObjects = []string{"Procedure", "ProcedureEdge", "Comment", "Comme
 // The price: field middleware (handler.Server.AroundFields, or any
 // graphql.FieldInterceptor extension such as a tracer) never sees the plain
 // fields of these objects, since they are not resolved as fields at all,
-// nor the edges of edgesWritten; their other fields (resolvers, arguments,
-// directives, lists) go through it as usual. procsvc registers no field middleware (graph/gqlhttp/executor.go says
-// so where the executor is built). One that must see every field requires
+// nor the edges of edgesWritten, the lists of listsWritten or the fields
+// of argEdgesWritten; their other fields (resolvers, arguments,
+// directives, lists) go through it as usual. procsvc registers no field
+// middleware (graph/gqlhttp/executor.go says so where the executor is
+// built). One that must see every field requires
 // removing the objects from this list, and the speed with them.
 var objectsWritten = []string{"Procedure", "ProcedureEdge", "Comment", "CommentEdge", "Category", "Member", "Project",
 	"ProcedureConnection", "CommentConnection", "ProjectConnection", "PageInfo"}
