@@ -263,14 +263,21 @@ func (w *wsClient) subscribe(id, query string, vars map[string]any) {
 // recv returns the next message.
 func (w *wsClient) recv() wsMsg {
 	w.t.Helper()
+	return w.recvWithin(waitFor)
+}
+
+// recvWithin is recv waiting up to d, for a message the server holds back
+// on purpose (a paced write) before the usual wait.
+func (w *wsClient) recvWithin(d time.Duration) wsMsg {
+	w.t.Helper()
 	select {
 	case m, ok := <-w.msgs:
 		if !ok {
 			w.t.Fatalf("socket closed (%v) while a message was expected", w.closeErr)
 		}
 		return m
-	case <-time.After(waitFor):
-		w.t.Fatal("no message")
+	case <-time.After(d):
+		w.t.Fatalf("no message in %v", d)
 	}
 	return wsMsg{}
 }
@@ -279,7 +286,13 @@ func (w *wsClient) recv() wsMsg {
 // else.
 func (w *wsClient) next(id string) eventT {
 	w.t.Helper()
-	m := w.recv()
+	return w.nextWithin(id, waitFor)
+}
+
+// nextWithin is next waiting up to d (see recvWithin).
+func (w *wsClient) nextWithin(id string, d time.Duration) eventT {
+	w.t.Helper()
+	m := w.recvWithin(d)
 	if m.ID != id || m.Type != "next" {
 		w.t.Fatalf("got %s for %q: %s, want next for %q", m.Type, m.ID, m.Payload, id)
 	}

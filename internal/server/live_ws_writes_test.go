@@ -105,7 +105,11 @@ func TestLiveWebSocketWritesAreCoalesced(t *testing.T) {
 				received, version, name := 0, 0, ""
 				receive := func() {
 					t.Helper()
-					e := c.next("1")
+					// Held events come once the interval is over, counted
+					// from the write before: the usual wait on top of it
+					// (the wait alone, as long as the interval, ran out on
+					// a loaded machine before the paced write came).
+					e := c.nextWithin("1", tc.interval+waitFor)
 					if e.Kind != "UPDATED" || e.Procedure == nil || e.WorkspaceVersion <= version {
 						t.Fatalf("event %d: %+v, after version %d", received, e, version)
 					}
