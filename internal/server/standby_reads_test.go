@@ -37,9 +37,7 @@ func TestReadYourWritesThroughADelayedStandby(t *testing.T) {
 	t.Run("Headers", func(t *testing.T) {
 		// No per-token memory: only X-Min-Version asks for the write.
 		base := startServe(t, "--database-url="+c.Primary.URL("procsvc"), "--migrate", "--database-read-url="+reads, "--read-your-writes=0")
-		waitFailover(t, 3*applyDelay, "the standby has the workspace", func() bool {
-			return standbyHas(t, c, "SELECT count(*) FROM workspaces") > 0
-		})
+		waitForDemo(t, c)
 		refs := procedureRefs(t, base)
 		stale := 0
 		for i := range 8 {
@@ -93,6 +91,7 @@ func TestReadYourWritesThroughADelayedStandby(t *testing.T) {
 	t.Run("TokenMemory", func(t *testing.T) {
 		// The default: the server remembers the token's last write.
 		base := startServe(t, "--database-url="+c.Primary.URL("procsvc"), "--database-read-url="+reads)
+		waitForDemo(t, c)
 		refs := procedureRefs(t, base)
 		for i := range 5 {
 			shortID, _ := createViaREST(t, base, fmt.Sprintf("mem-%d", i), refs)
@@ -100,6 +99,18 @@ func TestReadYourWritesThroughADelayedStandby(t *testing.T) {
 				t.Fatalf("the token that wrote %s did not read it: %d", shortID, code)
 			}
 		}
+	})
+}
+
+// waitForDemo waits until the standby has replayed the first start's demo
+// data, which procedureRefs reads from it: the workspace, then its project,
+// category and procedure, each written in a transaction of its own. (Waiting
+// for the workspace alone let procedureRefs find no project on a loaded
+// machine, the project's commit not yet replayed.)
+func waitForDemo(t *testing.T, c *pgcluster.Cluster) {
+	t.Helper()
+	waitFailover(t, 3*applyDelay, "the standby has the demo data", func() bool {
+		return standbyHas(t, c, "SELECT count(*) FROM procedures") > 0
 	})
 }
 
