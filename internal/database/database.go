@@ -110,6 +110,17 @@ type DB struct {
 // it to prove that list pages cost a constant number of statements.
 func (db *DB) Statements() int64 { return db.counter.n.Load() }
 
+// SettlePreparer waits until the statements transactions have offered so
+// far to be prepared (Options.Prepare) are prepared, on a connection of the
+// pool, off any request's path. Tests that count what SQLite compiles call
+// it first: otherwise a late preparation is counted as theirs.
+func (db *DB) SettlePreparer(ctx context.Context) error {
+	if db.counter.stmts == nil {
+		return nil
+	}
+	return db.counter.stmts.settled(ctx)
+}
+
 // Close closes the client and the pool.
 func (db *DB) Close() error {
 	if db.counter.stmts != nil {

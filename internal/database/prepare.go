@@ -29,8 +29,11 @@ type stmtCache struct {
 	// toPrepare feeds the one goroutine that prepares the texts
 	// transactions ran unprepared (prepareLater); done stops it.
 	toPrepare chan string
-	done      chan struct{}
-	stopped   sync.WaitGroup
+	// settle carries a barrier: the preparer prepares what is queued
+	// before it, then closes it (settled).
+	settle  chan chan struct{}
+	done    chan struct{}
+	stopped sync.WaitGroup
 }
 
 // stmtCacheSize bounds the distinct query texts kept prepared; IN lists of
@@ -46,7 +49,7 @@ const (
 )
 
 func newStmtCache(db *sql.DB) *stmtCache {
-	c := &stmtCache{db: db, toPrepare: make(chan string, preparerQueue), done: make(chan struct{})}
+	c := &stmtCache{db: db, toPrepare: make(chan string, preparerQueue), settle: make(chan chan struct{}), done: make(chan struct{})}
 	stmts, err := lru.NewWithEvict[string, *sql.Stmt](stmtCacheSize, func(_ string, s *sql.Stmt) {
 		c.mu.Lock()
 		c.evicted = append(c.evicted, s)
@@ -113,13 +116,41 @@ func (c *stmtCache) preparer() {
 		case <-c.done:
 			return
 		case q := <-c.toPrepare:
-			if _, ok := c.cached(q); ok {
-				continue
+			c.prepareOffered(q)
+		case barrier := <-c.settle:
+			for queued := len(c.toPrepare); queued > 0; queued-- {
+				c.prepareOffered(<-c.toPrepare)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), preparerTimeout)
-			c.prepared(ctx, q) //nolint:errcheck // unprepared, it is offered again by the next transaction
-			cancel()
+			close(barrier)
 		}
+	}
+}
+
+func (c *stmtCache) prepareOffered(query string) {
+	if _, ok := c.cached(query); ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), preparerTimeout)
+	defer cancel()
+	c.prepared(ctx, query) //nolint:errcheck // unprepared, it is offered again by the next transaction
+}
+
+// settled waits until the preparer has prepared (or given up on) every
+// text offered before the call.
+func (c *stmtCache) settled(ctx context.Context) error {
+	barrier := make(chan struct{})
+	select {
+	case c.settle <- barrier:
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-barrier:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

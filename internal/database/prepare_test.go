@@ -136,23 +136,24 @@ func TestPreparedWritesInTransactions(t *testing.T) {
 	})
 }
 
-// waitPrepared waits for the preparer to have prepared a transaction's
-// INSERT and UPDATE (it runs off the transactions' path), failing after
-// 10 s.
+// waitPrepared waits for the preparer to have prepared what the
+// transactions so far offered it (it runs off their path) and checks that
+// their INSERT and UPDATE are among the statements prepared: no polling, so
+// a SettlePreparer that returned before the queue was done fails here.
 func waitPrepared(t *testing.T, db *database.DB) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		var insert, update bool
-		for _, q := range db.PreparedTexts() {
-			insert = insert || strings.HasPrefix(q, "INSERT INTO")
-			update = update || strings.HasPrefix(q, "UPDATE")
-		}
-		if insert && update {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the transactions' INSERT and UPDATE are not among the prepared statements: %q", db.PreparedTexts())
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := db.SettlePreparer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var insert, update bool
+	for _, q := range db.PreparedTexts() {
+		insert = insert || strings.HasPrefix(q, "INSERT INTO")
+		update = update || strings.HasPrefix(q, "UPDATE")
+	}
+	if !insert || !update {
+		t.Fatalf("the transactions' INSERT and UPDATE are not among the prepared statements: %q", db.PreparedTexts())
 	}
 }
 
