@@ -226,10 +226,11 @@ func selectedEdges(oc *graphql.OperationContext, fields []graphql.CollectedField
 			if !ok {
 				continue
 			}
+			skip := commentSkipOf(oc.Doc, f.Selections)
 			if e.Comments {
-				view = e.CommentWindow.Union(view)
+				view, skip = e.CommentWindow.Union(view), skip&e.CommentSkip
 			}
-			e.Comments, e.CommentWindow = true, view
+			e.Comments, e.CommentWindow, e.CommentSkip = true, view, skip
 			if selectsAuthor(oc, f.Selections) {
 				e.CommentAuthors = true
 			}
@@ -250,17 +251,18 @@ func edgeNodeEdges(oc *graphql.OperationContext, sel ast.SelectionSet) loader.Ed
 	return e
 }
 
-// union is every edge a or b wants, and every comment either shows.
+// union is every edge a or b wants, and every comment and column of one
+// either shows.
 func union(a, b loader.Edges) loader.Edges {
 	u := loader.Edges{Category: a.Category || b.Category, Doer: a.Doer || b.Doer, Project: a.Project || b.Project,
 		Comments: a.Comments || b.Comments, CommentAuthors: a.CommentAuthors || b.CommentAuthors}
 	switch {
 	case a.Comments && b.Comments:
-		u.CommentWindow = a.CommentWindow.Union(b.CommentWindow)
+		u.CommentWindow, u.CommentSkip = a.CommentWindow.Union(b.CommentWindow), a.CommentSkip&b.CommentSkip
 	case a.Comments:
-		u.CommentWindow = a.CommentWindow
+		u.CommentWindow, u.CommentSkip = a.CommentWindow, a.CommentSkip
 	case b.Comments:
-		u.CommentWindow = b.CommentWindow
+		u.CommentWindow, u.CommentSkip = b.CommentWindow, b.CommentSkip
 	}
 	return u
 }

@@ -24,18 +24,22 @@ import (
 // schema has it (so a field added later is tested too), a selection of it
 // alone: with an object's id, a connection's total and first node, or a
 // scalar as it is.
-func procedureSelections(t *testing.T) map[string]string {
+func procedureSelections(t *testing.T) map[string]string { return fieldSelections(t, "Procedure", 20) }
+
+// fieldSelections is procedureSelections for the fields of typ, of which
+// there must be at least least.
+func fieldSelections(t *testing.T, typ string, least int) map[string]string {
 	t.Helper()
 	schema := generated.NewExecutableSchema(generated.Config{}).Schema()
 	out := map[string]string{}
-	for _, f := range schema.Types["Procedure"].Fields {
+	for _, f := range schema.Types[typ].Fields {
 		if strings.HasPrefix(f.Name, "__") {
 			continue
 		}
 		out[f.Name] = f.Name + subSelection(schema, schema.Types[f.Type.Name()])
 	}
-	if len(out) < 20 {
-		t.Fatalf("only %d fields of Procedure found", len(out))
+	if len(out) < least {
+		t.Fatalf("only %d fields of %s found", len(out), typ)
 	}
 	return out
 }

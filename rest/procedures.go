@@ -45,9 +45,10 @@ func appendProcedureVia(ctx context.Context, pr procedureEdges, b []byte, p *ent
 	if err != nil {
 		return nil, err
 	}
-	// The newest limits.EmbeddedComments, as loader.AllEdges primes them,
-	// and how many the procedure holds; GET /procedures/{id}/comments
-	// pages through all of them.
+	// The newest limits.EmbeddedComments, as loader.AllEdges primes them
+	// (without what REST does not show: ctx is ShowingComments'), and how
+	// many the procedure holds; GET /procedures/{id}/comments pages
+	// through all of them.
 	last := limits.EmbeddedComments
 	comments, err := pr.Comments(ctx, p, nil, nil, &last, nil)
 	if err != nil {
@@ -63,7 +64,7 @@ func (a *API) writeProcedure(w http.ResponseWriter, r *http.Request, p *ent.Proc
 	}
 	buf := getBody(procedureSizeHint)
 	defer putBody(buf)
-	body, err := appendProcedureVia(r.Context(), a.r.Procedure(), (*buf)[:0], p)
+	body, err := appendProcedureVia(loader.ShowingComments(r.Context(), loader.RESTComments), a.r.Procedure(), (*buf)[:0], p)
 	if err != nil {
 		return err
 	}
@@ -127,6 +128,7 @@ func (a *API) listProcedures(w http.ResponseWriter, r *http.Request) error {
 	defer putBody(buf)
 	body := append((*buf)[:0], `{"data":[`...)
 	pr := a.r.Procedure()
+	ctx := loader.ShowingComments(r.Context(), loader.RESTComments)
 	// A page is bounded like every response (--max-response-mb): it stops
 	// once past the bound, one procedure at most beyond it (one procedure
 	// always fits).
@@ -135,7 +137,7 @@ func (a *API) listProcedures(w http.ResponseWriter, r *http.Request) error {
 		if i > 0 {
 			body = append(body, ',')
 		}
-		if body, err = appendProcedureVia(r.Context(), pr, body, n); err != nil {
+		if body, err = appendProcedureVia(ctx, pr, body, n); err != nil {
 			return err
 		}
 		if len(body) > bound {

@@ -75,7 +75,15 @@ func (w CommentWindow) Union(o CommentWindow) CommentWindow {
 type commentPage struct {
 	rows   []*ent.Comment
 	window CommentWindow
-	total  int
+	// skip is the columns left unread (the zero value of their fields).
+	skip  CommentSkip
+	total int
+}
+
+// serves reports whether p holds every comment w takes with every column a
+// view that skips skip shows.
+func (p *commentPage) serves(w CommentWindow, skip CommentSkip) bool {
+	return p.skip&^skip == 0 && p.covers(w)
 }
 
 // covers reports whether p holds every comment w takes.
@@ -117,10 +125,56 @@ func (p *commentPage) view(w CommentWindow) []*ent.Comment {
 	return append(append(out, p.rows[:head]...), p.rows[tail:]...)
 }
 
-// commentColumns are what readComments selects, in its scan order.
+// commentColumns are every column of comments, in the reader's scan order.
 var commentColumns = []string{
 	comment.FieldID, comment.FieldWorkspaceID, comment.FieldProcedureID, comment.FieldAuthorID,
 	comment.FieldText, comment.FieldCreatedAt, comment.FieldUpdatedAt,
+}
+
+// CommentSkip is the columns of comments a read may leave unread because
+// nothing shown of its comments holds them. The zero value reads every
+// column. Two column groups rather than any subset keep the statement
+// texts few (four column lists a statement shape, each text prepared once
+// per connection, the pool holding 512).
+//
+// A comment read without a column holds that field's zero value, so a
+// page read that way serves only views that skip at least as much
+// (commentPage.serves); Comments reads the others afresh.
+type CommentSkip uint8
+
+const (
+	// SkipCommentAuthor leaves author_id unread: nothing resolves the
+	// comments' author.
+	SkipCommentAuthor CommentSkip = 1 << iota
+	// SkipCommentUpdatedAt leaves updated_at unread.
+	SkipCommentUpdatedAt
+	// commentSkips is how many CommentSkip values there are.
+	commentSkips = 1 << iota
+)
+
+// read reports whether a read that skips s reads column.
+func (s CommentSkip) read(column string) bool {
+	switch column {
+	case comment.FieldAuthorID:
+		return s&SkipCommentAuthor == 0
+	case comment.FieldUpdatedAt:
+		return s&SkipCommentUpdatedAt == 0
+	}
+	return true
+}
+
+// commentColumnsOf are the columns a read that skips s selects, in their
+// scan order: a read confined to a workspace (scoped) leaves workspace_id
+// unread too, since its statement confines every comment it reads to that
+// workspace, which is the comments' workspace_id.
+func commentColumnsOf(scoped bool, s CommentSkip) []string {
+	var out []string
+	for _, c := range commentColumns {
+		if s.read(c) && !(scoped && c == comment.FieldWorkspaceID) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 type commentReader struct {
@@ -128,13 +182,13 @@ type commentReader struct {
 	// pg is the whole PostgreSQL statement, by whether it is confined to
 	// a workspace (its first parameter); the procedures are one uuid[]
 	// parameter, the window two more.
-	pg [2]string
+	pg [2][commentSkips]string
 	// sqliteHead and sqliteTail are the SQLite statement around its list
-	// of procedures, by whether it is confined to a workspace and by the
-	// ends the window takes (commentEnds); the tail is cut where each end's
-	// LIMIT is written.
-	sqliteHead [2][3]string
-	sqliteTail [2][3][]string
+	// of procedures, by whether it is confined to a workspace, the
+	// columns it skips and the ends the window takes (commentEnds); the
+	// tail is cut where each end's LIMIT is written.
+	sqliteHead [2][commentSkips][3]string
+	sqliteTail [2][commentSkips][3][]string
 }
 
 // textBudget is what one request may still read of comment text, in
@@ -157,10 +211,12 @@ func (b *textBudget) err() error {
 func newCommentReader(db *database.DB) *commentReader {
 	r := &commentReader{db: db}
 	for _, scoped := range []bool{false, true} {
-		r.pg[index(scoped)] = commentStatement(dialect.Postgres, scoped, bothEnds)
-		for _, ends := range []commentEnds{bothEnds, firstEnd, lastEnd} {
-			head, tail, _ := strings.Cut(commentStatement(dialect.SQLite, scoped, ends), "@")
-			r.sqliteHead[index(scoped)][ends], r.sqliteTail[index(scoped)][ends] = head, strings.Split(tail, sqliteLimit)
+		for skip := range CommentSkip(commentSkips) {
+			r.pg[index(scoped)][skip] = commentStatement(dialect.Postgres, scoped, skip, bothEnds)
+			for _, ends := range []commentEnds{bothEnds, firstEnd, lastEnd} {
+				head, tail, _ := strings.Cut(commentStatement(dialect.SQLite, scoped, skip, ends), "@")
+				r.sqliteHead[index(scoped)][skip][ends], r.sqliteTail[index(scoped)][skip][ends] = head, strings.Split(tail, sqliteLimit)
+			}
 		}
 	}
 	return r
@@ -204,7 +260,8 @@ func index(scoped bool) int {
 }
 
 // commentStatement is the reader's statement in dialect d, confined to
-// the workspace of its first parameter when scoped. Its parameters are
+// the workspace of its first parameter when scoped, selecting
+// commentColumnsOf(scoped, skip). Its parameters are
 // that workspace (when scoped), the window's First and Last, and the
 // procedures: on PostgreSQL in that order, the procedures one uuid[]; on
 // SQLite the procedures, a list of parameters where the statement has
@@ -227,11 +284,12 @@ func index(scoped bool) int {
 // procedures table, with their count, so that one without comments
 // (comment_count 0) reads nothing more and one of another workspace
 // nothing at all.
-func commentStatement(d string, scoped bool, ends commentEnds) string {
+func commentStatement(d string, scoped bool, skip CommentSkip, ends commentEnds) string {
 	q := func(name string) string { return `"` + name + `"` }
+	columns := commentColumnsOf(scoped, skip)
 	cols := func(table string) string {
-		out := make([]string, len(commentColumns))
-		for i, c := range commentColumns {
+		out := make([]string, len(columns))
+		for i, c := range columns {
 			out[i] = q(c)
 			if table != "" {
 				out[i] = q(table) + "." + out[i]
@@ -248,7 +306,7 @@ func commentStatement(d string, scoped bool, ends commentEnds) string {
 		return " ORDER BY " + q(comment.FieldCreatedAt) + dir + ", " + q(comment.FieldID) + dir
 	}
 	// A compound select orders by its result's columns, here by number.
-	at := func(column string) string { return strconv.Itoa(slices.Index(commentColumns, column) + 1) }
+	at := func(column string) string { return strconv.Itoa(slices.Index(columns, column) + 1) }
 	byProcedure := " ORDER BY " + at(comment.FieldProcedureID) + ", " + at(comment.FieldCreatedAt) + ", " + at(comment.FieldID)
 	procedures := func(columns, where string) string {
 		return "SELECT " + columns + " FROM " + q(procedure.Table) + " WHERE " + where
@@ -336,10 +394,10 @@ func writtenLimit(n int) bool {
 // read returns the comments of the procedures keys that ctx's viewer can
 // see (every procedure's, for the system context), each procedure's window
 // w takes, oldest first as ent's query ordered by created_at and id
-// returns them, stopping with payload_too_large once their text passes
-// budget. A procedure without comments, or that ctx cannot see, has no
-// page.
-func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWindow, budget *textBudget) (map[uuid.UUID]*commentPage, error) {
+// returns them, without the columns skip leaves out, stopping with
+// payload_too_large once their text passes budget. A procedure without
+// comments, or that ctx cannot see, has no page.
+func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWindow, skip CommentSkip, budget *textBudget) (map[uuid.UUID]*commentPage, error) {
 	workspaceID, scoped, err := tenancy.Of(ctx)
 	if err != nil {
 		return nil, err
@@ -351,10 +409,10 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 	}
 	var query string
 	if r.db.Dialect == dialect.Postgres {
-		query, args = r.pg[index(scoped)], append(args, w.First, w.Last, uuidArray(keys))
+		query, args = r.pg[index(scoped)][skip], append(args, w.First, w.Last, uuidArray(keys))
 	} else {
 		ends := endsOf(w)
-		head, tail := r.sqliteHead[index(scoped)][ends], r.sqliteTail[index(scoped)][ends]
+		head, tail := r.sqliteHead[index(scoped)][skip][ends], r.sqliteTail[index(scoped)][skip][ends]
 		q := make([]byte, 0, len(head)+len(tail[0])+len(tail[len(tail)-1])+2*len(keys)+2*20)
 		q = append(q, head...)
 		for i, k := range keys {
@@ -400,8 +458,29 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 		total   int64
 		last    *ent.Comment
 	)
-	dest := []any{database.UUID{ID: &scratch.ID}, database.UUID{ID: &scratch.WorkspaceID}, database.UUID{ID: &scratch.ProcedureID},
-		database.UUID{ID: &scratch.AuthorID}, &scratch.Text, database.Time{T: &scratch.CreatedAt}, database.Time{T: &scratch.UpdatedAt}, &total}
+	// scratch.WorkspaceID is the workspace the read is confined to, when
+	// it is (and is then not read).
+	scratch.WorkspaceID = workspaceID
+	dest := make([]any, 0, len(commentColumns)+1)
+	for _, c := range commentColumnsOf(scoped, skip) {
+		switch c {
+		case comment.FieldID:
+			dest = append(dest, database.UUID{ID: &scratch.ID})
+		case comment.FieldWorkspaceID:
+			dest = append(dest, database.UUID{ID: &scratch.WorkspaceID})
+		case comment.FieldProcedureID:
+			dest = append(dest, database.UUID{ID: &scratch.ProcedureID})
+		case comment.FieldAuthorID:
+			dest = append(dest, database.UUID{ID: &scratch.AuthorID})
+		case comment.FieldText:
+			dest = append(dest, &scratch.Text)
+		case comment.FieldCreatedAt:
+			dest = append(dest, database.Time{T: &scratch.CreatedAt})
+		case comment.FieldUpdatedAt:
+			dest = append(dest, database.Time{T: &scratch.UpdatedAt})
+		}
+	}
+	dest = append(dest, &total)
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
@@ -418,7 +497,7 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 		c.Text, c.CreatedAt, c.UpdatedAt = scratch.Text, scratch.CreatedAt, scratch.UpdatedAt
 		p := pages[c.ProcedureID]
 		if p == nil {
-			p = &commentPage{window: w, total: int(total)}
+			p = &commentPage{window: w, skip: skip, total: int(total)}
 			pages[c.ProcedureID] = p
 		}
 		p.rows = append(p.rows, c)
@@ -440,9 +519,9 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 // commentsFetch reads the windows w takes of the comments of keys through
 // r, answering every key: a procedure without comments, or one the viewer
 // cannot see, has an empty page.
-func commentsFetch(r *commentReader) func(ctx context.Context, keys []uuid.UUID, w CommentWindow, budget *textBudget) (map[uuid.UUID]*commentPage, error) {
-	return func(ctx context.Context, keys []uuid.UUID, w CommentWindow, budget *textBudget) (map[uuid.UUID]*commentPage, error) {
-		pages, err := r.read(ctx, keys, w, budget)
+func commentsFetch(r *commentReader) func(ctx context.Context, keys []uuid.UUID, w CommentWindow, skip CommentSkip, budget *textBudget) (map[uuid.UUID]*commentPage, error) {
+	return func(ctx context.Context, keys []uuid.UUID, w CommentWindow, skip CommentSkip, budget *textBudget) (map[uuid.UUID]*commentPage, error) {
+		pages, err := r.read(ctx, keys, w, skip, budget)
 		if err != nil {
 			return nil, err
 		}
@@ -450,7 +529,7 @@ func commentsFetch(r *commentReader) func(ctx context.Context, keys []uuid.UUID,
 		for _, k := range keys {
 			if pages[k] == nil {
 				// Not nil: a GraphQL list field must not resolve to null.
-				pages[k] = &commentPage{rows: []*ent.Comment{}, window: w}
+				pages[k] = &commentPage{rows: []*ent.Comment{}, window: w, skip: skip}
 			}
 		}
 		return pages, nil

@@ -82,7 +82,7 @@ func TestCommentsAsEntReadsThem(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, p := range procsA {
-				got, _, err := loader.Comments(ctx, p.ID, loader.CommentWindow{})
+				got, _, err := loader.Comments(ctx, p.ID, loader.CommentWindow{}, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -100,7 +100,7 @@ func TestCommentsAsEntReadsThem(t *testing.T) {
 				}
 			}
 			for _, p := range procsB {
-				if got, _, err := loader.Comments(ctx, p.ID, loader.CommentWindow{}); err != nil || got == nil || len(got) != 0 {
+				if got, _, err := loader.Comments(ctx, p.ID, loader.CommentWindow{}, 0); err != nil || got == nil || len(got) != 0 {
 					t.Fatalf("a's viewer reading b's %s: %v, %v; want no comments", p.ShortID, got, err)
 				}
 			}
@@ -181,7 +181,7 @@ func TestCommentWindows(t *testing.T) {
 				{long, loader.CommentWindow{First: 1}, span(0, 1)},
 				{long, loader.CommentWindow{Last: 3}, span(over-3, over)},
 			} {
-				got, _, err := loader.Comments(ctx, c.p.ID, c.view)
+				got, _, err := loader.Comments(ctx, c.p.ID, c.view, 0)
 				if err != nil || !slices.Equal(texts(got), c.want) {
 					t.Fatalf("%s %+v: %v, %v; want %v", c.p.ShortID, c.view, texts(got), err, c.want)
 				}
@@ -191,7 +191,7 @@ func TestCommentWindows(t *testing.T) {
 			}
 			// Not covered: the long procedure's default view, its newest
 			// limits.CommentPage, read through the dataloader.
-			got, _, err := loader.Comments(ctx, long.ID, loader.CommentWindow{})
+			got, _, err := loader.Comments(ctx, long.ID, loader.CommentWindow{}, 0)
 			if err != nil || !slices.Equal(texts(got), span(over-limits.CommentPage, over)) {
 				t.Fatalf("default view of %s: %d comments, %v", long.ShortID, len(got), err)
 			}
@@ -207,7 +207,7 @@ func TestCommentWindows(t *testing.T) {
 			}
 			before := db.Statements()
 			for _, view := range []loader.CommentWindow{{First: 50}, {Last: 1}, {First: 7}} {
-				if _, _, err := loader.Comments(ctx, small.ID, view); err != nil {
+				if _, _, err := loader.Comments(ctx, small.ID, view, 0); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -291,11 +291,11 @@ func TestCommentWindowsAreBounded(t *testing.T) {
 			}
 			for _, p := range procs {
 				n := counts[p.ID]
-				first, total, err := loader.Comments(ctx, p.ID, loader.CommentWindow{First: 2})
+				first, total, err := loader.Comments(ctx, p.ID, loader.CommentWindow{First: 2}, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
-				last, _, err := loader.Comments(ctx, p.ID, loader.CommentWindow{Last: 3})
+				last, _, err := loader.Comments(ctx, p.ID, loader.CommentWindow{Last: 3}, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -444,4 +444,130 @@ func TestSQLiteCommentStatementsStayCompiled(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A read that skips column groups leaves exactly their fields zero, and
+// every other field, the workspace included (not read when the read is
+// confined to one), is what ent reads. A primed page serves every view that
+// shows no more than it holds, without a statement; a view that shows more
+// is read again.
+func TestCommentsReadWithoutWhatIsNotShown(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *database.DB) {
+		sys := viewer.System(context.Background())
+		a, err := bench.Seed(sys, db.Client, "Acme", "ACME", bench.Shape{Procedures: 20, Projects: 2, Categories: 2, Members: 3, MaxComments: 4}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every comment edited later than it was written: a field read
+		// from the wrong column differs.
+		if err := db.Client.Comment.Update().SetUpdatedAt(time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC)).Exec(sys); err != nil {
+			t.Fatal(err)
+		}
+		procs, err := db.Client.Procedure.Query().Where(procedure.WorkspaceID(a.WorkspaceID)).
+			WithComments(func(q *ent.CommentQuery) { q.Order(comment.ByCreatedAt(), comment.ByID()) }).All(sys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		asA := viewer.NewContext(context.Background(), &viewer.Viewer{WorkspaceID: a.WorkspaceID, Role: viewer.RoleViewer})
+		window := loader.CommentWindow{First: 4}
+		for _, base := range []context.Context{sys, asA} {
+			for _, skip := range []loader.CommentSkip{0, loader.SkipCommentAuthor, loader.SkipCommentUpdatedAt, loader.SkipCommentAuthor | loader.SkipCommentUpdatedAt} {
+				name := fmt.Sprintf("skip %b, confined %v", skip, base == asA)
+				inRequestAs(t, db, base, func(ctx context.Context) {
+					if err := loader.PrimeProcedures(ctx, procs, loader.Edges{Comments: true, CommentWindow: window, CommentSkip: skip}); err != nil {
+						t.Fatal(err)
+					}
+					before := db.Statements()
+					read := 0
+					for _, p := range procs {
+						got, _, err := loader.Comments(ctx, p.ID, window, skip)
+						if err != nil || len(got) != len(p.Edges.Comments) {
+							t.Fatalf("%s: %d comments of %s, %v; want %d", name, len(got), p.ShortID, err, len(p.Edges.Comments))
+						}
+						for i, c := range got {
+							want := *p.Edges.Comments[i]
+							if skip&loader.SkipCommentAuthor != 0 {
+								want.AuthorID = uuid.Nil
+							}
+							if skip&loader.SkipCommentUpdatedAt != 0 {
+								want.UpdatedAt = time.Time{}
+							}
+							if c.ID != want.ID || c.WorkspaceID != want.WorkspaceID || c.ProcedureID != want.ProcedureID || c.AuthorID != want.AuthorID ||
+								c.Text != want.Text || !c.CreatedAt.Equal(want.CreatedAt) || !c.UpdatedAt.Equal(want.UpdatedAt) {
+								t.Fatalf("%s: read %+v\nwant %+v", name, *c, want)
+							}
+							read++
+						}
+					}
+					if read == 0 {
+						t.Fatalf("%s: no comments read: nothing is tested", name)
+					}
+					if n := db.Statements() - before; n != 0 {
+						t.Fatalf("%s: primed comments cost %d statements, want 0", name, n)
+					}
+					// A view that shows every column reads again unless the
+					// page holds them all; one that shows less never does.
+					before = db.Statements()
+					if _, _, err := loader.Comments(ctx, procs[0].ID, window, 0); err != nil {
+						t.Fatal(err)
+					}
+					if n := db.Statements() - before; (n != 0) != (skip != 0) {
+						t.Fatalf("%s: a view of every column cost %d statements", name, n)
+					}
+					before = db.Statements()
+					if _, _, err := loader.Comments(ctx, procs[1].ID, window, loader.SkipCommentAuthor|loader.SkipCommentUpdatedAt); err != nil {
+						t.Fatal(err)
+					}
+					if n := db.Statements() - before; n != 0 {
+						t.Fatalf("%s: a view of fewer columns cost %d statements", name, n)
+					}
+				})
+			}
+		}
+		// Priming again for a view that shows more reads the page again,
+		// once, with every comment and column both views show: the first
+		// view is still served from it.
+		inRequestAs(t, db, asA, func(ctx context.Context) {
+			lean := loader.Edges{Comments: true, CommentWindow: loader.CommentWindow{Last: 1}, CommentSkip: loader.SkipCommentAuthor | loader.SkipCommentUpdatedAt}
+			if err := loader.PrimeProcedures(ctx, procs, lean); err != nil {
+				t.Fatal(err)
+			}
+			before := db.Statements()
+			if err := loader.PrimeProcedures(ctx, procs, loader.Edges{Comments: true, CommentWindow: loader.CommentWindow{First: 1}, CommentSkip: loader.SkipCommentAuthor}); err != nil {
+				t.Fatal(err)
+			}
+			if n := db.Statements() - before; n != 1 {
+				t.Fatalf("priming for a view of more columns cost %d statements, want 1", n)
+			}
+			before = db.Statements()
+			for _, p := range procs {
+				for _, v := range []struct {
+					w    loader.CommentWindow
+					skip loader.CommentSkip
+				}{{lean.CommentWindow, lean.CommentSkip}, {loader.CommentWindow{First: 1}, loader.SkipCommentAuthor}} {
+					if _, _, err := loader.Comments(ctx, p.ID, v.w, v.skip); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if n := db.Statements() - before; n != 0 {
+				t.Fatalf("both views after the second priming cost %d statements, want 0", n)
+			}
+		})
+	})
+}
+
+// inRequestAs runs fn in a request's loaders, as base's viewer.
+func inRequestAs(t *testing.T, db *database.DB, base context.Context, fn func(ctx context.Context)) {
+	t.Helper()
+	h := loader.Middleware(db)(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		if v := viewer.FromContext(base); v != nil {
+			ctx = viewer.NewContext(ctx, v)
+		} else {
+			ctx = viewer.System(ctx)
+		}
+		fn(ctx)
+	}))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
 }

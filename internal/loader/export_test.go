@@ -11,7 +11,7 @@ import (
 // ReadComments reads the window w of the comments of keys as a request's
 // loader does, and returns how many comments it read.
 func ReadComments(ctx context.Context, db *database.DB, keys []uuid.UUID, w CommentWindow) (int, error) {
-	pages, err := newCommentReader(db).read(ctx, keys, w, &textBudget{bound: 1 << 30})
+	pages, err := newCommentReader(db).read(ctx, keys, w, 0, &textBudget{bound: 1 << 30})
 	n := 0
 	for _, p := range pages {
 		n += len(p.rows)

@@ -37,14 +37,38 @@ type Edges struct {
 	// every view the selection takes (see CommentWindow.Union); zero is
 	// the default view.
 	CommentWindow CommentWindow
+	// CommentSkip is the columns of comments no view of them shows; the
+	// zero value reads every column.
+	CommentSkip CommentSkip
 	// CommentAuthors also primes the authors of the loaded comments.
 	CommentAuthors bool
 }
 
 // AllEdges is every edge, as REST responses embed them: the newest
-// limits.EmbeddedComments comments.
+// limits.EmbeddedComments comments, of which REST shows neither the
+// author nor the time of the last edit (RESTComments).
 var AllEdges = Edges{Category: true, Doer: true, Project: true, Comments: true,
-	CommentWindow: CommentWindow{Last: limits.EmbeddedComments}}
+	CommentWindow: CommentWindow{Last: limits.EmbeddedComments}, CommentSkip: RESTComments}
+
+// RESTComments is what REST's embedded comments do not show.
+const RESTComments = SkipCommentAuthor | SkipCommentUpdatedAt
+
+// commentsShownKey keys the CommentSkip of ShowingComments.
+type commentsShownKey struct{}
+
+// ShowingComments returns ctx telling the resolvers of procedures' comments
+// what their callers, which are not GraphQL fields (REST), leave unshown,
+// so that comments primed without those columns serve them. Without it a
+// resolver outside GraphQL shows every column.
+func ShowingComments(ctx context.Context, skip CommentSkip) context.Context {
+	return context.WithValue(ctx, commentsShownKey{}, skip)
+}
+
+// CommentsShown is the CommentSkip of ShowingComments on ctx, or zero.
+func CommentsShown(ctx context.Context) CommentSkip {
+	s, _ := ctx.Value(commentsShownKey{}).(CommentSkip)
+	return s
+}
 
 // fetch reads the values of keys, answering every key: a record id nobody
 // can see maps to nil (not an error), a procedure without comments to an
@@ -63,7 +87,7 @@ type fetchers struct {
 	members    fetch[*ent.Member]
 	projects   fetch[*ent.Project]
 	// comments reads windows of procedures' comments (comments.go).
-	comments func(ctx context.Context, keys []uuid.UUID, w CommentWindow, budget *textBudget) (map[uuid.UUID]*commentPage, error)
+	comments func(ctx context.Context, keys []uuid.UUID, w CommentWindow, skip CommentSkip, budget *textBudget) (map[uuid.UUID]*commentPage, error)
 	// maxCommentText bounds the comment text one request reads, in bytes.
 	maxCommentText int
 }
@@ -243,16 +267,17 @@ func Project(ctx context.Context, id uuid.UUID) (*ent.Project, error) {
 }
 
 // Comments returns the comments of the procedure with id that w takes,
-// oldest first, and how many comments it holds: from what was primed when
-// it holds them, else read through a batching dataloader (which reads
-// every window a view may take).
-func Comments(ctx context.Context, procedureID uuid.UUID, w CommentWindow) ([]*ent.Comment, int, error) {
+// oldest first, with every column a view that skips skip shows, and how
+// many comments it holds: from what was primed when it holds them, else
+// read through a batching dataloader (which reads every window a view may
+// take, every column).
+func Comments(ctx context.Context, procedureID uuid.UUID, w CommentWindow, skip CommentSkip) ([]*ent.Comment, int, error) {
 	l := from(ctx)
 	l.mu.RLock()
 	p, ok := l.comments.loaded[procedureID]
 	b, budget := l.comments.batched, l.commentText
 	l.mu.RUnlock()
-	if ok && p.covers(w) {
+	if ok && p.serves(w, skip) {
 		return p.view(w), p.total, nil
 	}
 	if b == nil {
@@ -260,7 +285,7 @@ func Comments(ctx context.Context, procedureID uuid.UUID, w CommentWindow) ([]*e
 		if l.comments.batched == nil {
 			f := l.fetch.comments
 			l.comments.batched = dataloader.NewBatchedLoader(func(ctx context.Context, keys []uuid.UUID) []*dataloader.Result[*commentPage] {
-				found, err := f(ctx, keys, everyView, budget)
+				found, err := f(ctx, keys, everyView, 0, budget)
 				out := make([]*dataloader.Result[*commentPage], len(keys))
 				for i, k := range keys {
 					out[i] = &dataloader.Result[*commentPage]{Data: found[k], Error: err}
@@ -337,7 +362,7 @@ func PrimeProcedures(ctx context.Context, procs []*ent.Procedure, edges Edges) e
 			procIDs = append(procIDs, p.ID)
 		}
 	}
-	if err := l.primeComments(ctx, procIDs, window); err != nil {
+	if err := l.primeComments(ctx, procIDs, window, edges.CommentSkip); err != nil {
 		return err
 	}
 	if edges.CommentAuthors {
@@ -352,10 +377,12 @@ func PrimeProcedures(ctx context.Context, procs []*ent.Procedure, edges Edges) e
 	return l.primeNamed(ctx, namedKeys{categories: cats, members: people, projects: projs})
 }
 
-// primeComments reads, in one statement, the comments w takes of the
-// procedures keys whose primed page does not cover w already. The caller
-// holds l.mu.
-func (l *Loaders) primeComments(ctx context.Context, keys []uuid.UUID, w CommentWindow) error {
+// primeComments reads, in one statement, the comments w takes, without
+// the columns skip leaves out, of the procedures keys whose primed page
+// does not serve that already. A page read again replaces the one primed
+// before, so the read also takes every comment and column that one held.
+// The caller holds l.mu.
+func (l *Loaders) primeComments(ctx context.Context, keys []uuid.UUID, w CommentWindow, skip CommentSkip) error {
 	var todo []uuid.UUID
 	seen := make(map[uuid.UUID]struct{}, len(keys))
 	for _, k := range keys {
@@ -363,14 +390,19 @@ func (l *Loaders) primeComments(ctx context.Context, keys []uuid.UUID, w Comment
 			continue
 		}
 		seen[k] = struct{}{}
-		if p, ok := l.comments.loaded[k]; !ok || !p.covers(w) {
-			todo = append(todo, k)
+		p, ok := l.comments.loaded[k]
+		if ok && p.serves(w, skip) {
+			continue
 		}
+		if ok {
+			w, skip = w.Union(p.window), skip&p.skip
+		}
+		todo = append(todo, k)
 	}
 	if len(todo) == 0 {
 		return nil
 	}
-	found, err := l.fetch.comments(ctx, todo, w, l.commentText)
+	found, err := l.fetch.comments(ctx, todo, w, skip, l.commentText)
 	if err != nil {
 		return err
 	}

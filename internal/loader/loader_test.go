@@ -2,8 +2,6 @@ package loader_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/google/uuid"
@@ -36,10 +34,7 @@ func seedTwo(t *testing.T, db *database.DB, shape bench.Shape) (a, b *bench.Seed
 // inRequest runs fn with a request's loaders, as loader.Middleware gives them.
 func inRequest(t *testing.T, db *database.DB, fn func(ctx context.Context)) {
 	t.Helper()
-	h := loader.Middleware(db)(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		fn(viewer.System(r.Context()))
-	}))
-	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+	inRequestAs(t, db, viewer.System(context.Background()), fn)
 }
 
 // Primed edges are answered without a statement and agree with the
@@ -76,7 +71,8 @@ func TestLoaders(t *testing.T) {
 				if pr, err := loader.Project(ctx, p.ProjectID); err != nil || pr == nil || pr.ID != p.Edges.Project.ID {
 					t.Fatalf("project of %s = %v, %v; want %v", p.ShortID, pr, err, p.Edges.Project)
 				}
-				cs, _, err := loader.Comments(ctx, p.ID, loader.CommentWindow{})
+				// As REST shows them, which AllEdges primes.
+				cs, _, err := loader.Comments(ctx, p.ID, loader.CommentWindow{}, loader.RESTComments)
 				if err != nil || cs == nil || len(cs) != len(p.Edges.Comments) {
 					t.Fatalf("comments of %s = %v, %v; want %d", p.ShortID, cs, err, len(p.Edges.Comments))
 				}
