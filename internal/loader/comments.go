@@ -189,6 +189,9 @@ type commentReader struct {
 	// tail is cut where each end's LIMIT is written.
 	sqliteHead [2][commentSkips][3]string
 	sqliteTail [2][commentSkips][3][]string
+	// columns are what each statement selects (commentColumnsOf), by
+	// whether it is confined to a workspace and the columns it skips.
+	columns [2][commentSkips][]string
 }
 
 // textBudget is what one request may still read of comment text, in
@@ -212,6 +215,7 @@ func newCommentReader(db *database.DB) *commentReader {
 	r := &commentReader{db: db}
 	for _, scoped := range []bool{false, true} {
 		for skip := range CommentSkip(commentSkips) {
+			r.columns[index(scoped)][skip] = commentColumnsOf(scoped, skip)
 			r.pg[index(scoped)][skip] = commentStatement(dialect.Postgres, scoped, skip, bothEnds)
 			for _, ends := range []commentEnds{bothEnds, firstEnd, lastEnd} {
 				head, tail, _ := strings.Cut(commentStatement(dialect.SQLite, scoped, skip, ends), "@")
@@ -402,7 +406,7 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 	if err != nil {
 		return nil, err
 	}
-	w = w.normal()
+	w, skip = w.normal(), skip&(commentSkips-1) // only the groups there are
 	args := make([]any, 0, 3+len(keys))
 	if scoped {
 		args = append(args, workspaceID)
@@ -462,7 +466,7 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 	// it is (and is then not read).
 	scratch.WorkspaceID = workspaceID
 	dest := make([]any, 0, len(commentColumns)+1)
-	for _, c := range commentColumnsOf(scoped, skip) {
+	for _, c := range r.columns[index(scoped)][skip] {
 		switch c {
 		case comment.FieldID:
 			dest = append(dest, database.UUID{ID: &scratch.ID})
@@ -521,6 +525,7 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 // cannot see, has an empty page.
 func commentsFetch(r *commentReader) func(ctx context.Context, keys []uuid.UUID, w CommentWindow, skip CommentSkip, budget *textBudget) (map[uuid.UUID]*commentPage, error) {
 	return func(ctx context.Context, keys []uuid.UUID, w CommentWindow, skip CommentSkip, budget *textBudget) (map[uuid.UUID]*commentPage, error) {
+		skip &= commentSkips - 1
 		pages, err := r.read(ctx, keys, w, skip, budget)
 		if err != nil {
 			return nil, err
