@@ -15,6 +15,7 @@ import (
 	"github.com/procsvc/procsvc/internal/core"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
+	"github.com/procsvc/procsvc/internal/events"
 	"github.com/procsvc/procsvc/internal/server"
 )
 
@@ -86,7 +87,11 @@ func NewLists(t testing.TB, dialect string, shape bench.Shape, deps server.Deps)
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	deps.DB, deps.Service, deps.Log = db, core.New(db.Client), log
+	// Writes announce their changes as in production, and the handler
+	// hears them (its recent writes): what a read costs after a write
+	// depends on it.
+	hub := events.NewHub(events.HubOptions{})
+	deps.DB, deps.Service, deps.Log, deps.Hub = db, core.New(db.Client, core.WithAnnouncer(server.Announcer(db, hub))), log, hub
 	h := server.NewHandler(deps)
 	return &Lists{DB: db, Handler: h, Token: seeded.AdminToken}
 }

@@ -49,6 +49,17 @@ type Change struct {
 	Reworded, Renamed bool
 }
 
+// OfProcedure reports whether c is a write of one procedure or of its
+// comments, which writes no category, member or project row (those writes
+// are logged but not announced; AccessChanged is a member's or a token's).
+func (c Change) OfProcedure() bool {
+	switch c.Kind {
+	case ProcedureCreated, ProcedureUpdated, ProcedureMoved, ProcedureDeleted, ProcedureCommented:
+		return c.ProcedureID != uuid.Nil
+	}
+	return false
+}
+
 // Facets are the fields of a procedure that decide which lists hold it and
 // where: its column (project and state) and everything a list filters or
 // sorts by, except its text.

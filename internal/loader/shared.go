@@ -29,6 +29,12 @@ import (
 // request that writes has moved its workspace past the version it read, and
 // must see its own write.
 type shared struct {
+	// unchanged reports whether no category, member or project of the
+	// workspace changed after version from up to version to, as far as
+	// the replica knows (nil: never), so that an entry moves on to a later
+	// version rather than start afresh (CarryShared).
+	unchanged func(workspace uuid.UUID, from, to int64) bool
+
 	mu         sync.Mutex
 	workspaces *lru.Cache[uuid.UUID, *sharedEntry]
 	// records is how many records the entries hold, bounded by
@@ -113,8 +119,17 @@ func (s *shared) take(a *at, l *Loaders, k namedKeys) namedKeys {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.workspaces.Get(a.workspace)
-	if !ok || e.version != a.version {
+	if !ok || e.version > a.version {
 		return k
+	}
+	if e.version < a.version {
+		if s.unchanged == nil || !s.unchanged(a.workspace, e.version, a.version) {
+			return k
+		}
+		// Its records answer at a.version too; requests of the older
+		// versions neither use nor fill it from now on, as when a
+		// request of a.version starts it afresh.
+		e.version = a.version
 	}
 	return namedKeys{
 		categories: takeInto(&l.categories, e.categories, k.categories),

@@ -1,6 +1,8 @@
 package respcache
 
 import (
+	"sync"
+
 	"github.com/google/uuid"
 	lru "github.com/hashicorp/golang-lru/v2"
 
@@ -20,8 +22,13 @@ const (
 	recentWorkspaces = 512
 )
 
-// recentWrites is guarded by Cache.mu.
-type recentWrites struct {
+// Writes is a replica's memory of the recent writes (Observe), safe for
+// concurrent use: the response cache's, which the loaders' shared records
+// consult too (OnlyProcedureWrites). Its lock is taken last: under the
+// hub's (Observe), the cache's (fresh) or the loaders' (their shared
+// records), never the other way.
+type Writes struct {
+	mu         sync.Mutex
 	workspaces *lru.Cache[uuid.UUID, *workspaceWrites]
 }
 
@@ -36,18 +43,24 @@ type recentWrite struct {
 	change  core.Change
 }
 
-func newRecentWrites() recentWrites {
+// NewWrites returns an empty memory of writes.
+func NewWrites() *Writes {
 	workspaces, err := lru.New[uuid.UUID, *workspaceWrites](recentWorkspaces)
 	if err != nil {
 		panic(err)
 	}
-	return recentWrites{workspaces: workspaces}
+	return &Writes{workspaces: workspaces}
 }
 
-func (r recentWrites) record(c core.Change, version int64) {
-	if version <= 0 {
+// Observe records a committed change of the workspace at version, from the
+// replica's change feed (internal/events: Hub.Observe). A change heard
+// twice is recorded once.
+func (r *Writes) Observe(c core.Change, version int64) {
+	if r == nil || version <= 0 {
 		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	w, ok := r.workspaces.Get(c.WorkspaceID)
 	if !ok {
 		w = &workspaceWrites{}
@@ -61,17 +74,36 @@ func (r recentWrites) record(c core.Change, version int64) {
 
 // untouched reports whether r knows every change of the workspace
 // after version from up to version to, and none of them touches fp.
-func (r recentWrites) untouched(workspace uuid.UUID, from, to int64, fp *core.Footprint) bool {
-	if to-from > recentSize {
+func (r *Writes) untouched(workspace uuid.UUID, from, to int64, fp *core.Footprint) bool {
+	return r.each(workspace, from, to, func(c core.Change) bool { return !fp.TouchedBy(c) })
+}
+
+// OnlyProcedureWrites reports whether the replica heard every write of the
+// workspace after version from up to version to, and each was a write of
+// a procedure or of its comments (core.Change.OfProcedure), which changes
+// no category, member or project: what the loaders' shared records
+// (internal/loader, shared.go) read at from still answer at to. A write it
+// did not hear (not yet, or one that announces nothing, as every write of
+// a category, member, project or token does) says no.
+func (r *Writes) OnlyProcedureWrites(workspace uuid.UUID, from, to int64) bool {
+	return r.each(workspace, from, to, core.Change.OfProcedure)
+}
+
+// each reports whether r knows every change of the workspace after
+// version from up to version to, and ok holds for each of them.
+func (r *Writes) each(workspace uuid.UUID, from, to int64, ok func(core.Change) bool) bool {
+	if r == nil || to-from > recentSize {
 		return false
 	}
-	w, ok := r.workspaces.Peek(workspace)
-	if !ok {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, found := r.workspaces.Peek(workspace)
+	if !found {
 		return false
 	}
 	for v := from + 1; v <= to; v++ {
 		slot := &w.ring[v%recentSize]
-		if slot.version != v || fp.TouchedBy(slot.change) {
+		if slot.version != v || !ok(slot.change) {
 			return false
 		}
 	}

@@ -62,8 +62,9 @@ type Cache struct {
 	// answered by the newer entry (fresh), or computes its own, which is
 	// not stored below the newest version without a footprint (store).
 	current map[uuid.UUID]*generation
-	// recent is the replica's record of recent writes (Observe).
-	recent recentWrites
+	// recent is the replica's record of recent writes (Observe), locked
+	// on its own.
+	recent *Writes
 }
 
 // generation is the keys a workspace's newest version has stored.
@@ -126,7 +127,7 @@ func New(maxBytes, workspaceBytes int64) *Cache {
 		workspaceBytes = max(maxBytes/4, 1)
 	}
 	c := &Cache{budget: memory.NewBudget[uuid.UUID](maxBytes, min(workspaceBytes, maxBytes)), stored: map[uuid.UUID]*storedKeys{},
-		inFlight: map[string]*flight{}, current: map[uuid.UUID]*generation{}, recent: newRecentWrites()}
+		inFlight: map[string]*flight{}, current: map[uuid.UUID]*generation{}, recent: NewWrites()}
 	entries, err := lru.NewWithEvict[string, *entry](1<<20, func(_ string, e *entry) {
 		c.budget.Release(e.workspace, e.size)
 	})
@@ -422,9 +423,15 @@ func (c *Cache) Observe(change core.Change, version int64) {
 	if c == nil {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.recent.record(change, version)
+	c.recent.Observe(change, version)
+}
+
+// Writes is the cache's memory of the recent writes (nil for a nil cache).
+func (c *Cache) Writes() *Writes {
+	if c == nil {
+		return nil
+	}
+	return c.recent
 }
 
 // cacheKey identifies a response: who asked (workspace, member, role) and

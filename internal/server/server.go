@@ -121,21 +121,30 @@ func NewHandler(d Deps) *Handler {
 		d.Metrics = metrics.New(d.DB.SQL)
 	}
 	authn := auth.New(d.DB, append([]auth.Option{auth.WithLogger(d.Log)}, d.Auth...)...)
-	source := loader.New(d.DB, append([]loader.Option{loader.MaxCommentText(d.MaxResponseBytes)}, d.Loader...)...)
+	var cache *respcache.Cache
+	if d.ResponseCacheBytes > 0 {
+		cache = respcache.New(d.ResponseCacheBytes, d.ResponseCacheWorkspaceBytes)
+	}
+	loaderOpts := []loader.Option{loader.MaxCommentText(d.MaxResponseBytes)}
+	if d.Hub != nil {
+		// The hub hears every committed change (this replica's at once,
+		// the others' through LISTEN): the recent writes, which keep the
+		// cache's responses that a write does not touch, and the loaders'
+		// shared categories, members and projects across writes of
+		// procedures and comments.
+		writes := cache.Writes()
+		if writes == nil {
+			writes = respcache.NewWrites()
+		}
+		d.Hub.Observe(func(e events.Notification) { writes.Observe(e.Change, e.Version) })
+		loaderOpts = append(loaderOpts, loader.CarryShared(writes.OnlyProcedureWrites))
+	}
+	source := loader.New(d.DB, append(loaderOpts, d.Loader...)...)
 	loaders := source.Middleware
 	resolver := graph.NewResolver(d.Service)
 	resolver.MaxResponseBytes = d.MaxResponseBytes
 	restErr := func(w http.ResponseWriter, r *http.Request, err error) { middleware.WriteError(w, r, d.Log, err) }
 
-	var cache *respcache.Cache
-	if d.ResponseCacheBytes > 0 {
-		cache = respcache.New(d.ResponseCacheBytes, d.ResponseCacheWorkspaceBytes)
-	}
-	if cache != nil && d.Hub != nil {
-		// The hub hears every committed change (this replica's at once,
-		// the others' through LISTEN): the cache's recent writes.
-		d.Hub.Observe(func(e events.Notification) { cache.Observe(e.Change, e.Version) })
-	}
 	cached := cache.Middleware(func(ctx context.Context, route string) { middleware.Info(ctx).Route = route })
 	// GraphQL POSTs are keyed as the GraphQL face says (only mutations,
 	// claimed by the executor); no face's answer holding a token's secret
