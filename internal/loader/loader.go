@@ -111,9 +111,9 @@ func MaxCommentText(n int) Option {
 // CarryShared lets the shared edges (shared.go) kept at one version of a
 // workspace answer a later version's requests when unchanged reports that
 // no category, member or project of the workspace changed in between
-// (the response cache's memory of the writes it heard:
-// respcache.Cache.OnlyProcedureWrites). Without it, every write of a
-// workspace starts its shared edges afresh.
+// (the replica's memory of the writes it heard, which the response cache
+// also keeps: respcache.Writes.OnlyProcedureWrites). Without it, every
+// write of a workspace starts its shared edges afresh.
 func CarryShared(unchanged func(workspace uuid.UUID, from, to int64) bool) Option {
 	return func(f *fetchers) {
 		if f.shared != nil {
