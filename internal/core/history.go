@@ -12,6 +12,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -385,8 +386,8 @@ type historyList struct {
 func (s *Service) procedureHistories(ctx context.Context, v *viewer.Viewer, procedureIDs []uuid.UUID, w Window, out map[uuid.UUID]HistoryPage) error {
 	var lists []*historyList
 	for _, id := range procedureIDs {
-		if _, done := out[id]; done {
-			continue
+		if _, done := out[id]; done || slices.ContainsFunc(lists, func(l *historyList) bool { return l.procedure == id }) {
+			continue // a procedure is read once (inSlices)
 		}
 		k := historyKeyset(id)
 		sl, err := k.plan(w, DefaultHistoryPageSize, MaxHistoryPageSize)
@@ -479,7 +480,7 @@ func (s *Service) historyRows(ctx context.Context, v *viewer.Viewer, lists []*hi
 	// condition on the procedure's column).
 	branch := func(l *historyList, key string, procedure func(b *sql.Builder, column string)) *sql.Selector {
 		t := sql.Table(event.Table)
-		b := sql.Select(t.C(key)).From(t)
+		b := sliceRead(t, key)
 		b.Where(sql.And(sql.EQ(t.C(tenancy.Column), workspaceID), sql.P(func(bb *sql.Builder) { procedure(bb, t.C(event.FieldProcedureID)) })))
 		for _, bound := range l.slice.bounds {
 			bound(b)
@@ -494,10 +495,11 @@ func (s *Service) historyRows(ctx context.Context, v *viewer.Viewer, lists []*hi
 	for i, l := range todo {
 		procs[i] = l.procedure
 	}
-	inBranches := inSlices(event.FieldID, rowid, procs, lateral, func(i int, key string, procedure func(b *sql.Builder, column string)) *sql.Selector {
+	inBranches := inSlices(event.Table, rowid, procs, lateral, func(i int, key string, procedure func(b *sql.Builder, column string)) *sql.Selector {
 		return branch(todo[i], key, procedure)
 	})
 	// Every list shares the window, so the slices share one order.
-	return s.client.Event.Query().Where(inBranches).Order(orderBy[event.OrderOption](&todo[0].slice)).
-		Select(eventColumns...).All(ctx)
+	q := s.client.Event.Query().Order(orderBy[event.OrderOption](&todo[0].slice))
+	q.Modify(inBranches)
+	return q.Select(eventColumns...).All(ctx)
 }
