@@ -75,7 +75,7 @@ func (r *Resolver) nestedProcedures(ctx context.Context, edge core.Parent, paren
 				return nil, err
 			}
 			all := pagesItems(pages, func(p core.NestedPage) *core.ProcedureList { return p.List })
-			return pages, loader.PrimeProcedures(ctx, all, edges)
+			return pages, loader.PrimeListed(ctx, all, edges)
 		})
 	list, err := nestedList(page.List, page.Err, err, func() error { return fmt.Errorf("graph: no list read for %s %s", edge, parent) })
 	if err != nil {

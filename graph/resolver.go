@@ -58,7 +58,7 @@ func (r *Resolver) ProceduresWithEdges(ctx context.Context, f core.ProcedureFilt
 	if err != nil {
 		return nil, err
 	}
-	if err := loader.PrimeProcedures(ctx, list.Items, edges); err != nil {
+	if err := loader.PrimeListed(ctx, list.Items, edges); err != nil {
 		return nil, err
 	}
 	return list, nil

@@ -189,6 +189,10 @@ type commentReader struct {
 	// tail is cut where each end's LIMIT is written.
 	sqliteHead [2][commentSkips][3]string
 	sqliteTail [2][commentSkips][3][]string
+	// whole is the statement of every comment of procedures known to
+	// hold few (wholeStatement), by whether it is confined to a workspace
+	// and the columns it skips.
+	whole [2][commentSkips]string
 	// columns are what each statement selects (commentColumnsOf), by
 	// whether it is confined to a workspace and the columns it skips.
 	columns [2][commentSkips][]string
@@ -216,6 +220,7 @@ func newCommentReader(db *database.DB) *commentReader {
 	for _, scoped := range []bool{false, true} {
 		for skip := range CommentSkip(commentSkips) {
 			r.columns[index(scoped)][skip] = commentColumnsOf(scoped, skip)
+			r.whole[index(scoped)][skip] = wholeStatement(db.Dialect, scoped, skip)
 			r.pg[index(scoped)][skip] = commentStatement(dialect.Postgres, scoped, skip, bothEnds)
 			for _, ends := range []commentEnds{bothEnds, firstEnd, lastEnd} {
 				head, tail, _ := strings.Cut(commentStatement(dialect.SQLite, scoped, skip, ends), "@")
@@ -452,56 +457,23 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 	}
 	defer rows.Close()
 	pages := make(map[uuid.UUID]*commentPage, len(keys))
-	// One row's fields are scanned into scratch, through holders made once
-	// (the count into an int64, which database/sql sets as it is rather
-	// than through its decimal text, as it would an int; 0 rather than -1
-	// marks a procedure read whole, since the drivers box an int64 of 256
-	// or more, or negative, in an allocation of its own).
-	var (
-		scratch ent.Comment
-		total   int64
-		last    *ent.Comment
-	)
-	// scratch.WorkspaceID is the workspace the read is confined to, when
-	// it is (and is then not read).
-	scratch.WorkspaceID = workspaceID
-	dest := make([]any, 0, len(commentColumns)+1)
-	for _, c := range r.columns[index(scoped)][skip] {
-		switch c {
-		case comment.FieldID:
-			dest = append(dest, database.UUID{ID: &scratch.ID})
-		case comment.FieldWorkspaceID:
-			dest = append(dest, database.UUID{ID: &scratch.WorkspaceID})
-		case comment.FieldProcedureID:
-			dest = append(dest, database.UUID{ID: &scratch.ProcedureID})
-		case comment.FieldAuthorID:
-			dest = append(dest, database.UUID{ID: &scratch.AuthorID})
-		case comment.FieldText:
-			dest = append(dest, &scratch.Text)
-		case comment.FieldCreatedAt:
-			dest = append(dest, database.Time{T: &scratch.CreatedAt})
-		case comment.FieldUpdatedAt:
-			dest = append(dest, database.Time{T: &scratch.UpdatedAt})
-		}
-	}
-	dest = append(dest, &total)
+	sc := newCommentScanner(r.columns[index(scoped)][skip], workspaceID, true)
+	var last *ent.Comment
 	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
+		if err := rows.Scan(sc.dest...); err != nil {
 			return nil, err
 		}
-		if last != nil && last.ID == scratch.ID {
+		if last != nil && last.ID == sc.scratch.ID {
 			// Taken by both ends, and read twice (commentStatement).
 			continue
 		}
-		if !budget.spend(len(scratch.Text)) {
-			return nil, budget.err()
+		c, err := sc.comment(budget)
+		if err != nil {
+			return nil, err
 		}
-		c := new(ent.Comment)
-		c.ID, c.WorkspaceID, c.ProcedureID, c.AuthorID = scratch.ID, scratch.WorkspaceID, scratch.ProcedureID, scratch.AuthorID
-		c.Text, c.CreatedAt, c.UpdatedAt = scratch.Text, scratch.CreatedAt, scratch.UpdatedAt
 		p := pages[c.ProcedureID]
 		if p == nil {
-			p = &commentPage{window: w, skip: skip, total: int(total)}
+			p = &commentPage{window: w, skip: skip, total: int(sc.total)}
 			pages[c.ProcedureID] = p
 		}
 		p.rows = append(p.rows, c)
@@ -520,17 +492,186 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 	return pages, nil
 }
 
-// commentsFetch reads the windows w takes of the comments of keys through
-// r, answering every key: a procedure without comments, or one the viewer
-// cannot see, has an empty page.
-func commentsFetch(r *commentReader) func(ctx context.Context, keys []uuid.UUID, w CommentWindow, skip CommentSkip, budget *textBudget) (map[uuid.UUID]*commentPage, error) {
-	return func(ctx context.Context, keys []uuid.UUID, w CommentWindow, skip CommentSkip, budget *textBudget) (map[uuid.UUID]*commentPage, error) {
-		skip &= commentSkips - 1
-		pages, err := r.read(ctx, keys, w, skip, budget)
-		if err != nil {
-			return nil, err
+// commentScanner scans the rows of the reader's statements into
+// ent.Comments: each row's fields into scratch, through holders made once
+// (the count into an int64, which database/sql sets as it is rather than
+// through its decimal text, as it would an int; 0 rather than -1 marks a
+// procedure read whole, since the drivers box an int64 of 256 or more, or
+// negative, in an allocation of its own).
+type commentScanner struct {
+	scratch ent.Comment
+	total   int64
+	dest    []any
+}
+
+// newCommentScanner scans columns, then the procedure's count when total;
+// a comment's workspace is workspaceID when columns leave it unread (a
+// read confined to that workspace).
+func newCommentScanner(columns []string, workspaceID uuid.UUID, total bool) *commentScanner {
+	sc := &commentScanner{dest: make([]any, 0, len(commentColumns)+1)}
+	sc.scratch.WorkspaceID = workspaceID
+	for _, c := range columns {
+		switch c {
+		case comment.FieldID:
+			sc.dest = append(sc.dest, database.UUID{ID: &sc.scratch.ID})
+		case comment.FieldWorkspaceID:
+			sc.dest = append(sc.dest, database.UUID{ID: &sc.scratch.WorkspaceID})
+		case comment.FieldProcedureID:
+			sc.dest = append(sc.dest, database.UUID{ID: &sc.scratch.ProcedureID})
+		case comment.FieldAuthorID:
+			sc.dest = append(sc.dest, database.UUID{ID: &sc.scratch.AuthorID})
+		case comment.FieldText:
+			sc.dest = append(sc.dest, &sc.scratch.Text)
+		case comment.FieldCreatedAt:
+			sc.dest = append(sc.dest, database.Time{T: &sc.scratch.CreatedAt})
+		case comment.FieldUpdatedAt:
+			sc.dest = append(sc.dest, database.Time{T: &sc.scratch.UpdatedAt})
 		}
+	}
+	if total {
+		sc.dest = append(sc.dest, &sc.total)
+	}
+	return sc
+}
+
+// comment is a copy of the row scanned last, its text counted against
+// budget (payload_too_large past it).
+func (sc *commentScanner) comment(budget *textBudget) (*ent.Comment, error) {
+	if !budget.spend(len(sc.scratch.Text)) {
+		return nil, budget.err()
+	}
+	c := new(ent.Comment)
+	c.ID, c.WorkspaceID, c.ProcedureID, c.AuthorID = sc.scratch.ID, sc.scratch.WorkspaceID, sc.scratch.ProcedureID, sc.scratch.AuthorID
+	c.Text, c.CreatedAt, c.UpdatedAt = sc.scratch.Text, sc.scratch.CreatedAt, sc.scratch.UpdatedAt
+	return c, nil
+}
+
+// wholeStatement is the statement of every comment of a list of procedures
+// in dialect d, confined to the workspace of its first parameter when
+// scoped, selecting commentColumnsOf(scoped, skip), ordered by procedure,
+// created_at and id: one index scan over the list of them, without
+// looking the procedures up. Its parameters are that workspace (when
+// scoped), the procedures, and on PostgreSQL a LIMIT: a uuid[] there; on
+// SQLite a JSON array of their ids, so that the text is the same for any
+// number of procedures (compiled once per connection) and binding it one
+// call. SQLite reads the rows in the index's order, as they are asked
+// for, so the caller bounds the read by stopping.
+func wholeStatement(d string, scoped bool, skip CommentSkip) string {
+	q := func(name string) string { return `"` + name + `"` }
+	var cols []string
+	for _, c := range commentColumnsOf(scoped, skip) {
+		c = q(c)
+		if d == dialect.SQLite && (c == q(comment.FieldCreatedAt) || c == q(comment.FieldUpdatedAt)) {
+			c = "+" + c // handed over unparsed, to database.Time (commentStatement)
+		}
+		cols = append(cols, c)
+	}
+	order := " ORDER BY " + q(comment.FieldProcedureID) + ", " + q(comment.FieldCreatedAt) + ", " + q(comment.FieldID)
+	head := "SELECT " + strings.Join(cols, ", ") + " FROM " + q(comment.Table) + " WHERE "
+	if d == dialect.Postgres {
+		keys, limit := "$1", "$2"
+		if scoped {
+			head += q(tenancy.Column) + " = $1 AND "
+			keys, limit = "$2", "$3"
+		}
+		return head + q(comment.FieldProcedureID) + " = ANY(" + keys + "::uuid[])" + order + " LIMIT " + limit
+	}
+	if scoped {
+		head += q(tenancy.Column) + " = ? AND "
+	}
+	return head + q(comment.FieldProcedureID) + " IN (SELECT " + q("value") + " FROM json_each(?))" + order
+}
+
+// readWhole reads every comment of the procedures keys, each known (from
+// the read that found it) to hold at least one and no more than w takes,
+// as read does but without looking the procedures up again: a page's total
+// is what it holds, all read in one statement. The rows it takes are
+// bounded by what the counts promise, First + Last a procedure: complete
+// is false, and nothing kept, when they held more by the time of this read
+// (comments added since), for the caller to read them as read does.
+func (r *commentReader) readWhole(ctx context.Context, keys []uuid.UUID, w CommentWindow, skip CommentSkip, budget *textBudget) (pages map[uuid.UUID]*commentPage, complete bool, err error) {
+	workspaceID, scoped, err := tenancy.Of(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	w, skip = w.normal(), skip&(commentSkips-1)
+	bound := (w.First + w.Last) * len(keys)
+	args := make([]any, 0, 3)
+	if scoped {
+		args = append(args, workspaceID)
+	}
+	if r.db.Dialect == dialect.Postgres {
+		args = append(args, uuidArray(keys), bound+1)
+	} else {
+		args = append(args, uuidJSON(keys))
+	}
+	var rows entsql.Rows
+	if err := r.db.Driver().Query(ctx, r.whole[index(scoped)][skip], args, &rows); err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	pages = make(map[uuid.UUID]*commentPage, len(keys))
+	sc := newCommentScanner(r.columns[index(scoped)][skip], workspaceID, false)
+	for n := 0; rows.Next(); n++ {
+		if n == bound {
+			return nil, false, nil
+		}
+		if err := rows.Scan(sc.dest...); err != nil {
+			return nil, false, err
+		}
+		c, err := sc.comment(budget)
+		if err != nil {
+			return nil, false, err
+		}
+		p := pages[c.ProcedureID]
+		if p == nil {
+			p = &commentPage{window: w, skip: skip}
+			pages[c.ProcedureID] = p
+		}
+		p.rows = append(p.rows, c)
+		p.total++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	return pages, true, nil
+}
+
+// commentsFetch reads the windows w takes of the comments of keys through
+// r, in one statement, answering every key: a procedure without comments,
+// or one the viewer cannot see, has an empty page. counted holds what the
+// reads that found the procedures counted of their comments (nil: not
+// known). When it counts every procedure, none beyond what w takes, those
+// with comments have them all read without being looked up again
+// (readWhole: half the statement's time for a page of procedures holding
+// few) and the others none; otherwise (a procedure not counted, or one of
+// more comments than w takes) every procedure is read as read does, in the
+// statement that windows each procedure's comments, so that the request
+// costs one statement whatever its procedures hold.
+func commentsFetch(r *commentReader) func(ctx context.Context, keys []uuid.UUID, w CommentWindow, skip CommentSkip, budget *textBudget, counted map[uuid.UUID]int) (map[uuid.UUID]*commentPage, error) {
+	return func(ctx context.Context, keys []uuid.UUID, w CommentWindow, skip CommentSkip, budget *textBudget, counted map[uuid.UUID]int) (map[uuid.UUID]*commentPage, error) {
+		skip &= commentSkips - 1
 		w = w.normal()
+		var pages map[uuid.UUID]*commentPage
+		few, ok := fewComments(keys, w, counted)
+		if ok && len(few) > 0 {
+			whole, complete, err := r.readWhole(ctx, few, w, skip, budget)
+			if err != nil {
+				return nil, err
+			}
+			ok, pages = complete, whole
+		}
+		if !ok {
+			// Counts not known, or one no longer true (readWhole).
+			found, err := r.read(ctx, keys, w, skip, budget)
+			if err != nil {
+				return nil, err
+			}
+			pages = found
+		}
+		if pages == nil {
+			pages = make(map[uuid.UUID]*commentPage, len(keys))
+		}
 		for _, k := range keys {
 			if pages[k] == nil {
 				// Not nil: a GraphQL list field must not resolve to null.
@@ -539,4 +680,22 @@ func commentsFetch(r *commentReader) func(ctx context.Context, keys []uuid.UUID,
 		}
 		return pages, nil
 	}
+}
+
+// fewComments returns the keys counted with comments when counted counts
+// every key, none of more than w (normal) takes; ok is false otherwise.
+func fewComments(keys []uuid.UUID, w CommentWindow, counted map[uuid.UUID]int) (few []uuid.UUID, ok bool) {
+	if counted == nil {
+		return nil, false
+	}
+	for _, k := range keys {
+		n, known := counted[k]
+		if !known || n > w.First+w.Last {
+			return nil, false
+		}
+		if n > 0 {
+			few = append(few, k)
+		}
+	}
+	return few, true
 }

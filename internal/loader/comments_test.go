@@ -442,6 +442,24 @@ func TestSQLiteCommentStatementsStayCompiled(t *testing.T) {
 			if n := compiles.Load() - before; n != 0 {
 				t.Errorf("window %+v (viewer %v): the statement was compiled %d more times for other procedures; want none", w, ctx == asA, n)
 			}
+			// The read of procedures counted with few comments, whose
+			// text is the same for any number of them.
+			whole := func(keys []uuid.UUID) int {
+				t.Helper()
+				n, complete, err := loader.ReadWholeComments(ctx, db, keys, loader.CommentWindow{First: 3})
+				if err != nil || !complete {
+					t.Fatalf("whole read: complete %v, %v", complete, err)
+				}
+				return n
+			}
+			whole(procs[:50])
+			before = compiles.Load()
+			if n := whole(procs[100:130]); n == 0 {
+				t.Fatal("the whole read read no comments: nothing is tested")
+			}
+			if n := compiles.Load() - before; n != 0 {
+				t.Errorf("whole read (viewer %v): compiled %d more times for other procedures; want none", ctx == asA, n)
+			}
 		}
 	}
 }

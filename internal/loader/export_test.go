@@ -18,3 +18,14 @@ func ReadComments(ctx context.Context, db *database.DB, keys []uuid.UUID, w Comm
 	}
 	return n, err
 }
+
+// ReadWholeComments reads every comment of keys as a request's loader does
+// for procedures counted with no more than w takes (readWhole), and
+// returns how many comments it read; complete is readWhole's.
+func ReadWholeComments(ctx context.Context, db *database.DB, keys []uuid.UUID, w CommentWindow) (n int, complete bool, err error) {
+	pages, complete, err := newCommentReader(db).readWhole(ctx, keys, w, 0, &textBudget{bound: 1 << 30})
+	for _, p := range pages {
+		n += len(p.rows)
+	}
+	return n, complete, err
+}

@@ -87,7 +87,7 @@ type fetchers struct {
 	members    fetch[*ent.Member]
 	projects   fetch[*ent.Project]
 	// comments reads windows of procedures' comments (comments.go).
-	comments func(ctx context.Context, keys []uuid.UUID, w CommentWindow, skip CommentSkip, budget *textBudget) (map[uuid.UUID]*commentPage, error)
+	comments func(ctx context.Context, keys []uuid.UUID, w CommentWindow, skip CommentSkip, budget *textBudget, counted map[uuid.UUID]int) (map[uuid.UUID]*commentPage, error)
 	// maxCommentText bounds the comment text one request reads, in bytes.
 	maxCommentText int
 }
@@ -299,7 +299,7 @@ func Comments(ctx context.Context, procedureID uuid.UUID, w CommentWindow, skip 
 		if l.comments.batched == nil {
 			f := l.fetch.comments
 			l.comments.batched = dataloader.NewBatchedLoader(func(ctx context.Context, keys []uuid.UUID) []*dataloader.Result[*commentPage] {
-				found, err := f(ctx, keys, everyView, 0, budget)
+				found, err := f(ctx, keys, everyView, 0, budget, nil)
 				out := make([]*dataloader.Result[*commentPage], len(keys))
 				for i, k := range keys {
 					out[i] = &dataloader.Result[*commentPage]{Data: found[k], Error: err}
@@ -354,6 +354,21 @@ func load[V any](ctx context.Context, l *Loaders, e *edge[V], f fetch[V], key uu
 // members and projects together in another (none when the shared cache
 // holds them all).
 func PrimeProcedures(ctx context.Context, procs []*ent.Procedure, edges Edges) error {
+	return primeProcedures(ctx, procs, edges, false)
+}
+
+// PrimeListed is PrimeProcedures for procedures as a list of core read
+// them, every list reading each row's comment_count with it: a procedure
+// it counted without comments has none read, and those of no more than
+// the window takes have them read without being looked up again
+// (commentsFetch), which halves the statement for a page of procedures
+// holding few. The count must be the one read with the row: that of a
+// procedure read earlier, or without the column, may have changed since.
+func PrimeListed(ctx context.Context, procs []*ent.Procedure, edges Edges) error {
+	return primeProcedures(ctx, procs, edges, true)
+}
+
+func primeProcedures(ctx context.Context, procs []*ent.Procedure, edges Edges, listed bool) error {
 	if len(procs) == 0 {
 		return nil
 	}
@@ -361,6 +376,10 @@ func PrimeProcedures(ctx context.Context, procs []*ent.Procedure, edges Edges) e
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var cats, people, projs, procIDs []uuid.UUID
+	var counted map[uuid.UUID]int
+	if listed && edges.Comments {
+		counted = make(map[uuid.UUID]int, len(procs))
+	}
 	window := edges.CommentWindow.normal()
 	for _, p := range procs {
 		if edges.Category && p.CategoryID != nil {
@@ -374,9 +393,12 @@ func PrimeProcedures(ctx context.Context, procs []*ent.Procedure, edges Edges) e
 		}
 		if edges.Comments {
 			procIDs = append(procIDs, p.ID)
+			if counted != nil {
+				counted[p.ID] = p.CommentCount
+			}
 		}
 	}
-	if err := l.primeComments(ctx, procIDs, window, edges.CommentSkip); err != nil {
+	if err := l.primeComments(ctx, procIDs, window, edges.CommentSkip, counted); err != nil {
 		return err
 	}
 	if edges.CommentAuthors {
@@ -391,12 +413,14 @@ func PrimeProcedures(ctx context.Context, procs []*ent.Procedure, edges Edges) e
 	return l.primeNamed(ctx, namedKeys{categories: cats, members: people, projects: projs})
 }
 
-// primeComments reads, in one statement, the comments w takes, without
-// the columns skip leaves out, of the procedures keys whose primed page
-// does not serve that already. A page read again replaces the one primed
-// before, so the read also takes every comment and column that one held.
-// The caller holds l.mu.
-func (l *Loaders) primeComments(ctx context.Context, keys []uuid.UUID, w CommentWindow, skip CommentSkip) error {
+// primeComments reads, in one statement (two for procedures counted
+// apart, commentsFetch), the comments w takes, without the columns skip
+// leaves out, of the procedures keys whose primed page does not serve that
+// already. A page read again replaces the one primed before, so the read
+// also takes every comment and column that one held. counted is what the
+// procedures' own read counted of their comments, nil when unknown. The
+// caller holds l.mu.
+func (l *Loaders) primeComments(ctx context.Context, keys []uuid.UUID, w CommentWindow, skip CommentSkip, counted map[uuid.UUID]int) error {
 	var todo []uuid.UUID
 	seen := make(map[uuid.UUID]struct{}, len(keys))
 	for _, k := range keys {
@@ -416,7 +440,7 @@ func (l *Loaders) primeComments(ctx context.Context, keys []uuid.UUID, w Comment
 	if len(todo) == 0 {
 		return nil
 	}
-	found, err := l.fetch.comments(ctx, todo, w, skip, l.commentText)
+	found, err := l.fetch.comments(ctx, todo, w, skip, l.commentText, counted)
 	if err != nil {
 		return err
 	}

@@ -214,14 +214,23 @@ func (r *namedReader) read(ctx context.Context, k namedKeys) (found named, ok bo
 }
 
 // uuidArray is keys as a PostgreSQL uuid[] literal: {id,id,…}.
-func uuidArray(keys []uuid.UUID) string {
-	b := make([]byte, 0, 2+37*len(keys))
-	b = append(b, '{')
+func uuidArray(keys []uuid.UUID) string { return idList(keys, '{', '}', "") }
+
+// uuidJSON is keys as a JSON array of their texts: ["id","id",…].
+func uuidJSON(keys []uuid.UUID) string { return idList(keys, '[', ']', `"`) }
+
+// idList is keys between open and close, each between quotes, separated
+// by commas.
+func idList(keys []uuid.UUID, open, close byte, quote string) string {
+	b := make([]byte, 0, 2+(37+2*len(quote))*len(keys))
+	b = append(b, open)
 	for i, id := range keys {
 		if i > 0 {
 			b = append(b, ',')
 		}
+		b = append(b, quote...)
 		b = ids.AppendText(b, id)
+		b = append(b, quote...)
 	}
-	return string(append(b, '}'))
+	return string(append(b, close))
 }
