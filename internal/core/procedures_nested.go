@@ -334,9 +334,10 @@ func (s *Service) nestedRows(ctx context.Context, v *viewer.Viewer, edge Parent,
 
 // inSlices reads the rows of each parent's slice of a nested list from
 // table: branch(i, key, parent) is the read of parents[i]'s slice,
-// selecting its rows' key column ("*": every column), parent writing the condition on the
-// parent's column. It is a modifier of the query of table's rows, which
-// must qualify every column it names (ent's own predicates and orders do).
+// selecting its rows' key column ("*": every column), parent writing the
+// condition on the parent's column. It is a modifier of the query of
+// table's rows, which must qualify every column it names (ent's own
+// predicates and orders do).
 //
 // On PostgreSQL the query reads the slices themselves, named as table:
 // when they share their bounds (lateral), one lateral read over the
@@ -344,8 +345,8 @@ func (s *Service) nestedRows(ctx context.Context, v *viewer.Viewer, edge Parent,
 // term. Each row is read once, where a read of the slices' ids whose rows
 // were then found again by primary key (and de-duplicated) took half as
 // long again (the dashboard's nested read on workload W: 0.90 → 0.60 ms).
-// The parents must be distinct, as a row is read once a parent's slice
-// that holds it.
+// The parents must be distinct: a row is read once for each slice that
+// holds it.
 //
 // On SQLite the query keeps its table and takes the rows whose key is in
 // the UNION ALL of the branches: sqliteKey, the rowid of a table whose

@@ -361,8 +361,8 @@ func PrimeProcedures(ctx context.Context, procs []*ent.Procedure, edges Edges) e
 // them, every list reading each row's comment_count with it: a procedure
 // it counted without comments has none read, and those of no more than
 // the window takes have them read without being looked up again
-// (commentsFetch), which halves the statement for a page of procedures
-// holding few. The count must be the one read with the row: that of a
+// (commentsFetch), about half the statement's time for a page of
+// procedures holding few. The count must be the one read with the row: that of a
 // procedure read earlier, or without the column, may have changed since.
 func PrimeListed(ctx context.Context, procs []*ent.Procedure, edges Edges) error {
 	return primeProcedures(ctx, procs, edges, true)
@@ -413,13 +413,13 @@ func primeProcedures(ctx context.Context, procs []*ent.Procedure, edges Edges, l
 	return l.primeNamed(ctx, namedKeys{categories: cats, members: people, projects: projs})
 }
 
-// primeComments reads, in one statement (two for procedures counted
-// apart, commentsFetch), the comments w takes, without the columns skip
-// leaves out, of the procedures keys whose primed page does not serve that
-// already. A page read again replaces the one primed before, so the read
-// also takes every comment and column that one held. counted is what the
-// procedures' own read counted of their comments, nil when unknown. The
-// caller holds l.mu.
+// primeComments reads, in one statement (a second only when counts grew
+// past what they promised: commentsFetch), the comments w takes, without
+// the columns skip leaves out, of the procedures keys whose primed page
+// does not serve that already. A page read again replaces the one primed
+// before, so the read also takes every comment and column that one held.
+// counted is what the procedures' own read counted of their comments, nil
+// when unknown. The caller holds l.mu.
 func (l *Loaders) primeComments(ctx context.Context, keys []uuid.UUID, w CommentWindow, skip CommentSkip, counted map[uuid.UUID]int) error {
 	var todo []uuid.UUID
 	seen := make(map[uuid.UUID]struct{}, len(keys))
