@@ -272,6 +272,11 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 	}
 }
 
+// Driver is the driver c sends its statements through: a transaction's,
+// for a transaction's client. A statement sent through it passes no hook
+// and no interceptor: its sender confines it to a workspace itself.
+func (c *Client) Driver() dialect.Driver { return c.driver }
+
 // Mutate implements the ent.Mutator interface.
 func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 	switch m := m.(type) {
