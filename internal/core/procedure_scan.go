@@ -29,24 +29,37 @@ type procedureScanner struct {
 	// The nullable columns read, whose holders are copied out.
 	hasContent, hasCapture, hasCategory, hasDoer bool
 	dest                                         []any
+	// spare are procedures allocated for the next rows, a few at a time.
+	spare []ent.Procedure
 }
 
+// procedureChunk is how many procedures a scanner allocates at once: one
+// allocation for a dashboard's parent of ten or so rather than one a row,
+// and little to spare for a short read.
+const procedureChunk = 16
+
 // selectProcedureColumns makes sel, reading t, select columns (nil: every
-// column) for a procedureScanner, in their order: on SQLite each time as
-// an expression, so that the driver hands its text over unparsed.
-func selectProcedureColumns(sel *sql.Selector, t *sql.SelectTable, d string, columns []string) []string {
+// column) but unread, for a procedureScanner, in the order it returns
+// them: on SQLite each time as an expression, so that the driver hands its
+// text over unparsed.
+func selectProcedureColumns(sel *sql.Selector, t *sql.SelectTable, d string, columns []string, unread string) []string {
 	if columns == nil {
 		columns = procedure.Columns
 	}
-	exprs := make([]string, len(columns))
-	for i, c := range columns {
-		exprs[i] = t.C(c)
-		if d == dialect.SQLite && isProcedureTime(c) {
-			exprs[i] = "+" + exprs[i] // handed over unparsed, to database.Time
+	read := make([]string, 0, len(columns))
+	exprs := make([]string, 0, len(columns))
+	for _, c := range columns {
+		if c == unread {
+			continue
 		}
+		e := t.C(c)
+		if d == dialect.SQLite && isProcedureTime(c) {
+			e = "+" + e // handed over unparsed, to database.Time
+		}
+		read, exprs = append(read, c), append(exprs, e)
 	}
 	sel.Select(exprs...)
-	return columns
+	return read
 }
 
 func isProcedureTime(column string) bool {
@@ -117,7 +130,11 @@ func newProcedureScanner(columns []string) *procedureScanner {
 // procedure is a copy of the row scanned last, as ent's scan of the same
 // columns makes it (the unread fields their zero values).
 func (sc *procedureScanner) procedure() *ent.Procedure {
-	p := new(ent.Procedure)
+	if len(sc.spare) == 0 {
+		sc.spare = make([]ent.Procedure, procedureChunk)
+	}
+	p := &sc.spare[0]
+	sc.spare = sc.spare[1:]
 	*p = sc.scratch
 	if sc.hasContent && sc.content.Valid {
 		s := sc.content.String

@@ -327,7 +327,9 @@ func (s *Service) nestedRows(ctx context.Context, v *viewer.Viewer, edge Parent,
 	drv := s.client.Driver()
 	t := sql.Dialect(drv.Dialect()).Table(procedure.Table)
 	sel := sql.Dialect(drv.Dialect()).Select().From(t)
-	columns = selectProcedureColumns(sel, t, drv.Dialect(), columns)
+	// Every row is the workspace's (the statement confines it there), so
+	// that its workspace_id is filled in rather than read.
+	columns = selectProcedureColumns(sel, t, drv.Dialect(), columns, tenancy.Column)
 	sel.Where(sql.EQ(t.C(tenancy.Column), workspaceID))
 	if drv.Dialect() == dialect.Postgres {
 		// Every list shares the window, so the slices share one order.
@@ -343,6 +345,7 @@ func (s *Service) nestedRows(ctx context.Context, v *viewer.Viewer, edge Parent,
 	}
 	defer rows.Close()
 	sc := newProcedureScanner(columns)
+	sc.scratch.WorkspaceID = workspaceID
 	var out []*ent.Procedure
 	for rows.Next() {
 		if err := rows.Scan(sc.dest...); err != nil {
