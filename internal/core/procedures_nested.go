@@ -338,14 +338,17 @@ func (s *Service) nestedRows(ctx context.Context, v *viewer.Viewer, edge Parent,
 	inSlices(procedure.Table, rowid, parents, lateral, func(i int, key string, parent func(b *sql.Builder, column string)) *sql.Selector {
 		return branch(todo[i], key, parent)
 	})(sel)
+	sc, err := newProcedureScanner(columns)
+	if err != nil {
+		return nil, err
+	}
+	sc.scratch.WorkspaceID = workspaceID
 	query, args := sel.Query()
 	var rows sql.Rows
 	if err := drv.Query(ctx, query, args, &rows); err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	sc := newProcedureScanner(columns)
-	sc.scratch.WorkspaceID = workspaceID
 	var out []*ent.Procedure
 	for rows.Next() {
 		if err := rows.Scan(sc.dest...); err != nil {
