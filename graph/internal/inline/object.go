@@ -21,6 +21,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -43,9 +44,11 @@ type Object struct {
 	n        int
 
 	// budget is the response's (budget.go), nil for none; counted is how
-	// much of buf it has counted.
-	budget  *Budget
-	counted int
+	// much of buf it has counted, units what that came to (sentLen's when
+	// the budget counts as sent), and precounted the units of the bytes
+	// after counted that children inlined (Field) counted already.
+	budget                     *Budget
+	counted, units, precounted int
 	// ctx is the object's field's, for the path where a budget passed.
 	ctx context.Context
 	// edge is the alias of the field holding the object, when ctx is not
@@ -59,6 +62,30 @@ type Object struct {
 	// spent is set once the budget is spent: the object writes nothing
 	// more, and is never sent.
 	spent bool
+	// closed is set by Close on an object still within its budget.
+	closed bool
+}
+
+// objects are Objects to reuse: an edge's (a procedure's category, doer,
+// project), once Field has copied its bytes into its parent's, is reused
+// for the next object rather than left to the collector with its buffer
+// (three for each procedure of a list).
+var objects = sync.Pool{New: func() any { return new(Object) }}
+
+// reusedBuffer bounds the buffer an Object keeps for reuse, in bytes: one
+// that grew past it (a long text) is left to the collector.
+const reusedBuffer = 1024
+
+// release offers o, whose bytes are no longer needed and which nothing
+// holds any more, for reuse.
+func release(o *Object) {
+	if o.buf.Cap() > reusedBuffer {
+		return
+	}
+	buf := o.buf
+	buf.Reset()
+	*o = Object{buf: buf}
+	objects.Put(o)
 }
 
 type part struct {
@@ -69,7 +96,7 @@ type part struct {
 // New returns an object sized for about size bytes of plain fields, of the
 // response of ctx (counted against its Budget).
 func New(ctx context.Context, size int) *Object {
-	o := &Object{}
+	o := objects.Get().(*Object)
 	if b := BudgetOf(ctx); b != nil {
 		if b.Passed() {
 			o.spent = true
@@ -117,7 +144,9 @@ func (o *Object) count() {
 	if o.budget.asSent {
 		n = sentLen(o.buf.Bytes()[o.counted:])
 	}
-	o.counted = o.buf.Len()
+	o.units += n
+	n -= o.precounted
+	o.counted, o.precounted = o.buf.Len(), 0
 	if o.budget.spend(n, o.path) {
 		return
 	}
@@ -252,12 +281,22 @@ func (o *Object) Value(alias string, m graphql.Marshaler) {
 }
 
 // Field keeps m, the marshaler of a field resolved the gqlgen way, to be
-// written in its place with the response.
+// written in its place with the response. An Object of this package that
+// is closed and holds nothing left to resolve (an edge's) is written now
+// instead, its bytes already counted against the budget by its Close, and
+// then reused: m must not be used after (the generated code only compares
+// it with graphql's nulls).
 func (o *Object) Field(alias string, m graphql.Marshaler) {
 	if o.spent {
 		return
 	}
 	o.buf.Write(o.key(alias))
+	if c, ok := m.(*Object); ok && c.closed && len(c.parts) == 0 && c.budget == o.budget {
+		o.buf.Write(c.buf.Bytes())
+		o.precounted += c.units
+		release(c)
+		return
+	}
 	o.parts = append(o.parts, part{end: o.buf.Len(), m: m})
 }
 
@@ -266,6 +305,7 @@ func (o *Object) Close() graphql.Marshaler {
 	if !o.spent {
 		o.buf.WriteByte('}')
 		o.count()
+		o.closed = !o.spent
 	}
 	return o
 }

@@ -115,3 +115,47 @@ func TestObject(t *testing.T) {
 		t.Fatalf("object written again =\n%s", again)
 	}
 }
+
+// TestInlinedEdgesAreCountedOnce: an edge's object that Field writes into
+// its parent at once (and reuses) counts against the budget exactly as one
+// kept as a part does: its bytes once, as written or as sent. A response
+// of exactly the bound passes neither way; one byte less passes both.
+func TestInlinedEdgesAreCountedOnce(t *testing.T) {
+	for _, asSent := range []bool{false, true} {
+		// build writes a parent of three edges, each inlined or, wrapped in
+		// a marshaler of another type, kept as a part.
+		build := func(max int, inlined bool) (string, bool) {
+			ctx, b := inline.WithBudget(context.Background(), max, asSent)
+			parent := inline.New(ctx, 0)
+			parent.String("name", "parent <&>")
+			for i, alias := range []string{"category", "doer", "project"} {
+				edge := inline.NewEdge(ctx, alias, 0)
+				edge.String("id", strings.Repeat("x", i+1))
+				edge.String("name", "edge \u2028 <b>")
+				var m graphql.Marshaler = edge.Close()
+				if !inlined {
+					m = graphql.WriterFunc(edge.MarshalGQL)
+				}
+				parent.Field(alias, m)
+			}
+			parent.String("after", "tail")
+			return marshal(parent.Close()), b.Passed()
+		}
+		whole, _ := build(1<<20, false)
+		if got, _ := build(1<<20, true); got != whole {
+			t.Fatalf("asSent %v: inlined edges wrote %s; kept as parts %s", asSent, got, whole)
+		}
+		size := len(whole)
+		if asSent {
+			size = len(whole) + 5*strings.Count(whole, "<") + 5*strings.Count(whole, ">") + 5*strings.Count(whole, "&") + 3*strings.Count(whole, "\u2028")
+		}
+		for _, inlined := range []bool{false, true} {
+			if _, passed := build(size, inlined); passed {
+				t.Errorf("asSent %v, inlined %v: a response of %d against a bound of %d passed it", asSent, inlined, size, size)
+			}
+			if _, passed := build(size-1, inlined); !passed {
+				t.Errorf("asSent %v, inlined %v: a response of %d against a bound of %d did not pass it", asSent, inlined, size, size-1)
+			}
+		}
+	}
+}
