@@ -43,12 +43,12 @@ type cost struct {
 // measured.
 var pins = map[string]map[string]cost{
 	"sqlite": {
-		"REST list page":                  {3, 5413},
-		"REST list page after a write":    {4, 5564},
-		"GraphQL list page":               {3, 7220},
-		"GraphQL list page after a write": {4, 7372},
-		"dashboard":                       {4, 21122},
-		"dashboard after a write":         {6, 21694},
+		"REST list page":                  {3, 5030},
+		"REST list page after a write":    {4, 5181},
+		"GraphQL list page":               {3, 6875},
+		"GraphQL list page after a write": {4, 7026},
+		"dashboard":                       {4, 15953},
+		"dashboard after a write":         {6, 16526},
 		"REST create procedure":           {13, 2223},
 		"REST update procedure":           {8, 1693},
 		"REST delete procedure":           {8, 1569},

@@ -12,9 +12,12 @@ package core
 import (
 	stdsql "database/sql"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"entgo.io/ent/dialect"
 	"entgo.io/ent/dialect/sql"
+	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/procedure"
@@ -29,9 +32,16 @@ type procedureScanner struct {
 	category, doer   database.NullUUID
 	// The nullable columns read, whose holders are copied out.
 	hasContent, hasCapture, hasCategory, hasDoer bool
-	dest                                         []any
-	// spare are procedures allocated for the next rows, a few at a time.
+	// packed holds the packed column's text (SQLite), whose fields
+	// unpacked are set by their setters (procedureColumns).
+	packed  string
+	fields  []string
+	setters []func(p *ent.Procedure, s string, sc *procedureScanner) error
+	dest    []any
+	// spare are procedures allocated for the next rows, a few at a time;
+	// ids the same for the ids a procedure points to.
 	spare []ent.Procedure
+	ids   []uuid.UUID
 }
 
 // procedureChunk is how many procedures a scanner allocates at once: one
@@ -39,25 +49,45 @@ type procedureScanner struct {
 // and little to spare for a short read.
 const procedureChunk = 16
 
+// procedureColumns are the columns a hand-written read selects, in its
+// order: on SQLite first the packed ones, as one text (database.PackSQLite),
+// then each plain one; on PostgreSQL every one plain.
+type procedureColumns struct {
+	packed, plain []string
+}
+
 // selectProcedureColumns makes sel, reading t, select columns (nil: every
-// column) but unread, for a procedureScanner, in the order it returns
-// them: on SQLite each time as an expression, so that the driver hands its
-// text over unparsed.
-func selectProcedureColumns(sel *sql.Selector, t *sql.SelectTable, d string, columns []string, unread string) []string {
+// column) but unread, for a procedureScanner, and returns them: on SQLite
+// those of fixed form packed (procedureSetters); every other time as an
+// expression, so that the driver hands its text over unparsed.
+func selectProcedureColumns(sel *sql.Selector, t *sql.SelectTable, d string, columns []string, unread string) procedureColumns {
 	if columns == nil {
 		columns = procedure.Columns
 	}
-	read := make([]string, 0, len(columns))
-	exprs := make([]string, 0, len(columns))
+	var (
+		read     procedureColumns
+		exprs    []string
+		packed   []string
+		nullable []bool
+	)
 	for _, c := range columns {
 		if c == unread {
+			continue
+		}
+		if _, ok := procedureSetters[c]; ok && d == dialect.SQLite {
+			read.packed = append(read.packed, c)
+			packed = append(packed, t.C(c))
+			nullable = append(nullable, c == procedure.FieldCategoryID || c == procedure.FieldDoerID)
 			continue
 		}
 		e := t.C(c)
 		if d == dialect.SQLite && isProcedureTime(c) {
 			e = "+" + e // handed over unparsed, to database.Time
 		}
-		read, exprs = append(read, c), append(exprs, e)
+		read.plain, exprs = append(read.plain, c), append(exprs, e)
+	}
+	if len(packed) > 0 {
+		exprs = append([]string{database.PackSQLite(packed, nullable)}, exprs...)
 	}
 	sel.Select(exprs...)
 	return read
@@ -71,13 +101,114 @@ func isProcedureTime(column string) bool {
 	return false
 }
 
+// procedureSetters set a procedure's field of each column of fixed form
+// from its text in a packed column: UUIDs (” for a NULL category or
+// doer), times, the enums (as their constants, so that a procedure keeps
+// no part of the packed text) and the integers.
+var procedureSetters = map[string]func(p *ent.Procedure, s string, sc *procedureScanner) error{
+	procedure.FieldID: func(p *ent.Procedure, s string, _ *procedureScanner) (err error) { p.ID, err = uuid.Parse(s); return },
+	procedure.FieldWorkspaceID: func(p *ent.Procedure, s string, _ *procedureScanner) (err error) {
+		p.WorkspaceID, err = uuid.Parse(s)
+		return
+	},
+	procedure.FieldCreatorID: func(p *ent.Procedure, s string, _ *procedureScanner) (err error) {
+		p.CreatorID, err = uuid.Parse(s)
+		return
+	},
+	procedure.FieldProjectID: func(p *ent.Procedure, s string, _ *procedureScanner) (err error) {
+		p.ProjectID, err = uuid.Parse(s)
+		return
+	},
+	procedure.FieldCategoryID: func(p *ent.Procedure, s string, sc *procedureScanner) (err error) {
+		p.CategoryID, err = sc.id(s)
+		return
+	},
+	procedure.FieldDoerID: func(p *ent.Procedure, s string, sc *procedureScanner) (err error) { p.DoerID, err = sc.id(s); return },
+	procedure.FieldCreatedAt: func(p *ent.Procedure, s string, _ *procedureScanner) (err error) {
+		p.CreatedAt, err = database.TimeText(s)
+		return
+	},
+	procedure.FieldUpdatedAt: func(p *ent.Procedure, s string, _ *procedureScanner) (err error) {
+		p.UpdatedAt, err = database.TimeText(s)
+		return
+	},
+	procedure.FieldDueAt: func(p *ent.Procedure, s string, _ *procedureScanner) (err error) {
+		p.DueAt, err = database.TimeText(s)
+		return
+	},
+	procedure.FieldPriority: func(p *ent.Procedure, s string, _ *procedureScanner) (err error) {
+		p.Priority, err = enumValue(s, priorities)
+		return
+	},
+	procedure.FieldState: func(p *ent.Procedure, s string, _ *procedureScanner) (err error) {
+		p.State, err = enumValue(s, states)
+		return
+	},
+	procedure.FieldNumber: func(p *ent.Procedure, s string, _ *procedureScanner) (err error) {
+		p.Number, err = strconv.ParseInt(s, 10, 64)
+		return
+	},
+	procedure.FieldCommentCount: func(p *ent.Procedure, s string, _ *procedureScanner) error {
+		n, err := strconv.ParseInt(s, 10, 0)
+		p.CommentCount = int(n)
+		return err
+	},
+}
+
+var (
+	priorities = procedure.PriorityValues()
+	states     = procedure.StateValues()
+)
+
+// enumValue is the one of values that s spells; a value outside them (a
+// row written outside procsvc) as it is stored, as ent reads it, copied
+// out of the packed text.
+func enumValue[E ~string](s string, values []E) (E, error) {
+	for _, v := range values {
+		if string(v) == s {
+			return v, nil
+		}
+	}
+	return E(strings.Clone(s)), nil
+}
+
+// id is a pointer to the id s spells, nil for ” (NULL): the ids are
+// allocated a few at a time, as the procedures are.
+func (sc *procedureScanner) id(s string) (*uuid.UUID, error) {
+	if s == "" {
+		return nil, nil
+	}
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	if len(sc.ids) == 0 {
+		sc.ids = make([]uuid.UUID, 2*procedureChunk)
+	}
+	p := &sc.ids[0]
+	sc.ids = sc.ids[1:]
+	*p = id
+	return p, nil
+}
+
 // newProcedureScanner scans columns, each one of procedure.Columns; an
 // error names a column it has no holder for (one added to the schema and
 // not here, which TestNestedProceduresAsEntReadsThem reads).
-func newProcedureScanner(columns []string) (*procedureScanner, error) {
-	sc := &procedureScanner{dest: make([]any, len(columns))}
+func newProcedureScanner(columns procedureColumns) (*procedureScanner, error) {
+	sc := &procedureScanner{}
+	if len(columns.packed) > 0 {
+		sc.dest = append(sc.dest, &sc.packed)
+		sc.fields = make([]string, len(columns.packed))
+		for _, c := range columns.packed {
+			set, ok := procedureSetters[c]
+			if !ok {
+				return nil, fmt.Errorf("core: no packed scan of the procedures' column %q", c)
+			}
+			sc.setters = append(sc.setters, set)
+		}
+	}
 	p := &sc.scratch
-	for i, c := range columns {
+	for _, c := range columns.plain {
 		var d any
 		switch c {
 		case procedure.FieldID:
@@ -125,14 +256,15 @@ func newProcedureScanner(columns []string) (*procedureScanner, error) {
 		default:
 			return nil, fmt.Errorf("core: no scan of the procedures' column %q", c)
 		}
-		sc.dest[i] = d
+		sc.dest = append(sc.dest, d)
 	}
 	return sc, nil
 }
 
 // procedure is a copy of the row scanned last, as ent's scan of the same
-// columns makes it (the unread fields their zero values).
-func (sc *procedureScanner) procedure() *ent.Procedure {
+// columns makes it (the unread fields their zero values). A packed column
+// not as it was written is an error.
+func (sc *procedureScanner) procedure() (*ent.Procedure, error) {
 	if len(sc.spare) == 0 {
 		sc.spare = make([]ent.Procedure, procedureChunk)
 	}
@@ -155,5 +287,15 @@ func (sc *procedureScanner) procedure() *ent.Procedure {
 		id := sc.doer.ID
 		p.DoerID = &id
 	}
-	return p
+	if len(sc.setters) > 0 {
+		if err := database.Unpack(sc.packed, sc.fields); err != nil {
+			return nil, err
+		}
+		for i, set := range sc.setters {
+			if err := set(p, sc.fields[i], sc); err != nil {
+				return nil, fmt.Errorf("core: packed column %d of a procedure: %w", i, err)
+			}
+		}
+	}
+	return p, nil
 }

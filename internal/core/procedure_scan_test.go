@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"entgo.io/ent/dialect"
+	"github.com/google/uuid"
 
 	"github.com/procsvc/procsvc/bench"
 	"github.com/procsvc/procsvc/ent"
@@ -45,6 +46,10 @@ func TestNestedProceduresAsEntReadsThem(t *testing.T) {
 			u := db.Client.Procedure.UpdateOneID(id)
 			if i%3 == 0 {
 				u.ClearDoerID().ClearCategoryID().ClearContent()
+			}
+			if i%5 == 0 {
+				// Free text holding the separator of a packed column.
+				u.SetName(fmt.Sprintf("pipe|%d|in the name", i))
 			}
 			if i%4 == 0 {
 				u.SetCaptureID("capture-" + id.String()[:8]).
@@ -146,4 +151,51 @@ func shown(v reflect.Value) string {
 		v = v.Elem()
 	}
 	return fmt.Sprintf("%v", v.Interface())
+}
+
+// TestNestedReadOfAMalformedRowIsAnError: on SQLite, where a nested read
+// packs a row's ids, times and enum values into one text, a stored time
+// that breaks the packing (it holds the separator) fails the read with an
+// error rather than a panic or a shifted field, as a time ent cannot read
+// fails ent's; an enum value outside the schema's is read as it is stored,
+// as ent reads it.
+func TestNestedReadOfAMalformedRowIsAnError(t *testing.T) {
+	db := dbtest.Open(t, "sqlite")
+	ctx := context.Background()
+	sys := viewer.System(ctx)
+	seeded, err := bench.Seed(ctx, db.Client, "Scan", "SCN", bench.Shape{Procedures: 6, Projects: 1, Categories: 1, Members: 1}, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := db.Client.Procedure.Query().Where(procedure.WorkspaceID(seeded.WorkspaceID)).IDs(sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vctx := viewer.NewContext(ctx, &viewer.Viewer{WorkspaceID: seeded.WorkspaceID, MemberID: seeded.MemberIDs[0], Role: viewer.RoleViewer})
+	first := 10
+	read := func() (map[uuid.UUID]core.NestedPage, error) {
+		return core.New(db.Client).FindProceduresOf(vctx, core.ParentProject, seeded.ProjectIDs, core.ProcedureFilter{}, core.ProcedureOrder{}, core.Window{First: &first}, 0)
+	}
+	if _, err := db.SQL.ExecContext(ctx, "UPDATE procedures SET priority = 'URGENT' WHERE id = ?", ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	pages, err := read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range pages[seeded.ProjectIDs[0]].List.Items {
+		if p.ID == ids[0] {
+			found = p.Priority == "URGENT"
+		}
+	}
+	if !found {
+		t.Errorf("a priority outside the schema's was not read as stored")
+	}
+	if _, err := db.SQL.ExecContext(ctx, "UPDATE procedures SET due_at = '2027-01-01|00:00' WHERE id = ?", ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	if pages, err := read(); err == nil && pages[seeded.ProjectIDs[0]].Err == nil {
+		t.Fatalf("a row whose time holds the separator read without an error")
+	}
 }

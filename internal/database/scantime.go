@@ -33,6 +33,22 @@ func (f Time) Scan(src any) error {
 	return fmt.Errorf("Scan: unable to scan type %T into time.Time", src)
 }
 
+// NullTime is Time for a nullable column: Valid is false for NULL.
+type NullTime struct {
+	Time  time.Time
+	Valid bool
+}
+
+// Scan implements sql.Scanner.
+func (n *NullTime) Scan(src any) error {
+	if src == nil {
+		*n = NullTime{}
+		return nil
+	}
+	n.Valid = true
+	return Time{T: &n.Time}.Scan(src)
+}
+
 // sqliteTimeLayouts are the layouts modernc.org/sqlite (v1.61) reads a
 // DATETIME column's text with, in its order, after time.Time's String
 // layout (sqliteStringLayout); the first is what _time_format=sqlite

@@ -131,4 +131,17 @@ func timeReadsAsTheDriver(t *testing.T) {
 			t.Errorf("%#v scanned as %v; want an error", bad, got)
 		}
 	}
+	// NullTime: NULL is not valid (and clears a time scanned before);
+	// anything else is read as Time reads it.
+	nt := database.NullTime{Time: time.Now(), Valid: true}
+	if err := nt.Scan(nil); err != nil || nt.Valid || !nt.Time.IsZero() {
+		t.Errorf("NULL scanned as %+v, %v; want not valid, zero", nt, err)
+	}
+	at := time.Date(2026, 12, 4, 21, 30, 0, 500_000_000, time.FixedZone("", 3600))
+	if err := nt.Scan("2026-12-04 21:30:00.5+01:00"); err != nil || !nt.Valid || !nt.Time.Equal(at) {
+		t.Errorf("a time scanned as %+v, %v; want %v", nt, err, at)
+	}
+	if err := nt.Scan("yesterday"); err == nil {
+		t.Errorf("text no layout reads scanned as %+v; want an error", nt)
+	}
 }

@@ -2,6 +2,7 @@ package loader
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -365,7 +366,10 @@ func commentStatement(d string, scoped bool, skip CommentSkip, ends commentEnds)
 	var where string
 	if scoped {
 		procs = procedures(id+", "+count+` AS "n", `+q(tenancy.Column)+` AS "ws"`, "+"+q(tenancy.Column)+" = ? AND "+count+" > 0 AND "+id+" IN (@)")
-		where = ` WHERE "c".` + q(tenancy.Column) + ` = "k"."ws"`
+		// Both sides without type affinity, compared as the texts they
+		// are (docs/performance.md, "SQLite: packed columns, comparisons
+		// without affinity").
+		where = ` WHERE +"c".` + q(tenancy.Column) + ` = +"k"."ws"`
 	}
 	// Each end names its comments by rowid, which the index holds, so
 	// that each is read from its table at once rather than found again
@@ -457,7 +461,7 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 	}
 	defer rows.Close()
 	pages := make(map[uuid.UUID]*commentPage, len(keys))
-	sc := newCommentScanner(r.columns[index(scoped)][skip], workspaceID, true)
+	sc := newCommentScanner(r.columns[index(scoped)][skip], workspaceID, true, false)
 	var last *ent.Comment
 	for rows.Next() {
 		if err := rows.Scan(sc.dest...); err != nil {
@@ -501,15 +505,54 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 type commentScanner struct {
 	scratch ent.Comment
 	total   int64
+	// packed holds a packed column's text, whose fields are set by
+	// setters (packedCommentColumns).
+	packed  string
+	fields  []string
+	setters []func(c *ent.Comment, s string) error
 	dest    []any
+}
+
+// packedCommentColumns splits columns into those a SQLite read packs into
+// one text (database.PackSQLite: the ids and times), in their order, and
+// the text, which it selects as a column of its own.
+func packedCommentColumns(columns []string) (packed, plain []string) {
+	for _, c := range columns {
+		if c == comment.FieldText {
+			plain = append(plain, c)
+			continue
+		}
+		packed = append(packed, c)
+	}
+	return packed, plain
+}
+
+// commentSetters set a comment's field from its text in a packed column.
+var commentSetters = map[string]func(c *ent.Comment, s string) error{
+	comment.FieldID:          func(c *ent.Comment, s string) (err error) { c.ID, err = uuid.Parse(s); return },
+	comment.FieldWorkspaceID: func(c *ent.Comment, s string) (err error) { c.WorkspaceID, err = uuid.Parse(s); return },
+	comment.FieldProcedureID: func(c *ent.Comment, s string) (err error) { c.ProcedureID, err = uuid.Parse(s); return },
+	comment.FieldAuthorID:    func(c *ent.Comment, s string) (err error) { c.AuthorID, err = uuid.Parse(s); return },
+	comment.FieldCreatedAt:   func(c *ent.Comment, s string) (err error) { c.CreatedAt, err = database.TimeText(s); return },
+	comment.FieldUpdatedAt:   func(c *ent.Comment, s string) (err error) { c.UpdatedAt, err = database.TimeText(s); return },
 }
 
 // newCommentScanner scans columns, then the procedure's count when total;
 // a comment's workspace is workspaceID when columns leave it unread (a
-// read confined to that workspace).
-func newCommentScanner(columns []string, workspaceID uuid.UUID, total bool) *commentScanner {
+// read confined to that workspace). When pack is set, the row's first
+// column packs the columns packedCommentColumns packs.
+func newCommentScanner(columns []string, workspaceID uuid.UUID, total, pack bool) *commentScanner {
 	sc := &commentScanner{dest: make([]any, 0, len(commentColumns)+1)}
 	sc.scratch.WorkspaceID = workspaceID
+	if pack {
+		var packed []string
+		packed, columns = packedCommentColumns(columns)
+		sc.dest = append(sc.dest, &sc.packed)
+		sc.fields = make([]string, len(packed))
+		for _, c := range packed {
+			sc.setters = append(sc.setters, commentSetters[c])
+		}
+	}
 	for _, c := range columns {
 		switch c {
 		case comment.FieldID:
@@ -539,6 +582,16 @@ func newCommentScanner(columns []string, workspaceID uuid.UUID, total bool) *com
 func (sc *commentScanner) comment(budget *textBudget) (*ent.Comment, error) {
 	if !budget.spend(len(sc.scratch.Text)) {
 		return nil, budget.err()
+	}
+	if len(sc.setters) > 0 {
+		if err := database.Unpack(sc.packed, sc.fields); err != nil {
+			return nil, err
+		}
+		for i, set := range sc.setters {
+			if err := set(&sc.scratch, sc.fields[i]); err != nil {
+				return nil, fmt.Errorf("loader: packed column %d of a comment: %w", i, err)
+			}
+		}
 	}
 	c := new(ent.Comment)
 	c.ID, c.WorkspaceID, c.ProcedureID, c.AuthorID = sc.scratch.ID, sc.scratch.WorkspaceID, sc.scratch.ProcedureID, sc.scratch.AuthorID

@@ -15,12 +15,14 @@ import (
 
 	"github.com/procsvc/procsvc/ent"
 	"github.com/procsvc/procsvc/ent/comment"
+	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/tenancy"
 )
 
 // wholeStatement is the statement of every comment of a list of procedures
 // in dialect d, confined to the workspace of its first parameter when
-// scoped, selecting commentColumnsOf(scoped, skip), ordered by procedure,
+// scoped, selecting commentColumnsOf(scoped, skip) (on SQLite all but the
+// text packed into its first column: commentScanner), ordered by procedure,
 // created_at and id: one index scan over the list of them, without
 // looking the procedures up. Its parameters are that workspace (when
 // scoped), the procedures, and on PostgreSQL a LIMIT: a uuid[] there; on
@@ -30,13 +32,19 @@ import (
 // for, so the caller bounds the read by stopping.
 func wholeStatement(d string, scoped bool, skip CommentSkip) string {
 	q := func(name string) string { return `"` + name + `"` }
+	columns := commentColumnsOf(scoped, skip)
 	var cols []string
-	for _, c := range commentColumnsOf(scoped, skip) {
-		c = q(c)
-		if d == dialect.SQLite && (c == q(comment.FieldCreatedAt) || c == q(comment.FieldUpdatedAt)) {
-			c = "+" + c // handed over unparsed, to database.Time (commentStatement)
+	if d == dialect.SQLite {
+		// The ids and times packed into one text (commentScanner).
+		packed, plain := packedCommentColumns(columns)
+		for i, c := range packed {
+			packed[i] = q(c)
 		}
-		cols = append(cols, c)
+		cols = append(cols, database.PackSQLite(packed, make([]bool, len(packed))))
+		columns = plain
+	}
+	for _, c := range columns {
+		cols = append(cols, q(c))
 	}
 	order := " ORDER BY " + q(comment.FieldProcedureID) + ", " + q(comment.FieldCreatedAt) + ", " + q(comment.FieldID)
 	head := "SELECT " + strings.Join(cols, ", ") + " FROM " + q(comment.Table) + " WHERE "
@@ -49,7 +57,11 @@ func wholeStatement(d string, scoped bool, skip CommentSkip) string {
 		return head + q(comment.FieldProcedureID) + " = ANY(" + keys + "::uuid[])" + order + " LIMIT " + limit
 	}
 	if scoped {
-		head += q(tenancy.Column) + " = ? AND "
+		// A unary plus: no type affinity, so that the UUID texts are
+		// compared as they are, not first read as numbers
+		// (docs/performance.md, "SQLite: packed columns, comparisons
+		// without affinity").
+		head += "+" + q(tenancy.Column) + " = ? AND "
 	}
 	return head + q(comment.FieldProcedureID) + " IN (SELECT " + q("value") + " FROM json_each(?))" + order
 }
@@ -83,7 +95,7 @@ func (r *commentReader) readWhole(ctx context.Context, keys []uuid.UUID, w Comme
 	}
 	defer rows.Close()
 	pages = make(map[uuid.UUID]*commentPage, len(keys))
-	sc := newCommentScanner(r.columns[index(scoped)][skip], workspaceID, false)
+	sc := newCommentScanner(r.columns[index(scoped)][skip], workspaceID, false, r.db.Dialect == dialect.SQLite)
 	for n := 0; rows.Next(); n++ {
 		if n == bound {
 			return nil, false, nil

@@ -95,6 +95,10 @@ func newNamedReader(db *database.DB) *namedReader {
 		b.WriteString("SELECT " + strconv.Itoa(kind))
 		for i, c := range slots {
 			switch {
+			case c != "" && i >= 5 && db.Dialect == dialect.SQLite:
+				// An expression: the driver hands its text over to
+				// database.NullTime unparsed (database.Time).
+				b.WriteString(`, +"` + c + `"`)
 			case c != "":
 				b.WriteString(`, "` + c + `"`)
 			case i < 5:
@@ -145,8 +149,11 @@ func (r *namedReader) read(ctx context.Context, k namedKeys) (found named, ok bo
 			q.WriteString(` WHERE "` + tenancy.Column + `" = $1 AND "id" = ANY($` + strconv.Itoa(len(args)) + `::uuid[])`)
 			continue
 		}
+		// The workspace as an expression without type affinity, compared
+		// as text once each row is found by its id (docs/performance.md,
+		// "SQLite: packed columns, comparisons without affinity").
 		args = append(args, workspaceID)
-		q.WriteString(` WHERE "` + tenancy.Column + `" = ? AND "id" IN (?`)
+		q.WriteString(` WHERE +"` + tenancy.Column + `" = ? AND "id" IN (?`)
 		q.WriteString(strings.Repeat(",?", len(b.keys)-1))
 		q.WriteString(")")
 		for _, id := range b.keys {
@@ -177,7 +184,7 @@ func (r *namedReader) read(ctx context.Context, k namedKeys) (found named, ok bo
 		id, workspace  uuid.UUID
 		name           string
 		text1, text2   sql.NullString
-		t1, t2, t3, t4 sql.NullTime
+		t1, t2, t3, t4 database.NullTime
 	)
 	dest := []any{&kind, database.UUID{ID: &id}, database.UUID{ID: &workspace}, &name, &text1, &text2, &t1, &t2, &t3, &t4}
 	for rows.Next() {
