@@ -41,8 +41,13 @@ func (ec *executionContext) marshalInlineSlice(ctx context.Context, sel ast.Sele
 		return graphql.MarshalSliceConcurrently(ctx, length, workerLimit, omitPanicHandler, marshalElement)
 	}
 	ret := make(graphql.Array, length)
+	// The elements' field contexts and indexes, allocated once for the
+	// list rather than two allocations an element.
+	fcs, indexes := make([]graphql.FieldContext, length), make([]int, length)
 	for i := range length {
-		childCtx := graphql.WithFieldContext(ctx, &graphql.FieldContext{Index: &i})
+		indexes[i] = i
+		fcs[i].Index = &indexes[i]
+		childCtx := graphql.WithFieldContext(ctx, &fcs[i])
 		if omitPanicHandler {
 			ret[i] = marshalElement(childCtx, i)
 			continue

@@ -20,6 +20,7 @@ import (
 	"context"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -286,18 +287,49 @@ func (o *Object) Value(alias string, m graphql.Marshaler) {
 // instead, its bytes already counted against the budget by its Close, and
 // then reused: m must not be used after (the generated code only compares
 // it with graphql's nulls).
+//
+// A list (graphql.Array) of such Objects only, the elements of a list the
+// plugin writes (a procedure's comments, a page's nodes), is written now
+// the same way, each element reused: m must not be used after either.
 func (o *Object) Field(alias string, m graphql.Marshaler) {
 	if o.spent {
 		return
 	}
 	o.buf.Write(o.key(alias))
-	if c, ok := m.(*Object); ok && c.closed && len(c.parts) == 0 && c.budget == o.budget {
-		o.buf.Write(c.buf.Bytes())
-		o.precounted += c.units
-		release(c)
-		return
+	switch v := m.(type) {
+	case *Object:
+		if o.done(v) {
+			o.inline(v)
+			return
+		}
+	case graphql.Array:
+		if len(v) > 0 && !slices.ContainsFunc(v, func(e graphql.Marshaler) bool { c, ok := e.(*Object); return !ok || !o.done(c) }) {
+			o.buf.WriteByte('[')
+			for i, e := range v {
+				if i > 0 {
+					o.buf.WriteByte(',')
+				}
+				o.inline(e.(*Object))
+			}
+			o.buf.WriteByte(']')
+			return
+		}
 	}
 	o.parts = append(o.parts, part{end: o.buf.Len(), m: m})
+}
+
+// done reports whether c, written into o, is closed with nothing left to
+// resolve, its bytes counted against o's budget (Field).
+func (o *Object) done(c *Object) bool {
+	return c.closed && len(c.parts) == 0 && c.budget == o.budget
+}
+
+// inline writes c's bytes into o, counted against the budget once (by c's
+// Close: o's count skips them), and offers c for reuse.
+func (o *Object) inline(c *Object) {
+	o.buf.Write(c.buf.Bytes())
+	o.precounted += c.units
+	release(c)
 }
 
 // Close ends the object and counts it against its budget.

@@ -159,3 +159,56 @@ func TestInlinedEdgesAreCountedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestInlinedListsAreCountedOnce: a list of closed elements written into
+// its parent at once (Field) writes the bytes the list would, and the
+// budget counts them once, the list's brackets and commas included: a
+// response of exactly the bound does not pass it, one byte less does, as
+// written and as sent. Kept as a part instead, the list's punctuation is
+// counted when the response is marshalled (MarshalInto).
+func TestInlinedListsAreCountedOnce(t *testing.T) {
+	for _, asSent := range []bool{false, true} {
+		build := func(max int, inlined bool) (string, bool) {
+			ctx, b := inline.WithBudget(context.Background(), max, asSent)
+			parent := inline.New(ctx, 0)
+			parent.String("name", "parent <&>")
+			var list graphql.Array
+			for i := range 3 {
+				e := inline.NewElement(ctx, "items", i, 0)
+				e.String("text", strings.Repeat("<y>\u2028", i+1))
+				list = append(list, e.Close())
+			}
+			var m graphql.Marshaler = list
+			if !inlined {
+				m = graphql.WriterFunc(list.MarshalGQL)
+			}
+			parent.Field("items", m)
+			parent.String("after", "tail")
+			out := parent.Close()
+			if asSent {
+				return marshal(out), b.Passed()
+			}
+			var buf bytes.Buffer
+			inline.MarshalInto(ctx, &buf, out)
+			return buf.String(), b.Passed()
+		}
+		whole, _ := build(1<<20, false)
+		if got, _ := build(1<<20, true); got != whole {
+			t.Fatalf("asSent %v: the inlined list wrote %s; kept as a part %s", asSent, got, whole)
+		}
+		// MarshalInto bounds the response as sent, as the budget counted
+		// as sent does.
+		size := len(whole) + 5*strings.Count(whole, "<") + 5*strings.Count(whole, ">") + 5*strings.Count(whole, "&") + 3*strings.Count(whole, "\u2028")
+		for _, inlined := range []bool{false, true} {
+			if asSent && !inlined {
+				continue // a part's punctuation is counted by MarshalInto, which a response counted as sent skips
+			}
+			if _, passed := build(size, inlined); passed {
+				t.Errorf("asSent %v, inlined %v: a response of %d against a bound of %d passed it", asSent, inlined, size, size)
+			}
+			if _, passed := build(size-1, inlined); !passed {
+				t.Errorf("asSent %v, inlined %v: a response of %d against a bound of %d did not pass it", asSent, inlined, size, size-1)
+			}
+		}
+	}
+}
