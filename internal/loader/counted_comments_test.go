@@ -9,6 +9,7 @@ import (
 
 	"github.com/procsvc/procsvc/bench"
 	"github.com/procsvc/procsvc/ent"
+	"github.com/procsvc/procsvc/ent/comment"
 	"github.com/procsvc/procsvc/ent/procedure"
 	"github.com/procsvc/procsvc/internal/database"
 	"github.com/procsvc/procsvc/internal/dbtest"
@@ -173,4 +174,36 @@ func TestCountedCommentsAnswerAsLookedUp(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestPackedCommentOfAMalformedRowIsAnError: on SQLite the whole read packs
+// a comment's ids and time into one text (commentScanner); a stored time
+// that holds the separator fails the read with an error, neither a panic
+// nor a comment of shifted fields. A comment text holding it is read as
+// it is: texts are never packed.
+func TestPackedCommentOfAMalformedRowIsAnError(t *testing.T) {
+	db := dbtest.Open(t, "sqlite")
+	sys := viewer.System(context.Background())
+	a, err := bench.Seed(sys, db.Client, "Acme", "ACME", bench.Shape{Procedures: 20, Projects: 1, Categories: 1, Members: 1, MaxComments: 3}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := db.Client.Comment.Query().Where(comment.WorkspaceID(a.WorkspaceID)).All(sys)
+	if err != nil || len(cs) < 2 {
+		t.Fatalf("%d comments: %v", len(cs), err)
+	}
+	asA := viewer.NewContext(context.Background(), &viewer.Viewer{WorkspaceID: a.WorkspaceID, Role: viewer.RoleViewer})
+	keys := []uuid.UUID{cs[0].ProcedureID}
+	if _, err := db.SQL.ExecContext(sys, "UPDATE comments SET text = 'a|b|c' WHERE id = ?", cs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if n, complete, err := loader.ReadWholeComments(asA, db, keys, loader.CommentWindow{First: 5}); err != nil || !complete || n == 0 {
+		t.Fatalf("a text holding the separator: %d comments, complete %v, %v", n, complete, err)
+	}
+	if _, err := db.SQL.ExecContext(sys, "UPDATE comments SET created_at = '2026-12-06|07:00' WHERE id = ?", cs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := loader.ReadWholeComments(asA, db, keys, loader.CommentWindow{First: 5}); err == nil {
+		t.Fatal("a comment whose time holds the separator read without an error")
+	}
 }
