@@ -310,9 +310,9 @@ func (s *Service) nestedRows(ctx context.Context, v *viewer.Viewer, edge Parent,
 	// it in the writer's workspace). The outer read still confines every
 	// row it returns, so that a row of another workspace pointing at a
 	// parent (as no API write can make) never shows; it would shorten its
-	// page, which the lists' totals (confined, counted apart) reveal, and
-	// those parents' pages are read again with confined branches. A page
-	// at a cursor, or one that ran short, is read confined from the start.
+	// page, which the lists' totals (confined, counted apart) reveal: the
+	// pages are then read again with confined branches, one statement
+	// more. A page at a cursor is read confined from the start.
 	sqlite := s.client.Driver().Dialect() == dialect.SQLite
 	confine := !sqlite || slices.ContainsFunc(todo, func(l *nestedList) bool { return len(l.slice.bounds) > 0 || l.slice.offset > 0 })
 	out, err := s.readSlices(ctx, edge, workspaceID, preds, todo, columns, confine)
