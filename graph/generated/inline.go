@@ -82,7 +82,7 @@ func edgeContext(ctx context.Context, field graphql.CollectedField, fieldContext
 // inlineProcedure marshals a Procedure as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineProcedure(ctx context.Context, sel ast.SelectionSet, obj *ent.Procedure) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, procedureImplementors)
+	fields := inline.CollectFields(ctx, ec.OperationContext, sel, procedureImplementors)
 	return ec.writeProcedure(ctx, inline.New(ctx, len(fields)*48), fields, obj)
 }
 
@@ -191,7 +191,7 @@ func plainProcedure(fields []graphql.CollectedField) bool {
 // inlineProcedureEdge marshals a ProcedureEdge as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineProcedureEdge(ctx context.Context, sel ast.SelectionSet, obj *model.ProcedureEdge) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, procedureEdgeImplementors)
+	fields := inline.CollectFields(ctx, ec.OperationContext, sel, procedureEdgeImplementors)
 	return ec.writeProcedureEdge(ctx, inline.New(ctx, len(fields)*48), fields, obj)
 }
 
@@ -235,7 +235,7 @@ func plainProcedureEdge(fields []graphql.CollectedField) bool {
 // inlineComment marshals a Comment as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineComment(ctx context.Context, sel ast.SelectionSet, obj *ent.Comment) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, commentImplementors)
+	fields := inline.CollectFields(ctx, ec.OperationContext, sel, commentImplementors)
 	return ec.writeComment(ctx, inline.New(ctx, len(fields)*48), fields, obj)
 }
 
@@ -287,7 +287,7 @@ func plainComment(fields []graphql.CollectedField) bool {
 // inlineCommentEdge marshals a CommentEdge as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineCommentEdge(ctx context.Context, sel ast.SelectionSet, obj *model.CommentEdge) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, commentEdgeImplementors)
+	fields := inline.CollectFields(ctx, ec.OperationContext, sel, commentEdgeImplementors)
 	return ec.writeCommentEdge(ctx, inline.New(ctx, len(fields)*48), fields, obj)
 }
 
@@ -331,7 +331,7 @@ func plainCommentEdge(fields []graphql.CollectedField) bool {
 // inlineCategory marshals a Category as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineCategory(ctx context.Context, sel ast.SelectionSet, obj *ent.Category) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, categoryImplementors)
+	fields := inline.CollectFields(ctx, ec.OperationContext, sel, categoryImplementors)
 	return ec.writeCategory(ctx, inline.New(ctx, len(fields)*48), fields, obj)
 }
 
@@ -383,7 +383,7 @@ func plainCategory(fields []graphql.CollectedField) bool {
 // inlineMember marshals a Member as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineMember(ctx context.Context, sel ast.SelectionSet, obj *ent.Member) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, memberImplementors)
+	fields := inline.CollectFields(ctx, ec.OperationContext, sel, memberImplementors)
 	return ec.writeMember(ctx, inline.New(ctx, len(fields)*48), fields, obj)
 }
 
@@ -439,7 +439,7 @@ func plainMember(fields []graphql.CollectedField) bool {
 // inlineProject marshals a Project as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineProject(ctx context.Context, sel ast.SelectionSet, obj *ent.Project) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, projectImplementors)
+	fields := inline.CollectFields(ctx, ec.OperationContext, sel, projectImplementors)
 	return ec.writeProject(ctx, inline.New(ctx, len(fields)*48), fields, obj)
 }
 
@@ -495,7 +495,7 @@ func plainProject(fields []graphql.CollectedField) bool {
 // inlineProcedureConnection marshals a ProcedureConnection as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineProcedureConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ProcedureConnection) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, procedureConnectionImplementors)
+	fields := inline.CollectFields(ctx, ec.OperationContext, sel, procedureConnectionImplementors)
 	return ec.writeProcedureConnection(ctx, inline.New(ctx, len(fields)*48), fields, obj)
 }
 
@@ -551,7 +551,7 @@ func plainProcedureConnection(fields []graphql.CollectedField) bool {
 // inlineCommentConnection marshals a CommentConnection as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineCommentConnection(ctx context.Context, sel ast.SelectionSet, obj *model.CommentConnection) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, commentConnectionImplementors)
+	fields := inline.CollectFields(ctx, ec.OperationContext, sel, commentConnectionImplementors)
 	return ec.writeCommentConnection(ctx, inline.New(ctx, len(fields)*48), fields, obj)
 }
 
@@ -607,7 +607,7 @@ func plainCommentConnection(fields []graphql.CollectedField) bool {
 // inlineProjectConnection marshals a ProjectConnection as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlineProjectConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ProjectConnection) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, projectConnectionImplementors)
+	fields := inline.CollectFields(ctx, ec.OperationContext, sel, projectConnectionImplementors)
 	return ec.writeProjectConnection(ctx, inline.New(ctx, len(fields)*48), fields, obj)
 }
 
@@ -663,7 +663,7 @@ func plainProjectConnection(fields []graphql.CollectedField) bool {
 // inlinePageInfo marshals a PageInfo as gqlgen's own marshaller
 // would, writing its plain fields straight into its JSON.
 func (ec *executionContext) inlinePageInfo(ctx context.Context, sel ast.SelectionSet, obj *model.PageInfo) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, pageInfoImplementors)
+	fields := inline.CollectFields(ctx, ec.OperationContext, sel, pageInfoImplementors)
 	return ec.writePageInfo(ctx, inline.New(ctx, len(fields)*48), fields, obj)
 }
 
@@ -704,7 +704,7 @@ func plainPageInfo(fields []graphql.CollectedField) bool {
 // the schema allows none or a panic is reported at the field's path, in a
 // field context made then. Any other selection goes through gqlgen's.
 func (ec *executionContext) edgeProcedure_category(ctx context.Context, field graphql.CollectedField, obj *ent.Procedure) (ret graphql.Marshaler) {
-	fields := graphql.CollectFields(ec.OperationContext, field.Selections, categoryImplementors)
+	fields := inline.CollectFields(ctx, ec.OperationContext, field.Selections, categoryImplementors)
 	if !plainCategory(fields) || edgesByGqlgen.Load() {
 		return ec._Procedure_category(ctx, field, obj)
 	}
@@ -733,7 +733,7 @@ func (ec *executionContext) edgeProcedure_category(ctx context.Context, field gr
 // the schema allows none or a panic is reported at the field's path, in a
 // field context made then. Any other selection goes through gqlgen's.
 func (ec *executionContext) edgeProcedure_doer(ctx context.Context, field graphql.CollectedField, obj *ent.Procedure) (ret graphql.Marshaler) {
-	fields := graphql.CollectFields(ec.OperationContext, field.Selections, memberImplementors)
+	fields := inline.CollectFields(ctx, ec.OperationContext, field.Selections, memberImplementors)
 	if !plainMember(fields) || edgesByGqlgen.Load() {
 		return ec._Procedure_doer(ctx, field, obj)
 	}
@@ -762,7 +762,7 @@ func (ec *executionContext) edgeProcedure_doer(ctx context.Context, field graphq
 // the schema allows none or a panic is reported at the field's path, in a
 // field context made then. Any other selection goes through gqlgen's.
 func (ec *executionContext) edgeProcedure_project(ctx context.Context, field graphql.CollectedField, obj *ent.Procedure) (ret graphql.Marshaler) {
-	fields := graphql.CollectFields(ec.OperationContext, field.Selections, projectImplementors)
+	fields := inline.CollectFields(ctx, ec.OperationContext, field.Selections, projectImplementors)
 	if !plainProject(fields) || edgesByGqlgen.Load() {
 		return ec._Procedure_project(ctx, field, obj)
 	}
@@ -792,7 +792,7 @@ func (ec *executionContext) edgeProcedure_project(ctx context.Context, field gra
 // the schema allows none or a panic is reported at the field's path, in a
 // field context made then. Any other selection goes through gqlgen's.
 func (ec *executionContext) edgeComment_author(ctx context.Context, field graphql.CollectedField, obj *ent.Comment) (ret graphql.Marshaler) {
-	fields := graphql.CollectFields(ec.OperationContext, field.Selections, memberImplementors)
+	fields := inline.CollectFields(ctx, ec.OperationContext, field.Selections, memberImplementors)
 	if !plainMember(fields) || edgesByGqlgen.Load() {
 		return ec._Comment_author(ctx, field, obj)
 	}
@@ -822,7 +822,7 @@ func (ec *executionContext) edgeComment_author(ctx context.Context, field graphq
 // response bound passed is reported at the element's path). Any other
 // selection goes through gqlgen's.
 func (ec *executionContext) listProcedureConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.ProcedureConnection) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, field.Selections, procedureImplementors)
+	fields := inline.CollectFields(ctx, ec.OperationContext, field.Selections, procedureImplementors)
 	list := obj.Nodes
 	if !plainProcedure(fields) || edgesByGqlgen.Load() || slices.Contains(list, nil) {
 		return ec._ProcedureConnection_nodes(ctx, field, obj)
@@ -841,7 +841,7 @@ func (ec *executionContext) listProcedureConnection_nodes(ctx context.Context, f
 // response bound passed is reported at the element's path). Any other
 // selection goes through gqlgen's.
 func (ec *executionContext) listCommentConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.CommentConnection) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, field.Selections, commentImplementors)
+	fields := inline.CollectFields(ctx, ec.OperationContext, field.Selections, commentImplementors)
 	list := obj.Nodes
 	if !plainComment(fields) || edgesByGqlgen.Load() || slices.Contains(list, nil) {
 		return ec._CommentConnection_nodes(ctx, field, obj)
@@ -860,7 +860,7 @@ func (ec *executionContext) listCommentConnection_nodes(ctx context.Context, fie
 // response bound passed is reported at the element's path). Any other
 // selection goes through gqlgen's.
 func (ec *executionContext) listProjectConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.ProjectConnection) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, field.Selections, projectImplementors)
+	fields := inline.CollectFields(ctx, ec.OperationContext, field.Selections, projectImplementors)
 	list := obj.Nodes
 	if !plainProject(fields) || edgesByGqlgen.Load() || slices.Contains(list, nil) {
 		return ec._ProjectConnection_nodes(ctx, field, obj)

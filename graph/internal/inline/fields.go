@@ -19,10 +19,52 @@ import (
 // response (SharedFieldContext), and make their own only for the first.
 
 // sharedFields are the field contexts of one response, by field: the first
-// one made for each, as a template.
+// one made for each, as a template; and the fields collected from each
+// selection set for each set of types (CollectFields).
 type sharedFields struct {
-	mu sync.Mutex
-	m  map[*ast.Field]*graphql.FieldContext
+	mu        sync.Mutex
+	m         map[*ast.Field]*graphql.FieldContext
+	collected map[collectedKey][]graphql.CollectedField
+}
+
+// collectedKey names a selection set of the operation's document, by its
+// first selection and length, and the types its fields are collected for,
+// by their slice (one per object type, made once).
+type collectedKey struct {
+	sel       *ast.Selection
+	n         int
+	satisfies *string
+}
+
+// CollectFields is graphql.CollectFields, kept for ctx's response: the
+// same selection set collected for the same types (every element of a
+// list, every edge of a page: some two thousand calls for a dashboard) is
+// collected once. gqlgen keeps its own results per operation too, but
+// allocates the key of its cache (a hash of the types' names) on every
+// call, the largest single share of a dashboard's allocations. The fields
+// depend only on the document, its variables and the types, all fixed for
+// a response; like gqlgen's, the slice returned is shared and never to be
+// changed. Without shared fields in ctx, it is graphql.CollectFields.
+func CollectFields(ctx context.Context, op *graphql.OperationContext, sel ast.SelectionSet, satisfies []string) []graphql.CollectedField {
+	s, _ := ctx.Value(sharedFieldsKey{}).(*sharedFields)
+	if s == nil || len(sel) == 0 || len(satisfies) == 0 {
+		return graphql.CollectFields(op, sel, satisfies)
+	}
+	k := collectedKey{sel: &sel[0], n: len(sel), satisfies: &satisfies[0]}
+	s.mu.Lock()
+	fields, ok := s.collected[k]
+	s.mu.Unlock()
+	if ok {
+		return fields
+	}
+	fields = graphql.CollectFields(op, sel, satisfies)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.collected == nil {
+		s.collected = map[collectedKey][]graphql.CollectedField{}
+	}
+	s.collected[k] = fields
+	return fields
 }
 
 type sharedFieldsKey struct{}
