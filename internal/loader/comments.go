@@ -181,9 +181,10 @@ func commentColumnsOf(scoped bool, s CommentSkip) []string {
 type commentReader struct {
 	db *database.DB
 	// pg is the whole PostgreSQL statement, by whether it is confined to
-	// a workspace (its first parameter); the procedures are one uuid[]
-	// parameter, the window two more.
-	pg [2][commentSkips]string
+	// a workspace (its first parameter) and whether it reads one
+	// procedure's (pgOne); the procedures are one uuid[] parameter (one
+	// uuid for one), the window two more.
+	pg [2][commentSkips][2]string
 	// sqliteHead and sqliteTail are the SQLite statement around its list
 	// of procedures, by whether it is confined to a workspace, the
 	// columns it skips and the ends the window takes (commentEnds); the
@@ -222,9 +223,11 @@ func newCommentReader(db *database.DB) *commentReader {
 		for skip := range CommentSkip(commentSkips) {
 			r.columns[index(scoped)][skip] = commentColumnsOf(scoped, skip)
 			r.whole[index(scoped)][skip] = wholeStatement(db.Dialect, scoped, skip)
-			r.pg[index(scoped)][skip] = commentStatement(dialect.Postgres, scoped, skip, bothEnds)
+			for _, one := range []bool{false, true} {
+				r.pg[index(scoped)][skip][pgOne(one)] = commentStatement(dialect.Postgres, scoped, skip, bothEnds, one)
+			}
 			for _, ends := range []commentEnds{bothEnds, firstEnd, lastEnd} {
-				head, tail, _ := strings.Cut(commentStatement(dialect.SQLite, scoped, skip, ends), "@")
+				head, tail, _ := strings.Cut(commentStatement(dialect.SQLite, scoped, skip, ends, false), "@")
 				r.sqliteHead[index(scoped)][skip][ends], r.sqliteTail[index(scoped)][skip][ends] = head, strings.Split(tail, sqliteLimit)
 			}
 		}
@@ -261,6 +264,24 @@ func endsOf(w CommentWindow) commentEnds {
 	return bothEnds
 }
 
+// pgOne is the index in commentReader.pg of the statement that reads one
+// procedure's comments (one) or a list's.
+//
+// One procedure's has its key as a uuid, not a uuid[] of one: PostgreSQL
+// plans a prepared statement afresh at every run (a custom plan) as long
+// as the plan it would keep (the generic plan) is estimated dearer than
+// those, and it estimates a uuid[] parameter at ten elements. For the
+// single procedure of a write's answer or a record's read, that made the
+// generic plan the dearer, so the statement was planned at every run,
+// 0.25 ms of PostgreSQL's CPU, ten times its run (docs/performance.md,
+// "Plans kept for one procedure's comments").
+func pgOne(one bool) int {
+	if one {
+		return 1
+	}
+	return 0
+}
+
 // index is a statement's index in commentReader's pairs.
 func index(scoped bool) int {
 	if scoped {
@@ -273,7 +294,8 @@ func index(scoped bool) int {
 // the workspace of its first parameter when scoped, selecting
 // commentColumnsOf(scoped, skip). Its parameters are
 // that workspace (when scoped), the window's First and Last, and the
-// procedures: on PostgreSQL in that order, the procedures one uuid[]; on
+// procedures: on PostgreSQL in that order, the procedures one uuid[] (a
+// uuid when one: a statement of one procedure, see pgOne); on
 // SQLite the procedures, a list of parameters where the statement has
 // "@", are its only parameters besides the workspace: each end's LIMIT,
 // First then Last, is written where the statement has sqliteLimit, and an
@@ -294,7 +316,7 @@ func index(scoped bool) int {
 // procedures table, with their count, so that one without comments
 // (comment_count 0) reads nothing more and one of another workspace
 // nothing at all.
-func commentStatement(d string, scoped bool, skip CommentSkip, ends commentEnds) string {
+func commentStatement(d string, scoped bool, skip CommentSkip, ends commentEnds, one bool) string {
 	q := func(name string) string { return `"` + name + `"` }
 	columns := commentColumnsOf(scoped, skip)
 	cols := func(table string) string {
@@ -334,6 +356,9 @@ func commentStatement(d string, scoped bool, skip CommentSkip, ends commentEnds)
 		}
 		window := first + "::bigint + " + last + "::bigint"
 		ofKeys := " AND " + id + " = ANY(" + keys + "::uuid[])"
+		if one {
+			ofKeys = " AND " + id + " = " + keys + "::uuid"
+		}
 		few := procedures(id, confined+count+" BETWEEN 1 AND "+window+ofKeys)
 		many := procedures(id+", "+count+` AS "n"`, confined+count+" > "+window+ofKeys)
 		end := func(limit, dir string) string {
@@ -422,7 +447,11 @@ func (r *commentReader) read(ctx context.Context, keys []uuid.UUID, w CommentWin
 	}
 	var query string
 	if r.db.Dialect == dialect.Postgres {
-		query, args = r.pg[index(scoped)][skip], append(args, w.First, w.Last, uuidArray(keys))
+		if len(keys) == 1 {
+			query, args = r.pg[index(scoped)][skip][pgOne(true)], append(args, w.First, w.Last, keys[0])
+		} else {
+			query, args = r.pg[index(scoped)][skip][pgOne(false)], append(args, w.First, w.Last, uuidArray(keys))
+		}
 	} else {
 		ends := endsOf(w)
 		head, tail := r.sqliteHead[index(scoped)][skip][ends], r.sqliteTail[index(scoped)][skip][ends]
