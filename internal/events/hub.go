@@ -73,6 +73,9 @@ type Hub struct {
 	n         int
 	closed    bool
 	observers []func(Notification)
+	// pending are the observers of changes not yet committed
+	// (ObservePending).
+	pending []func(Notification) (resolve func(committed bool))
 	// seq is the Seq of the last event handed out.
 	seq uint64
 }
@@ -85,6 +88,36 @@ func (h *Hub) Observe(observe func(Notification)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.observers = append(h.observers, observe)
+}
+
+// ObservePending has every change this replica is about to commit
+// (Pending) handed to observe as well, under the hub's lock (observe must
+// be quick and must not call the hub), which returns how it is told the
+// commit's outcome. The response cache's recent writes learn this way that
+// a version is coming (respcache.Writes.Pending).
+func (h *Hub) ObservePending(observe func(Notification) (resolve func(committed bool))) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.pending = append(h.pending, observe)
+}
+
+// Pending tells the pending observers that this replica is committing e,
+// and returns how the writer reports the outcome: resolve(true) once the
+// commit has answered, after Record; resolve(false) if it failed, was
+// rolled back, or its outcome is unknown. Call resolve exactly once.
+// Subscribers hear nothing of a pending change.
+func (h *Hub) Pending(e Notification) (resolve func(committed bool)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var all []func(bool)
+	for _, observe := range h.pending {
+		all = append(all, observe(e))
+	}
+	return func(committed bool) {
+		for _, r := range all {
+			r(committed)
+		}
+	}
 }
 
 // Record hands e to the observers only, not to subscribers: a replica's

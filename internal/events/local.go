@@ -74,13 +74,22 @@ func (a *localAnnouncer) onCommit(next ent.Committer) ent.Committer {
 		a.ordered.Lock()
 		defer a.ordered.Unlock()
 		b := a.take(tx)
-		if err := next.Commit(ctx, tx); err != nil {
-			return err
+		// Pending before the commit: SQLite shows the version to other
+		// connections before this one publishes it (Hub.Pending).
+		resolvers := make([]func(bool), len(b.events))
+		for i, e := range b.events {
+			resolvers[i] = a.hub.Pending(e)
 		}
-		for _, e := range b.events {
-			a.hub.Publish(e)
+		err := next.Commit(ctx, tx)
+		if err == nil {
+			for _, e := range b.events {
+				a.hub.Publish(e)
+			}
 		}
-		return nil
+		for _, resolve := range resolvers {
+			resolve(err == nil)
+		}
+		return err
 	})
 }
 

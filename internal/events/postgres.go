@@ -27,7 +27,8 @@ const Channel = "procsvc_changes"
 //
 // If own is not nil, a committed change is also Recorded there at once (its
 // observers, the response cache, learn of this replica's writes without
-// waiting for the notification's round trip).
+// waiting for the notification's round trip), and is Pending there from
+// its statement to its commit's answer.
 func NewPostgresAnnouncer(own *Hub) core.StatementAnnouncer { return postgresAnnouncer{own: own} }
 
 type postgresAnnouncer struct{ own *Hub }
@@ -76,13 +77,25 @@ func (a postgresAnnouncer) Notification(c core.Change) (notify func(b *sql.Build
 			return
 		}
 		e := Notification{Change: c, Version: version}
+		// Pending before the commit: PostgreSQL shows the version to
+		// other readers before this writer hears its commit's answer
+		// (Hub.Pending).
+		resolve := a.own.Pending(e)
 		tx.OnCommit(func(next ent.Committer) ent.Committer {
 			return ent.CommitFunc(func(ctx context.Context, tx *ent.Tx) error {
 				if err := next.Commit(ctx, tx); err != nil {
+					resolve(false)
 					return err
 				}
 				a.own.Record(e)
+				resolve(true)
 				return nil
+			})
+		})
+		tx.OnRollback(func(next ent.Rollbacker) ent.Rollbacker {
+			return ent.RollbackFunc(func(ctx context.Context, tx *ent.Tx) error {
+				resolve(false)
+				return next.Rollback(ctx, tx)
 			})
 		})
 	}

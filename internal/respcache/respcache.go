@@ -26,6 +26,8 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -65,6 +67,9 @@ type Cache struct {
 	// recent is the replica's record of recent writes (Observe), locked
 	// on its own.
 	recent *Writes
+	// awaiting counts the requests waiting for a commit's answer now
+	// (awaitCommit).
+	awaiting atomic.Int64
 }
 
 // generation is the keys a workspace's newest version has stored.
@@ -216,8 +221,22 @@ func (c *Cache) Middleware(onHit func(ctx context.Context, route string)) func(h
 			flightKey := key + "@" + strconv.FormatInt(v.WorkspaceVersion, 10)
 			c.mu.Lock()
 			e, ok := c.entries.Get(key)
-			if ok && !c.fresh(e, v.WorkspaceID, v.WorkspaceVersion) {
-				e, ok = nil, false
+			if ok {
+				var wait <-chan struct{}
+				if ok, wait = c.fresh(e, v.WorkspaceID, v.WorkspaceVersion); !ok && wait != nil {
+					// A write this response may survive has committed but
+					// not yet heard its answer: wait for it (briefly)
+					// rather than compute the response again.
+					c.mu.Unlock()
+					c.awaitCommit(r.Context(), wait)
+					c.mu.Lock()
+					if e, ok = c.entries.Get(key); ok {
+						ok, _ = c.fresh(e, v.WorkspaceID, v.WorkspaceVersion)
+					}
+				}
+			}
+			if !ok {
+				e = nil
 			}
 			f, shared := c.inFlight[flightKey]
 			switch {
@@ -282,15 +301,41 @@ func (c *Cache) Middleware(onHit func(ctx context.Context, route string)) func(h
 // is current if the recent writes show every write since and none touches its
 // footprint; it is then known current at version, so that the next check
 // starts there.
-func (c *Cache) fresh(e *entry, workspace uuid.UUID, version int64) bool {
+//
+// When the answer waits on a write whose commit has not answered yet
+// (Writes.Pending), wait is closed once it has.
+func (c *Cache) fresh(e *entry, workspace uuid.UUID, version int64) (ok bool, wait <-chan struct{}) {
 	if e.version >= version {
-		return true
+		return true, nil
 	}
-	if e.footprint == nil || !c.recent.untouched(workspace, e.version, version, e.footprint) {
-		return false
+	if e.footprint == nil {
+		return false, nil
+	}
+	if ok, wait = c.recent.untouched(workspace, e.version, version, e.footprint); !ok {
+		return false, wait
 	}
 	e.version = version
-	return true
+	return true, nil
+}
+
+// pendingWait bounds how long a request waits for a write's commit to
+// answer its writer before computing its response anyway: a commit answers
+// within milliseconds even on a saturated machine, and one that does not
+// (a lost connection, a stalled server) must not hold readers.
+const pendingWait = 20 * time.Millisecond
+
+// awaitCommit waits until wait is closed, pendingWait has passed or ctx
+// is done, whichever comes first.
+func (c *Cache) awaitCommit(ctx context.Context, wait <-chan struct{}) {
+	c.awaiting.Add(1)
+	defer c.awaiting.Add(-1)
+	t := time.NewTimer(pendingWait)
+	defer t.Stop()
+	select {
+	case <-wait:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // serve answers with a stored response; how says where it came from: "hit"

@@ -137,6 +137,7 @@ func NewHandler(d Deps) *Handler {
 			writes = respcache.NewWrites()
 		}
 		d.Hub.Observe(func(e events.Notification) { writes.Observe(e.Change, e.Version) })
+		d.Hub.ObservePending(func(e events.Notification) func(bool) { return writes.Pending(e.Change, e.Version) })
 		loaderOpts = append(loaderOpts, loader.CarryShared(writes.OnlyProcedureWrites))
 	}
 	source := loader.New(d.DB, append(loaderOpts, d.Loader...)...)
